@@ -1,0 +1,5 @@
+import sys
+
+from memlib.cli import main
+
+sys.exit(main())

@@ -1,0 +1,115 @@
+"""Compute-or-load, keyed by a hash of the config and of the code that computes it.
+
+Entries are torch-saved payloads followed by a SHA-256 digest of those bytes and
+written atomically (temp file + rename), so an interrupted run never leaves a
+half-written entry and a corrupted one is detected and recomputed. Loading uses
+`weights_only=True`; pandas DataFrames are stored as column dicts for that reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+import memlib
+from memlib import paths
+
+_DIGEST = hashlib.sha256().digest_size
+_FRAME = "__dataframe__"
+
+
+def code_version(*modules) -> str:
+    """memlib's version plus a hash of the source of `modules`: edits invalidate entries."""
+    h = hashlib.sha256(memlib.__version__.encode())
+    for module in modules:
+        h.update(Path(module.__file__).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def key(config: Any, code: str = "") -> str:
+    if hasattr(config, "__dataclass_fields__"):
+        from memlib.config import to_dict
+
+        config = to_dict(config)
+    blob = json.dumps(config, sort_keys=True, default=str) + code + memlib.__version__
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _encode(value):
+    if isinstance(value, pd.DataFrame):
+        return {_FRAME: {c: value[c].tolist() for c in value.columns}}
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_encode(v) for v in value)
+    return value
+
+
+def _decode(value):
+    if isinstance(value, dict):
+        if set(value) == {_FRAME}:
+            return pd.DataFrame(value[_FRAME])
+        return {k: _decode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_decode(v) for v in value)
+    return value
+
+
+def save(path: Path, value: Any) -> None:
+    buffer = io.BytesIO()
+    torch.save(_encode(value), buffer)
+    payload = buffer.getvalue()
+    atomic_write_bytes(path, payload + hashlib.sha256(payload).digest())
+
+
+def load(path: Path) -> Any:
+    """Return the stored value; raise ValueError if the entry is corrupted."""
+    data = Path(path).read_bytes()
+    payload, digest = data[:-_DIGEST], data[-_DIGEST:]
+    if len(data) <= _DIGEST or hashlib.sha256(payload).digest() != digest:
+        raise ValueError(f"cache entry {path} is corrupted")
+    return _decode(torch.load(io.BytesIO(payload), weights_only=True))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def entry_path(name: str, config: Any, code: str = "") -> Path:
+    return paths.cache_dir() / f"{name}-{key(config, code)}.pt"
+
+
+def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
+           refresh: bool = False) -> Any:
+    """Return `compute()`'s result for (`name`, `config`, `code`), computing it at most once.
+
+    `compute` must return tensors, numbers, strings, DataFrames and containers of them.
+    """
+    path = entry_path(name, config, code)
+    if path.exists() and not refresh:
+        try:
+            return load(path)
+        except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed
+            warnings.warn(f"recomputing {path.name}: {err}", stacklevel=2)
+    value = compute()
+    save(path, value)
+    return value

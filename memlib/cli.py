@@ -1,0 +1,88 @@
+"""Command line: `python -m memlib run|notebook|claims ...`.
+
+Bad input (unknown study, scale, key, value) exits with code 2 and one line naming
+the valid choices; a failing notebook exits with code 1 and one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line instead of argparse's usage block
+        raise UsageError(message)
+
+
+def parse_sets(pairs: list[str]) -> dict[str, str]:
+    values = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--set expects key=value, got {pair!r}")
+        values[key.strip()] = value
+    return values
+
+
+def run_study(study: str, scale: str, sets: dict[str, str]):
+    """Run a study's experiments from its params file plus overrides (same cache as the notebook)."""
+    from memlib.config import ConfigError, build
+    from memlib.pipeline import params_file, read_params
+
+    if study not in STUDIES:
+        raise UsageError(f"unknown study {study!r}; choose one of: {', '.join(STUDIES)}")
+    module = importlib.import_module(f"memlib.{study}")
+    params = read_params(params_file(Path(STUDIES[study] + ".py"), scale))
+    try:
+        config = build(module.Config, {**params, **sets})
+    except ConfigError as err:
+        raise UsageError(str(err)) from None
+    return module.run(config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(prog="memlib", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="run a study's experiments without the notebook")
+    run.add_argument("study")
+    run.add_argument("--scale", default=DEFAULT_SCALE)
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    nb = sub.add_parser("notebook", help="execute a notebook headlessly (papermill)")
+    nb.add_argument("path", type=Path)
+    nb.add_argument("--scale", default=DEFAULT_SCALE)
+    claims = sub.add_parser("claims", help="collect the claims tables into CLAIMS.md")
+    claims.add_argument("--scale", default=DEFAULT_SCALE)
+
+    try:
+        args = parser.parse_args(argv)
+        if args.scale not in SCALES:
+            raise UsageError(f"unknown scale {args.scale!r}; choose one of: {', '.join(SCALES)}")
+        if args.command == "run":
+            run_study(args.study, args.scale, parse_sets(args.set))
+        elif args.command == "notebook":
+            from memlib.pipeline import NotebookError, run_notebook
+
+            try:
+                out = run_notebook(args.path, args.scale)
+            except NotebookError as err:
+                print(f"memlib: {err}", file=sys.stderr)
+                return 1
+            print(f"memlib: executed {args.path} -> {out.relative_to(paths.repo_root())}")
+        else:
+            from memlib.claims import collect
+
+            collect(args.scale)
+            print(f"memlib: wrote {paths.claims_report(args.scale)}")
+    except UsageError as err:
+        print(f"memlib: error: {err}", file=sys.stderr)
+        return 2
+    return 0

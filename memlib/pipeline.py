@@ -1,0 +1,112 @@
+"""Execute a percent-format notebook headlessly with papermill, all or nothing.
+
+jupytext `.py` -> temporary `.ipynb` (kernel python3) -> papermill with the scale's
+parameters -> on success the executed notebook lands in build/<scale>/ and the
+figures it wrote (into a staging directory) replace figures/<study>/ together with a
+manifest.json. A failing cell leaves the previous outputs untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memlib import SCALES, paths
+
+
+class NotebookError(RuntimeError):
+    """A notebook failed; the message is one line pointing at the failed cell."""
+
+
+def params_file(notebook: Path, scale: str) -> Path:
+    return paths.repo_root() / "params" / scale / f"{Path(notebook).stem}.yaml"
+
+
+def read_params(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise NotebookError(f"no parameter file {path}; create it or pick another scale")
+    try:
+        params = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise NotebookError(f"{path} is not valid YAML: {err}".replace("\n", " ")) from None
+    if not isinstance(params, dict):
+        raise NotebookError(f"{path} must hold a mapping of parameter names to values")
+    return params
+
+
+def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = None,
+                 build_dir: Path | None = None) -> Path:
+    """Execute `notebook` at `scale`; return the executed notebook's path."""
+    import jupytext
+    import papermill
+
+    from memlib.provenance import manifest, write_manifest
+    from memlib.train import show_progress
+
+    if scale not in SCALES:
+        raise NotebookError(f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
+    notebook = Path(notebook).resolve()
+    if not notebook.exists():
+        raise NotebookError(f"notebook {notebook} does not exist")
+    study = notebook.stem
+    if params is None:
+        params = read_params(params_file(notebook, scale))
+    params = {**params, "scale": scale}
+    build_dir = Path(build_dir or paths.repo_root() / "build" / scale)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    source = build_dir / f".{study}.input.ipynb"
+    executed = build_dir / f".{study}.output.ipynb"
+    staging = build_dir / f".{study}.figures"
+    shutil.rmtree(staging, ignore_errors=True)
+
+    nb = jupytext.read(notebook)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    jupytext.write(nb, source, fmt="ipynb")
+
+    progress_bar = show_progress()  # decided before the kernel's environment is quietened
+    saved_env = {k: os.environ.get(k) for k in ("MEMLIB_FIGURES", "MEMLIB_PROGRESS")}
+    os.environ["MEMLIB_FIGURES"] = str(staging)
+    os.environ["MEMLIB_PROGRESS"] = "0"  # the kernel inherits this: no bars in saved outputs
+    start = time.time()
+    try:
+        papermill.execute_notebook(
+            str(source), str(executed), parameters=params, kernel_name="python3",
+            cwd=str(notebook.parent), progress_bar=progress_bar,
+            log_output=False,
+        )
+    except papermill.PapermillExecutionError as err:
+        failed = build_dir / f"{study}.failed.ipynb"
+        os.replace(executed, failed)
+        shutil.rmtree(staging, ignore_errors=True)
+        raise NotebookError(
+            f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue} "
+            f"(see {failed})"
+        ) from None
+    finally:
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        source.unlink(missing_ok=True)
+
+    staged = staging / paths.figures_dir(study, scale).relative_to(paths.figures_root())
+    target = paths.figures_dir(study, scale)
+    staged.mkdir(parents=True, exist_ok=True)
+    write_manifest(staged, manifest(study, scale, params, time.time() - start))
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(staged), str(target))
+    shutil.rmtree(staging, ignore_errors=True)
+    (build_dir / f"{study}.failed.ipynb").unlink(missing_ok=True)
+    final = build_dir / f"{study}.ipynb"
+    os.replace(executed, final)
+    return final
+

@@ -1,0 +1,70 @@
+"""manifest.json: what produced a set of figures (parameters, code, versions, device, time)."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from memlib import paths
+from memlib.cache import atomic_write_bytes
+
+PACKAGES = ("memlib", "torch", "torchvision", "timm", "transformers", "numpy", "pandas",
+            "scipy", "scikit-learn", "matplotlib", "papermill", "jupytext")
+
+
+def git_sha() -> str:
+    """HEAD's SHA, with "-dirty" when tracked files differ from it; "unknown" outside git."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=paths.repo_root(), capture_output=True,
+                              text=True, timeout=10)
+    try:
+        head = git("rev-parse", "HEAD")
+        if head.returncode:
+            return "unknown"
+        dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
+        return head.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def versions() -> dict[str, str]:
+    found = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def device() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        n = torch.cuda.device_count()
+        return f"{n} x {torch.cuda.get_device_name(0)}"
+    return f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)"
+
+
+def manifest(study: str, scale: str, parameters: dict[str, Any], wall_seconds: float) -> dict:
+    return {
+        "study": study,
+        "scale": scale,
+        "parameters": parameters,
+        "git_sha": git_sha(),
+        "versions": versions(),
+        "device": device(),
+        "wall_seconds": round(wall_seconds, 1),
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def write_manifest(directory: Path, record: dict) -> Path:
+    path = Path(directory) / "manifest.json"
+    atomic_write_bytes(path, (json.dumps(record, indent=2, default=str) + "\n").encode())
+    return path

@@ -1,0 +1,241 @@
+"""One training loop for minibatch and full-batch training.
+
+`train(model, data, spec)` runs `spec.epochs` epochs of `step(model, batch) -> loss`
+(cross-entropy by default) over batches `(x, y, idx)`; `idx` are sample indices, the
+key for random labels and noise masks. Callbacks see a `State` after every epoch
+(and, if given, every step) and may add metrics to `state.row`; the return value is
+the history as a DataFrame, one row per epoch (epoch 0 = before training).
+
+The inner loop does nothing per step beyond the plain PyTorch loop except one Python
+call to `step` and keeping the detached loss: `benchmarks/train_overhead.py` holds it
+to that.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from memlib.config import check
+from memlib.seed import generator
+
+Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+OPTIMIZERS = ("sgd", "adam", "adamw", "muon")
+SCHEDULES = ("constant", "cosine", "warmup_cosine")
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    epochs: int = 10
+    batch_size: int | None = 128  # None: full batch
+    optimizer: Literal["sgd", "adam", "adamw", "muon"] = "adam"
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    momentum: float = 0.9
+    schedule: Literal["constant", "cosine", "warmup_cosine"] = "constant"
+    warmup_epochs: float = 0.0
+    label_smoothing: float = 0.0
+    seed: int = 0
+    max_steps: int | None = None  # stop early (smoke runs, tests)
+
+    def __post_init__(self):
+        check(self.epochs >= 0, f"epochs must be >= 0, got {self.epochs}")
+        check(self.batch_size is None or self.batch_size > 0,
+              f"batch_size must be positive or None (full batch), got {self.batch_size}")
+        check(self.lr > 0, f"lr must be positive, got {self.lr}")
+        check(0 <= self.label_smoothing < 1,
+              f"label_smoothing must be in [0, 1), got {self.label_smoothing}")
+
+
+@dataclass
+class State:
+    model: nn.Module
+    epoch: int = 0
+    step: int = 0
+    loss: torch.Tensor | None = None
+    batch: Batch | None = None
+    row: dict[str, Any] = field(default_factory=dict)
+
+
+class TensorBatches:
+    """Shuffled minibatches (x, y, idx) of in-memory tensors: no DataLoader overhead.
+
+    The permutation comes from a private generator, so batch order depends only on
+    the seed; `batch_size=None` yields the whole set once per epoch, unshuffled.
+    """
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, batch_size: int | None,
+                 seed: int = 0, drop_last: bool = False):
+        self.x, self.y, self.batch_size, self.drop_last = x, y, batch_size, drop_last
+        self.generator = generator(seed)
+
+    def __len__(self) -> int:
+        n, b = len(self.y), self.batch_size
+        if b is None:
+            return 1
+        return n // b if self.drop_last else math.ceil(n / b)
+
+    def __iter__(self) -> Iterable[Batch]:
+        n = len(self.y)
+        if self.batch_size is None:
+            yield self.x, self.y, torch.arange(n, device=self.y.device)
+            return
+        order = torch.randperm(n, generator=self.generator).to(self.y.device)
+        for start in range(0, len(self) * self.batch_size, self.batch_size):
+            idx = order[start:start + self.batch_size]
+            yield self.x[idx], self.y[idx], idx
+
+
+def batches(data, batch_size: int | None, seed: int = 0):
+    """Accept a (x, y) pair, a Split-like object with .x/.y, or any iterable of batches."""
+    if isinstance(data, (tuple, list)) and len(data) == 2:
+        return TensorBatches(data[0], data[1], batch_size, seed)
+    if hasattr(data, "x") and hasattr(data, "y"):
+        return TensorBatches(data.x, data.y, batch_size, seed)
+    return data
+
+
+def make_optimizers(params: Iterable[nn.Parameter], spec: TrainSpec) -> list[torch.optim.Optimizer]:
+    """Optimizers by name; "muon" takes 2-D weights and hands the rest to AdamW."""
+    params = [p for p in params if p.requires_grad]
+    wd, lr = spec.weight_decay, spec.lr
+    if spec.optimizer == "sgd":
+        return [torch.optim.SGD(params, lr=lr, momentum=spec.momentum, weight_decay=wd)]
+    if spec.optimizer == "adam":
+        return [torch.optim.Adam(params, lr=lr, weight_decay=wd)]
+    if spec.optimizer == "adamw":
+        return [torch.optim.AdamW(params, lr=lr, weight_decay=wd)]
+    if spec.optimizer == "muon":
+        matrices = [p for p in params if p.ndim == 2]
+        others = [p for p in params if p.ndim != 2]
+        optimizers = [torch.optim.Muon(matrices, lr=lr, weight_decay=wd)] if matrices else []
+        return optimizers + ([torch.optim.AdamW(others, lr=lr, weight_decay=wd)] if others else [])
+    raise ValueError(f"unknown optimizer {spec.optimizer!r}; choose one of: {', '.join(OPTIMIZERS)}")
+
+
+def lr_factor(spec: TrainSpec, steps_per_epoch: int) -> Callable[[int], float] | None:
+    """Multiplier of the base LR at a given step, or None for a constant LR."""
+    if spec.schedule == "constant":
+        return None
+    total = max(1, spec.epochs * steps_per_epoch)
+    warmup = int(spec.warmup_epochs * steps_per_epoch) if spec.schedule == "warmup_cosine" else 0
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / max(1, total - warmup))
+        return 0.5 * (1 + math.cos(math.pi * progress))
+
+    return factor
+
+
+def cross_entropy_step(label_smoothing: float = 0.0):
+    def step(model: nn.Module, batch: Batch) -> torch.Tensor:
+        x, y, _ = batch
+        return F.cross_entropy(model(x), y, label_smoothing=label_smoothing)
+    return step
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 2048
+             ) -> dict[str, float]:
+    """Accuracy and mean cross-entropy in eval mode, batched; restores the previous mode."""
+    was_training = model.training
+    model.eval()
+    correct, loss = 0.0, 0.0
+    for start in range(0, len(y), batch_size):
+        logits = model(x[start:start + batch_size])
+        target = y[start:start + batch_size]
+        correct += (logits.argmax(1) == target).sum().item()
+        loss += F.cross_entropy(logits, target, reduction="sum").item()
+    model.train(was_training)
+    n = max(1, len(y))
+    return {"acc": correct / n, "loss": loss / n}
+
+
+def show_progress() -> bool:
+    """Progress bars in terminals and interactive notebooks; quiet under papermill and CI."""
+    if os.environ.get("MEMLIB_PROGRESS") is not None:
+        return os.environ["MEMLIB_PROGRESS"] not in ("0", "false", "")
+    if os.environ.get("CI"):
+        return False
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
+
+
+def train(model: nn.Module, data, spec: TrainSpec, *,
+          step: Callable[[nn.Module, Batch], torch.Tensor] | None = None,
+          params: Iterable[nn.Parameter] | None = None,
+          eval_sets: Mapping[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
+          callbacks: Sequence[Callable[[State], None]] = (),
+          step_callbacks: Sequence[Callable[[State], None]] = (),
+          optimizers: Sequence[torch.optim.Optimizer] | None = None,
+          desc: str = "train") -> pd.DataFrame:
+    """Train `model` in place and return the per-epoch history.
+
+    `params` defaults to the model's; pass more (e.g. probe heads) to train them too.
+    Row keys: epoch, step, train_loss, then `<set>_acc` / `<set>_loss` per eval set,
+    then whatever the callbacks add.
+    """
+    from tqdm.auto import tqdm
+
+    loader = batches(data, spec.batch_size, spec.seed)
+    step = step or cross_entropy_step(spec.label_smoothing)
+    if optimizers is None:
+        optimizers = make_optimizers(params if params is not None else model.parameters(), spec)
+    factor = lr_factor(spec, len(loader))
+    base_lrs = [[g["lr"] for g in opt.param_groups] for opt in optimizers]
+    eval_sets = dict(eval_sets or {})
+    state = State(model)
+    history: list[dict[str, Any]] = []
+
+    def end_epoch(losses: list[torch.Tensor]) -> None:
+        state.row = {"epoch": state.epoch, "step": state.step,
+                     "train_loss": torch.stack(losses).mean().item() if losses else math.nan}
+        for name, (x, y) in eval_sets.items():
+            for metric, value in evaluate(model, x, y).items():
+                state.row[f"{name}_{metric}"] = value
+        for callback in callbacks:
+            callback(state)
+        history.append(state.row)
+
+    end_epoch([])
+    bar = tqdm(range(1, spec.epochs + 1), desc=desc, disable=not show_progress(), leave=False)
+    for epoch in bar:
+        model.train()
+        state.epoch = epoch
+        losses = []
+        for batch in loader:
+            if factor is not None:
+                scale = factor(state.step)
+                for opt, lrs in zip(optimizers, base_lrs):
+                    for group, lr in zip(opt.param_groups, lrs):
+                        group["lr"] = lr * scale
+            loss = step(model, batch)
+            for opt in optimizers:
+                opt.zero_grad(set_to_none=True)
+            loss.backward()
+            for opt in optimizers:
+                opt.step()
+            state.step += 1
+            losses.append(loss.detach())
+            if step_callbacks:
+                state.loss, state.batch = loss, batch
+                for callback in step_callbacks:
+                    callback(state)
+            if spec.max_steps is not None and state.step >= spec.max_steps:
+                break
+        end_epoch(losses)
+        bar.set_postfix(loss=f"{history[-1]['train_loss']:.3g}")
+        if spec.max_steps is not None and state.step >= spec.max_steps:
+            break
+    model.eval()
+    return pd.DataFrame(history)
