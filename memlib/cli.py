@@ -34,7 +34,7 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
 
 
 def run_study(study: str, scale: str, sets: dict[str, str]):
-    """Run a study's experiments from its params file plus overrides (same cache as the notebook)."""
+    """Run a study from its params file plus overrides (shares the notebook's cache)."""
     from memlib.config import ConfigError, build
     from memlib.pipeline import params_file, read_params
 

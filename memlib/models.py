@@ -151,7 +151,7 @@ def vit(name: str = "vit_tiny", num_classes: int = 10, image_size: int = 28,
 
 
 def resnet18(num_classes: int = 10, in_channels: int = 3, cifar_stem: bool = False) -> nn.Module:
-    """torchvision ResNet18 (random init); `cifar_stem` swaps in a 3x3 stride-1 stem, no max-pool."""
+    """torchvision ResNet18, random init; `cifar_stem`: 3x3 stride-1 stem, no max-pool."""
     import torchvision
 
     model = torchvision.models.resnet18(weights=None, num_classes=num_classes)

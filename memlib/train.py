@@ -119,7 +119,8 @@ def make_optimizers(params: Iterable[nn.Parameter], spec: TrainSpec) -> list[tor
         others = [p for p in params if p.ndim != 2]
         optimizers = [torch.optim.Muon(matrices, lr=lr, weight_decay=wd)] if matrices else []
         return optimizers + ([torch.optim.AdamW(others, lr=lr, weight_decay=wd)] if others else [])
-    raise ValueError(f"unknown optimizer {spec.optimizer!r}; choose one of: {', '.join(OPTIMIZERS)}")
+    raise ValueError(
+        f"unknown optimizer {spec.optimizer!r}; choose one of: {', '.join(OPTIMIZERS)}")
 
 
 def lr_factor(spec: TrainSpec, steps_per_epoch: int) -> Callable[[int], float] | None:

@@ -1,0 +1,48 @@
+# memlib: `make figures` regenerates every figure and table, `make test` proves it works.
+# Both create the virtual environment .venv on first use.
+SCALE ?= small
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.py))
+STEMS := $(notdir $(NOTEBOOKS:.py=))
+EXECUTED := $(STEMS:%=build/$(SCALE)/%.ipynb)
+# Notebooks re-run when memlib's code changes; unchanged experiments then load from the cache.
+MEMLIB_SRC := $(wildcard memlib/*.py) memlib/memlib.mplstyle
+CLAIMS := $(if $(filter small,$(SCALE)),figures/CLAIMS.md,figures/$(SCALE)/CLAIMS.md)
+
+.PHONY: figures test lint sync clean venv
+.DELETE_ON_ERROR:
+
+figures: $(CLAIMS)
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+$(CLAIMS): $(EXECUTED) | $(STAMP)
+	$(PY) -m memlib claims --scale $(SCALE)
+
+build/$(SCALE)/%.ipynb: notebooks/%.py params/$(SCALE)/%.yaml $(MEMLIB_SRC) | $(STAMP)
+	$(PY) -m memlib notebook $< --scale $(SCALE)
+
+test: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+# Pair every .py notebook with an .ipynb for interactive use (the .ipynb is not committed).
+sync: $(STAMP)
+	$(VENV)/bin/jupytext --set-formats ipynb,py:percent $(NOTEBOOKS)
+	$(VENV)/bin/jupytext --sync $(NOTEBOOKS)
+
+clean:
+	rm -rf build results/cache figures/smoke .pytest_cache .ruff_cache

@@ -1,0 +1,365 @@
+"""Datasets, label noise, class-balanced and long-tailed subsets.
+
+Loaders parse the original on-disk formats themselves (IDX for (Fashion-)MNIST, the
+python pickles for CIFAR), so loading is fast, offline and torchvision-free; torchvision
+is only used to download when a dataset is absent. Missing data raises `MissingDataError`
+with one actionable sentence. Every image split is float32 N x C x H x W in [0, 1].
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import math
+import pickle
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from memlib import paths
+
+DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits")
+SPLITS = ("train", "test")
+SYSTEM_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")  # Debian dataset-fashion-mnist
+
+FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                         "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
+DIGIT_CLASSES = tuple(str(d) for d in range(10))
+
+_IDX_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+              "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+# name -> (batch files per split, meta file, label key, class-name key)
+_CIFAR = {
+    "cifar10": ({"train": tuple(f"data_batch_{i}" for i in range(1, 6)), "test": ("test_batch",)},
+                "batches.meta", b"labels", b"label_names"),
+    "cifar100": ({"train": ("train",), "test": ("test",)}, "meta", b"fine_labels",
+                 b"fine_label_names"),
+}
+# The folder torchvision creates under its root, searched as well as the root itself.
+_TORCHVISION_DIR = {"fashion_mnist": "FashionMNIST/raw", "mnist": "MNIST/raw",
+                    "cifar10": "cifar-10-batches-py", "cifar100": "cifar-100-python"}
+_HOW_TO_GET = {
+    "fashion_mnist": "run `apt-get install dataset-fashion-mnist`, copy the IDX files into {base}",
+    "mnist": "copy the MNIST IDX files (plain or .gz) into {base}",
+    "cifar10": "download CIFAR-10 into {base} (torchvision layout cifar-10-batches-py/)",
+    "cifar100": "download CIFAR-100 into {base} (torchvision layout cifar-100-python/)",
+}
+
+
+class MissingDataError(RuntimeError):
+    """A dataset is neither on disk nor downloadable; the message says how to get it."""
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    """Images `x` (float32, N x C x H x W, in [0, 1]), labels `y` (int64), class names.
+
+    Loaded splits are cached and shared between callers: never modify `x` or `y` in place.
+    """
+
+    x: Tensor
+    y: Tensor
+    classes: tuple[str, ...]
+
+    def __post_init__(self):
+        if len(self.x) != len(self.y):
+            raise ValueError(f"x has {len(self.x)} samples but y has {len(self.y)}")
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def subset(self, indices) -> Split:
+        """The samples at `indices` (integer indices or a boolean mask), same classes."""
+        idx = torch.as_tensor(indices)
+        idx = idx if idx.dtype == torch.bool else idx.long()
+        return Split(self.x[idx], self.y[idx], self.classes)
+
+
+class IndexedDataset(torch.utils.data.Dataset):
+    """Yields (x, y, i): the index `i` keys per-sample random labels and noise masks."""
+
+    def __init__(self, split: Split, transform=None):
+        self.split, self.transform = split, transform
+
+    def __len__(self) -> int:
+        return len(self.split)
+
+    def __getitem__(self, i):
+        x = self.split.x[i]
+        return (x if self.transform is None else self.transform(x)), self.split.y[i], i
+
+
+def load(name: str, split: str = "train", root=None, download: bool | None = None) -> Split:
+    """Load `split` ("train"/"test") of dataset `name` (one of DATASETS), cached in-process.
+
+    Looks in `root` if given, else $MEMLIB_DATA/<name> (then, for fashion_mnist, the Debian
+    package's folder), each also with torchvision's sub-folder. When absent and `download`
+    is not False, torchvision downloads into the first of those places.
+    digits is scikit-learn's bundled set; its test split is every 5th sample (index % 5 == 0),
+    a fixed rule so the split needs no seed. `root` and `download` do not apply to it.
+    """
+    _check_choice("dataset", name, DATASETS)
+    _check_choice("split", split, SPLITS)
+    if name == "digits":
+        return _load_cached(name, split, "")
+    dirs = _candidate_dirs(name, root)
+    found = _find(name, split, dirs)
+    if found is None:
+        reason = "downloading disabled: pass download=True when online"
+        if download is not False:
+            reason = _download(name, dirs[0]) or "download finished but the files are not there"
+            found = _find(name, split, dirs)
+        if found is None:
+            files = ", ".join(_required_files(name, split))
+            where = ", ".join(str(d) for d in dirs)
+            how = _HOW_TO_GET[name].format(base=dirs[0])
+            raise MissingDataError(f"{name} {split} files ({files}) not found in {where} "
+                                   f"({reason}); {how}, or set MEMLIB_DATA.")
+    return _load_cached(name, split, str(found.resolve()))
+
+
+def clear_cache() -> None:
+    """Forget the splits `load` has cached (frees their memory; needed if files change)."""
+    _load_cached.cache_clear()
+
+
+def _check_choice(what: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"unknown {what} {value!r}; choose one of: {', '.join(choices)}")
+
+
+def _candidate_dirs(name: str, root) -> list[Path]:
+    if root is not None:
+        bases = [Path(root).expanduser()]
+    else:
+        bases = [paths.data_dir() / name]
+        if name == "fashion_mnist":
+            bases.append(SYSTEM_FASHION_MNIST)
+    return [d for base in bases for d in (base, base / _TORCHVISION_DIR[name])]
+
+
+def _required_files(name: str, split: str) -> tuple[str, ...]:
+    if name in _CIFAR:
+        batches, meta, _, _ = _CIFAR[name]
+        return (*batches[split], meta)
+    return _IDX_FILES[split]
+
+
+def _locate(directory: Path, filename: str) -> Path | None:
+    """The file, plain or gzipped, if it exists."""
+    for path in (directory / filename, directory / f"{filename}.gz"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _find(name: str, split: str, dirs: list[Path]) -> Path | None:
+    for d in dirs:
+        if all(_locate(d, f) for f in _required_files(name, split)):
+            return d
+    return None
+
+
+def _download(name: str, base: Path) -> str | None:
+    """Download with torchvision into `base`; return why it failed, or None."""
+    try:
+        import torchvision.datasets as tvd
+
+        dataset = {"fashion_mnist": tvd.FashionMNIST, "mnist": tvd.MNIST,
+                   "cifar10": tvd.CIFAR10, "cifar100": tvd.CIFAR100}[name]
+        dataset(str(base), train=True, download=True)  # fetches both splits
+    except Exception as exc:  # offline, blocked, bad checksum...: all mean "not available here"
+        return f"download failed: {type(exc).__name__}: {textwrap.shorten(str(exc), 240)}"
+    return None
+
+
+@functools.cache
+def _load_cached(name: str, split: str, directory: str) -> Split:
+    if name == "digits":
+        return _read_digits(split)
+    if name in _CIFAR:
+        return _read_cifar(name, split, Path(directory))
+    images, labels = (_read_idx(_locate(Path(directory), f), ndim)
+                      for f, ndim in zip(_IDX_FILES[split], (3, 1), strict=True))
+    classes = FASHION_MNIST_CLASSES if name == "fashion_mnist" else DIGIT_CLASSES
+    return _make_split(images[:, None], labels, classes, 255, directory)
+
+
+def _open(path: Path):
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def _read_idx(path: Path, ndim: int) -> np.ndarray:
+    """Parse an IDX uint8 file: magic 0x00 0x00 0x08 ndim, ndim big-endian sizes, data."""
+    with _open(path) as f:
+        raw = f.read()
+    magic = int.from_bytes(raw[:4], "big") if len(raw) >= 4 else -1
+    if magic != 0x800 + ndim:
+        raise ValueError(f"{path} is not an IDX uint8 file of {ndim} dimension(s) "
+                         f"(magic {magic}, expected {0x800 + ndim}); delete it and get it again")
+    shape = tuple(int(s) for s in np.frombuffer(raw, ">u4", ndim, 4))
+    data = np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim)
+    if data.size != math.prod(shape):
+        raise ValueError(f"{path} holds {data.size} values, its header says {shape}; "
+                         "it is truncated: delete it and get it again")
+    return data.reshape(shape)
+
+
+def _unpickle(path: Path) -> dict:
+    # The CIFAR pickles were written by Python 2: keys and strings are bytes.
+    with _open(path) as f:
+        return pickle.load(f, encoding="bytes")
+
+
+def _read_cifar(name: str, split: str, directory: Path) -> Split:
+    batches, meta, label_key, names_key = _CIFAR[name]
+    parts = [_unpickle(_locate(directory, f)) for f in batches[split]]
+    images = np.concatenate([p[b"data"] for p in parts]).reshape(-1, 3, 32, 32)
+    labels = np.concatenate([p[label_key] for p in parts])
+    classes = tuple(n.decode() for n in _unpickle(_locate(directory, meta))[names_key])
+    return _make_split(images, labels, classes, 255, directory)
+
+
+def _read_digits(split: str) -> Split:
+    from sklearn.datasets import load_digits  # bundled with scikit-learn: no download
+
+    digits = load_digits()
+    is_test = np.arange(len(digits.target)) % 5 == 0
+    keep = is_test if split == "test" else ~is_test
+    return _make_split(digits.images[keep][:, None], digits.target[keep], DIGIT_CLASSES, 16,
+                       "sklearn digits")
+
+
+def _make_split(images: np.ndarray, labels, classes, max_value: float, source) -> Split:
+    labels = np.asarray(labels, dtype=np.int64)
+    if len(images) != len(labels) or (labels.size and not 0 <= labels.min() <= labels.max()
+                                      < len(classes)):
+        raise ValueError(f"{source}: {len(images)} images but {len(labels)} labels, or labels "
+                         f"outside 0..{len(classes) - 1}; the files are inconsistent")
+    x = torch.from_numpy(images.astype(np.float32)).div_(max_value)
+    return Split(x, torch.from_numpy(labels), tuple(classes))
+
+
+def symmetric_noise(labels, rate: float, num_classes: int, seed: int) -> tuple[Tensor, Tensor]:
+    """Flip each label with probability `rate` to a uniformly drawn *different* class.
+
+    Returns (noisy_labels, flipped_mask); since a flip never lands on the true class, the
+    mask is exactly the set of wrong labels. Same seed, same result; global RNG untouched.
+    """
+    if not 0 <= rate < 1:
+        raise ValueError(f"noise rate must be in [0, 1), got {rate!r}")
+    if num_classes < 2:
+        raise ValueError(f"symmetric noise needs num_classes >= 2, got {num_classes!r}")
+    labels = torch.as_tensor(labels)
+    y = labels.long().cpu()
+    if y.numel() and not 0 <= y.min() <= y.max() < num_classes:
+        raise ValueError(f"labels must lie in 0..{num_classes - 1}")
+    gen = torch.Generator().manual_seed(seed)
+    flipped = torch.rand(y.shape, generator=gen) < rate
+    # An offset in 1..C-1 added mod C is uniform over the C-1 other classes and never 0.
+    offset = torch.randint(1, num_classes, y.shape, generator=gen)
+    noisy = torch.where(flipped, (y + offset) % num_classes, y)
+    return noisy.to(labels.device), flipped.to(labels.device)
+
+
+def stratified_subset(labels, fraction: float | None = None, count: int | None = None,
+                      seed: int = 0) -> Tensor:
+    """Sorted indices of a class-stratified random subset.
+
+    `fraction` keeps round-half-up(fraction * n_c) of each class (at least 1); `count` keeps
+    exactly `count` in all, split proportionally to class sizes (largest remainder), with at
+    least one per class present.
+    """
+    if (fraction is None) == (count is None):
+        raise ValueError("give exactly one of fraction or count")
+    y = torch.as_tensor(labels).long().cpu()
+    if y.numel() == 0:
+        raise ValueError("labels are empty")
+    classes, sizes = (t.tolist() for t in torch.unique(y, return_counts=True))
+    if fraction is not None:
+        if not 0 < fraction <= 1:
+            raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+        keep = [min(n, max(1, math.floor(fraction * n + 0.5))) for n in sizes]
+    else:
+        if not len(sizes) <= count <= len(y):
+            raise ValueError(f"count must be between the number of classes present "
+                             f"({len(sizes)}) and of samples ({len(y)}), got {count!r}")
+        keep = _largest_remainder(count, sizes)
+    return _sample_per_class(y, classes, keep, seed)
+
+
+def _largest_remainder(total: int, sizes: list[int]) -> list[int]:
+    n = sum(sizes)
+    keep = [total * s // n for s in sizes]  # integer arithmetic: no float ties
+    by_remainder = sorted(range(len(sizes)), key=lambda c: -(total * sizes[c] % n))
+    for c in by_remainder[: total - sum(keep)]:
+        keep[c] += 1
+    # A tiny class can round to zero: take one from the largest share so every class stays.
+    for c, k in enumerate(keep):
+        if k == 0:
+            keep[max(range(len(keep)), key=keep.__getitem__)] -= 1
+            keep[c] = 1
+    return keep
+
+
+def _sample_per_class(y: Tensor, classes, keep, seed: int) -> Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    chosen = []
+    for c, k in zip(classes, keep, strict=True):
+        members = torch.nonzero(y == c).flatten()
+        chosen.append(members[torch.randperm(len(members), generator=gen)[:k]])
+    return torch.cat(chosen).sort().values
+
+
+def long_tail_counts(n_max: int, num_classes: int, imbalance_ratio: float) -> list[int]:
+    """Exponential profile n_c = floor(n_max * ratio ** (-c / (C - 1))), c = 0..C-1."""
+    if imbalance_ratio < 1:
+        raise ValueError(f"imbalance_ratio must be >= 1, got {imbalance_ratio!r}")
+    if num_classes == 1:
+        return [n_max]
+    # The 1e-9 keeps exact products (5000 * 100 ** -1 = 50) from flooring to 49.
+    counts = [math.floor(n_max * imbalance_ratio ** (-c / (num_classes - 1)) * (1 + 1e-9))
+              for c in range(num_classes)]
+    if counts[-1] < 1:
+        raise ValueError(f"imbalance_ratio {imbalance_ratio} leaves the rarest class empty "
+                         f"(n_max={n_max}); use a ratio <= n_max")
+    return counts
+
+
+def long_tail_subset(labels, imbalance_ratio: float, seed: int = 0,
+                     num_classes: int | None = None) -> Tensor:
+    """Sorted indices of a long-tailed subset: class c keeps long_tail_counts(...)[c] samples,
+    with n_max the smallest class size, so classes are balanced before the tail is cut."""
+    y = torch.as_tensor(labels).long().cpu()
+    if y.numel() == 0:
+        raise ValueError("labels are empty")
+    num_classes = num_classes or int(y.max()) + 1
+    if y.min() < 0 or y.max() >= num_classes:
+        raise ValueError(f"labels must lie in 0..{num_classes - 1}")
+    sizes = torch.bincount(y, minlength=num_classes).tolist()
+    if min(sizes) == 0:
+        raise ValueError(f"class {sizes.index(0)} has no samples; a long tail needs all classes")
+    counts = long_tail_counts(min(sizes), num_classes, imbalance_ratio)
+    return _sample_per_class(y, range(num_classes), counts, seed)
+
+
+def class_pair(split: Split, a: int, b: int) -> Split:
+    """The binary task `a` vs `b`: keeps those classes, relabelled a -> 0 and b -> 1."""
+    if a == b or not (0 <= a < split.num_classes and 0 <= b < split.num_classes):
+        raise ValueError(f"need two different classes in 0..{split.num_classes - 1}, "
+                         f"got {a!r} and {b!r}")
+    keep = (split.y == a) | (split.y == b)
+    return Split(split.x[keep], (split.y[keep] == b).long(), (split.classes[a], split.classes[b]))
+
+
+def to_symmetric_range(x: Tensor) -> Tensor:
+    """Map [0, 1] to [-1, 1] (background 0 becomes -1), as one study's inputs expect."""
+    return 2 * x - 1

@@ -1,0 +1,83 @@
+import pickle
+
+import pandas as pd
+import pytest
+import torch
+
+from memlib import cache
+
+
+def test_compute_once_then_load():
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"w": torch.arange(3.0), "df": pd.DataFrame({"a": [1, 2]}), "n": 3}
+
+    first = cache.cached("exp", {"seed": 0}, compute)
+    second = cache.cached("exp", {"seed": 0}, compute)
+    assert len(calls) == 1
+    assert torch.equal(first["w"], second["w"])
+    pd.testing.assert_frame_equal(first["df"], second["df"])
+    cache.cached("exp", {"seed": 1}, compute)
+    cache.cached("exp", {"seed": 0}, compute, code="edited")
+    assert len(calls) == 3
+
+
+def test_corrupted_entry_is_recomputed():
+    cache.cached("exp", {"a": 1}, lambda: torch.ones(4))
+    path = cache.entry_path("exp", {"a": 1})
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="corrupted"):
+        cache.load(path)
+    with pytest.warns(UserWarning, match="recomputing"):
+        value = cache.cached("exp", {"a": 1}, lambda: torch.zeros(4))
+    assert torch.equal(value, torch.zeros(4))
+    assert torch.equal(cache.load(path), torch.zeros(4))
+
+
+def test_truncated_entry_is_detected(tmp_path):
+    path = tmp_path / "x.pt"
+    cache.save(path, {"a": torch.ones(100)})
+    path.write_bytes(path.read_bytes()[:50])
+    with pytest.raises(ValueError):
+        cache.load(path)
+
+
+def test_failed_compute_leaves_no_entry():
+    def boom():
+        raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        cache.cached("exp", {"b": 2}, boom)
+    assert not cache.entry_path("exp", {"b": 2}).exists()
+
+
+def test_atomic_write_leaves_no_temp_files(tmp_path, monkeypatch):
+    target = tmp_path / "out.bin"
+    cache.atomic_write_bytes(target, b"old")
+
+    def failing_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(cache.os, "replace", failing_replace)
+    with pytest.raises(OSError):
+        cache.atomic_write_bytes(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_loading_refuses_arbitrary_objects(tmp_path):
+    import argparse
+    import hashlib
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(argparse.Namespace(a=1), buffer)  # an arbitrary class, not a tensor container
+    payload = buffer.getvalue()
+    path = tmp_path / "evil.pt"
+    path.write_bytes(payload + hashlib.sha256(payload).digest())
+    with pytest.raises(pickle.UnpicklingError):
+        cache.load(path)

@@ -1,0 +1,60 @@
+"""The real pipeline (jupytext -> papermill -> staged outputs) on a tiny fixture notebook."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from memlib import cli, paths
+from memlib.claims import collect
+from memlib.pipeline import NotebookError, run_notebook
+
+FIXTURE = Path(__file__).parent / "fixtures" / "tiny_notebook.py"
+
+
+@pytest.mark.notebook
+def test_success_writes_everything_and_failure_writes_nothing(tmp_path):
+    build = tmp_path / "build"
+    executed = run_notebook(FIXTURE, "smoke", params={"n": 4}, build_dir=build)
+    out = paths.figures_dir("tiny_notebook", "smoke")
+    assert executed == build / "tiny_notebook.ipynb" and executed.exists()
+    assert {p.name for p in out.iterdir()} == {
+        "line.pdf", "line.png", "numbers.csv", "numbers.md", "claims.csv", "claims.md",
+        "manifest.json"}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["parameters"] == {"n": 4, "scale": "smoke"}
+    assert {"torch", "python"} <= set(manifest["versions"]) and manifest["wall_seconds"] > 0
+    assert pd.read_csv(out / "claims.csv")["verdict"].tolist() == ["holds"]
+    assert "injected-parameters" in executed.read_text()
+
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(NotebookError, match="failed in cell.*asked to fail"):
+        run_notebook(FIXTURE, "smoke", params={"n": 9, "fail": True}, build_dir=build)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert sorted(p.name for p in build.iterdir()) == ["tiny_notebook.failed.ipynb",
+                                                       "tiny_notebook.ipynb"]
+
+
+def test_missing_params_file_is_one_sentence(tmp_path):
+    with pytest.raises(NotebookError, match="no parameter file"):
+        run_notebook(FIXTURE, "smoke", build_dir=tmp_path)
+
+
+def test_claims_report_lists_every_study(tmp_path):
+    text = collect("smoke")
+    assert "# Claims report (smoke scale)" in text
+    assert text.count("No results yet") == 4
+    assert paths.claims_report("smoke").read_text() == text
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["run", "nosuch"], "unknown study 'nosuch'; choose one of: rlp"),
+    (["run", "rlp", "--scale", "huge"], "unknown scale 'huge'; choose one of: smoke"),
+    (["run", "rlp", "--set", "novalue"], "--set expects key=value"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_cli_bad_input_exits_2_with_one_line(argv, fragment, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1
