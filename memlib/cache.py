@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 
 import memlib
-from memlib import paths
+from memlib import distributed, paths
 
 _DIGEST = hashlib.sha256().digest_size
 _FRAME = "__dataframe__"
@@ -111,5 +111,6 @@ def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
         except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed
             warnings.warn(f"recomputing {path.name}: {err}", stacklevel=2)
     value = compute()
-    save(path, value)
+    if distributed.is_main():
+        save(path, value)
     return value

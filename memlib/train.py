@@ -18,6 +18,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
@@ -25,6 +26,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from memlib import distributed
+from memlib.cache import load as load_entry
+from memlib.cache import save as save_entry
 from memlib.config import check
 from memlib.seed import generator
 
@@ -70,13 +74,16 @@ class TensorBatches:
     """Shuffled minibatches (x, y, idx) of in-memory tensors: no DataLoader overhead.
 
     The permutation comes from a private generator, so batch order depends only on
-    the seed; `batch_size=None` yields the whole set once per epoch, unshuffled.
+    the seed; `batch_size=None` yields the whole set once per epoch, unshuffled. Under
+    torch.distributed every rank draws the same permutation and keeps every
+    world_size-th sample of each global batch, so sample indices stay global.
     """
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor, batch_size: int | None,
                  seed: int = 0, drop_last: bool = False):
         self.x, self.y, self.batch_size, self.drop_last = x, y, batch_size, drop_last
         self.generator = generator(seed)
+        self.rank, self.world = distributed.rank(), distributed.world_size()
 
     def __len__(self) -> int:
         n, b = len(self.y), self.batch_size
@@ -87,11 +94,14 @@ class TensorBatches:
     def __iter__(self) -> Iterable[Batch]:
         n = len(self.y)
         if self.batch_size is None:
-            yield self.x, self.y, torch.arange(n, device=self.y.device)
+            idx = torch.arange(self.rank, n, self.world, device=self.y.device)
+            yield (self.x, self.y, idx) if self.world == 1 else (self.x[idx], self.y[idx], idx)
             return
         order = torch.randperm(n, generator=self.generator).to(self.y.device)
         for start in range(0, len(self) * self.batch_size, self.batch_size):
             idx = order[start:start + self.batch_size]
+            if self.world > 1:
+                idx = idx[self.rank::self.world]
             yield self.x[idx], self.y[idx], idx
 
 
@@ -149,9 +159,15 @@ def cross_entropy_step(label_smoothing: float = 0.0):
 @torch.no_grad()
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 2048
              ) -> dict[str, float]:
-    """Accuracy and mean cross-entropy in eval mode, batched; restores the previous mode."""
+    """Accuracy and mean cross-entropy in eval mode, batched; restores the previous mode.
+
+    Under torch.distributed each rank scores a shard and the sums are all-reduced.
+    """
     was_training = model.training
     model.eval()
+    rank, world = distributed.rank(), distributed.world_size()
+    if world > 1:
+        x, y = x[rank::world], y[rank::world]
     correct, loss = 0.0, 0.0
     for start in range(0, len(y), batch_size):
         logits = model(x[start:start + batch_size])
@@ -159,7 +175,8 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
         correct += (logits.argmax(1) == target).sum().item()
         loss += F.cross_entropy(logits, target, reduction="sum").item()
     model.train(was_training)
-    n = max(1, len(y))
+    correct, loss, n = distributed.all_sum([correct, loss, float(len(y))])
+    n = max(1.0, n)
     return {"acc": correct / n, "loss": loss / n}
 
 
@@ -179,12 +196,18 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
           callbacks: Sequence[Callable[[State], None]] = (),
           step_callbacks: Sequence[Callable[[State], None]] = (),
           optimizers: Sequence[torch.optim.Optimizer] | None = None,
+          checkpoint: str | Path | None = None,
           desc: str = "train") -> pd.DataFrame:
     """Train `model` in place and return the per-epoch history.
 
     `params` defaults to the model's; pass more (e.g. probe heads) to train them too.
     Row keys: epoch, step, train_loss, then `<set>_acc` / `<set>_loss` per eval set,
     then whatever the callbacks add.
+
+    `checkpoint`: a file written (atomically, by rank 0) after every epoch with the
+    model, optimizers, RNG states, epoch, step and history; if it exists, training
+    resumes from it and ends bit-for-bit where an uninterrupted run would (on CPU).
+    Under torch.distributed (torchrun) gradients are averaged over ranks every step.
     """
     from tqdm.auto import tqdm
 
@@ -197,10 +220,16 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
     eval_sets = dict(eval_sets or {})
     state = State(model)
     history: list[dict[str, Any]] = []
+    trained = [p for opt in optimizers for g in opt.param_groups for p in g["params"]]
+    sync = distributed.active()
+    if sync:
+        distributed.broadcast_parameters(model)
 
     def end_epoch(losses: list[torch.Tensor]) -> None:
-        state.row = {"epoch": state.epoch, "step": state.step,
-                     "train_loss": torch.stack(losses).mean().item() if losses else math.nan}
+        mean_loss = torch.stack(losses).mean().item() if losses else math.nan
+        if sync:
+            mean_loss = distributed.all_sum([mean_loss])[0] / distributed.world_size()
+        state.row = {"epoch": state.epoch, "step": state.step, "train_loss": mean_loss}
         for name, (x, y) in eval_sets.items():
             for metric, value in evaluate(model, x, y).items():
                 state.row[f"{name}_{metric}"] = value
@@ -208,8 +237,29 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
             callback(state)
         history.append(state.row)
 
-    end_epoch([])
-    bar = tqdm(range(1, spec.epochs + 1), desc=desc, disable=not show_progress(), leave=False)
+    def save_checkpoint() -> None:
+        if checkpoint is not None and distributed.is_main():
+            save_entry(Path(checkpoint), {
+                "model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
+                "epoch": state.epoch, "step": state.step, "history": history,
+                "torch_rng": torch.get_rng_state(),
+                "loader_rng": getattr(loader, "generator", torch.Generator()).get_state(),
+            })
+
+    if checkpoint is not None and Path(checkpoint).exists():
+        saved = load_entry(Path(checkpoint))
+        model.load_state_dict(saved["model"])
+        for opt, opt_state in zip(optimizers, saved["optimizers"]):
+            opt.load_state_dict(opt_state)
+        state.epoch, state.step, history = saved["epoch"], saved["step"], saved["history"]
+        torch.set_rng_state(saved["torch_rng"])
+        if hasattr(loader, "generator"):
+            loader.generator.set_state(saved["loader_rng"])
+    else:
+        end_epoch([])
+        save_checkpoint()
+    bar = tqdm(range(state.epoch + 1, spec.epochs + 1), desc=desc,
+               disable=not show_progress(), leave=False)
     for epoch in bar:
         model.train()
         state.epoch = epoch
@@ -224,6 +274,8 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
             for opt in optimizers:
                 opt.zero_grad(set_to_none=True)
             loss.backward()
+            if sync:
+                distributed.average_gradients(trained)
             for opt in optimizers:
                 opt.step()
             state.step += 1
@@ -235,6 +287,7 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
             if spec.max_steps is not None and state.step >= spec.max_steps:
                 break
         end_epoch(losses)
+        save_checkpoint()
         bar.set_postfix(loss=f"{history[-1]['train_loss']:.3g}")
         if spec.max_steps is not None and state.step >= spec.max_steps:
             break

@@ -11,3 +11,11 @@ def isolated_outputs(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLIB_PROGRESS", "0")
     torch.use_deterministic_algorithms(False)
     yield
+
+
+def pytest_configure(config):
+    # tests import small helper scripts that live beside them (tests/ddp_worker.py)
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
