@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from ddp_worker import tiny_run
+
 from memlib.models import MLP
 from memlib.seed import seed_everything
 from memlib.train import TrainSpec, train
