@@ -363,3 +363,38 @@ def class_pair(split: Split, a: int, b: int) -> Split:
 def to_symmetric_range(x: Tensor) -> Tensor:
     """Map [0, 1] to [-1, 1] (background 0 becomes -1), as one study's inputs expect."""
     return 2 * x - 1
+
+
+CIFAR10N_LABELS = ("aggre_label", "random_label1", "random_label2", "random_label3",
+                   "worse_label", "clean_label")
+
+
+def cifar10n_labels(kind: str = "aggre_label", root=None) -> Tensor:
+    """CIFAR-10N human labels (Wei et al. 2022) for the 50k CIFAR-10 training images.
+
+    Reads `CIFAR-10_human.pt` from `root` or $MEMLIB_DATA/cifar10n/; its arrays follow
+    torchvision's CIFAR-10 training order, so label i belongs to `load("cifar10").x[i]`.
+    """
+    _check_choice("CIFAR-10N label set", kind, CIFAR10N_LABELS)
+    path = Path(root or paths.data_dir() / "cifar10n") / "CIFAR-10_human.pt"
+    if not path.is_file():
+        raise MissingDataError(
+            f"CIFAR-10N label file not found at {path}; download CIFAR-10_human.pt from "
+            "https://github.com/UCSC-REAL/cifar-10-100n (data/) into that folder, or set "
+            "MEMLIB_DATA.")
+    # The file is a torch-saved dict of NumPy arrays: allow exactly NumPy's array types.
+    numpy_types = [np.ndarray, np.dtype, _numpy_reconstruct(),
+                   *(t for t in vars(np.dtypes).values() if isinstance(t, type))]
+    with torch.serialization.safe_globals(numpy_types):
+        table = torch.load(path, weights_only=True)
+    if kind not in table:
+        raise ValueError(f"{path} has no {kind!r}; it holds: {', '.join(sorted(table))}")
+    return torch.as_tensor(np.asarray(table[kind]), dtype=torch.long)
+
+
+def _numpy_reconstruct():
+    try:
+        from numpy._core.multiarray import _reconstruct
+    except ImportError:  # NumPy 1.x
+        from numpy.core.multiarray import _reconstruct
+    return _reconstruct

@@ -48,6 +48,7 @@ class TrainSpec:
     schedule: Literal["constant", "cosine", "warmup_cosine"] = "constant"
     warmup_epochs: float = 0.0
     label_smoothing: float = 0.0
+    augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
     seed: int = 0
     max_steps: int | None = None  # stop early (smoke runs, tests)
 
@@ -80,8 +81,9 @@ class TensorBatches:
     """
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor, batch_size: int | None,
-                 seed: int = 0, drop_last: bool = False):
+                 seed: int = 0, drop_last: bool = False, augment=None):
         self.x, self.y, self.batch_size, self.drop_last = x, y, batch_size, drop_last
+        self.augment = augment  # fn(x, generator) -> x, e.g. from memlib.augment
         self.generator = generator(seed)
         self.rank, self.world = distributed.rank(), distributed.world_size()
 
@@ -102,15 +104,19 @@ class TensorBatches:
             idx = order[start:start + self.batch_size]
             if self.world > 1:
                 idx = idx[self.rank::self.world]
-            yield self.x[idx], self.y[idx], idx
+            x = self.x[idx]
+            yield (x if self.augment is None else self.augment(x, self.generator)), self.y[idx], idx
 
 
-def batches(data, batch_size: int | None, seed: int = 0):
+def batches(data, spec: TrainSpec):
     """Accept a (x, y) pair, a Split-like object with .x/.y, or any iterable of batches."""
-    if isinstance(data, (tuple, list)) and len(data) == 2:
-        return TensorBatches(data[0], data[1], batch_size, seed)
+    from memlib.augment import AUGMENTATIONS
+
     if hasattr(data, "x") and hasattr(data, "y"):
-        return TensorBatches(data.x, data.y, batch_size, seed)
+        data = (data.x, data.y)
+    if isinstance(data, (tuple, list)) and len(data) == 2:
+        return TensorBatches(data[0], data[1], spec.batch_size, spec.seed,
+                             augment=AUGMENTATIONS[spec.augment])
     return data
 
 
@@ -211,7 +217,7 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
     """
     from tqdm.auto import tqdm
 
-    loader = batches(data, spec.batch_size, spec.seed)
+    loader = batches(data, spec)
     step = step or cross_entropy_step(spec.label_smoothing)
     if optimizers is None:
         optimizers = make_optimizers(params if params is not None else model.parameters(), spec)
