@@ -40,6 +40,9 @@ def run_study(study: str, scale: str, sets: dict[str, str]):
 
     if study not in STUDIES:
         raise UsageError(f"unknown study {study!r}; choose one of: {', '.join(STUDIES)}")
+    from memlib import distributed
+
+    distributed.init_from_env()  # no-op unless launched by torchrun
     module = importlib.import_module(f"memlib.{study}")
     params = read_params(params_file(Path(STUDIES[study] + ".py"), scale))
     try:
