@@ -51,6 +51,7 @@ class TrainSpec:
     augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
     seed: int = 0
     max_steps: int | None = None  # stop early (smoke runs, tests)
+    device: str = "auto"  # "auto": this rank's GPU when there is one, else the CPU
 
     def __post_init__(self):
         check(self.epochs >= 0, f"epochs must be >= 0, got {self.epochs}")
@@ -108,15 +109,23 @@ class TensorBatches:
             yield (x if self.augment is None else self.augment(x, self.generator)), self.y[idx], idx
 
 
+def resolve_device(name: str = "auto") -> torch.device:
+    return distributed.device() if name == "auto" else torch.device(name)
+
+
 def batches(data, spec: TrainSpec):
-    """Accept a (x, y) pair, a Split-like object with .x/.y, or any iterable of batches."""
+    """Accept a (x, y) pair, a Split-like object with .x/.y, or any iterable of batches.
+
+    In-memory tensors move to the training device once, not per batch.
+    """
     from memlib.augment import AUGMENTATIONS
 
     if hasattr(data, "x") and hasattr(data, "y"):
         data = (data.x, data.y)
     if isinstance(data, (tuple, list)) and len(data) == 2:
-        return TensorBatches(data[0], data[1], spec.batch_size, spec.seed,
-                             augment=AUGMENTATIONS[spec.augment])
+        device = resolve_device(spec.device)
+        return TensorBatches(data[0].to(device), data[1].to(device), spec.batch_size,
+                             spec.seed, augment=AUGMENTATIONS[spec.augment])
     return data
 
 
@@ -174,10 +183,11 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
     rank, world = distributed.rank(), distributed.world_size()
     if world > 1:
         x, y = x[rank::world], y[rank::world]
+    device = next(model.parameters()).device
     correct, loss = 0.0, 0.0
     for start in range(0, len(y), batch_size):
-        logits = model(x[start:start + batch_size])
-        target = y[start:start + batch_size]
+        logits = model(x[start:start + batch_size].to(device))
+        target = y[start:start + batch_size].to(device)
         correct += (logits.argmax(1) == target).sum().item()
         loss += F.cross_entropy(logits, target, reduction="sum").item()
     model.train(was_training)
@@ -217,6 +227,7 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
     """
     from tqdm.auto import tqdm
 
+    model.to(resolve_device(spec.device))
     loader = batches(data, spec)
     step = step or cross_entropy_step(spec.label_smoothing)
     if optimizers is None:
