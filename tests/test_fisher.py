@@ -1,0 +1,179 @@
+"""Fisher rank inflation: the method's identities on tiny tensors."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlib import fisher
+from memlib.config import ConfigError, build
+
+
+def problem(n=60, width=6, num_classes=4, seed=0, scale=2.0):
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randn(n, width, generator=g, dtype=torch.float64)
+    z = scale * torch.randn(n, num_classes, generator=g, dtype=torch.float64)
+    y = torch.randint(0, num_classes, (n,), generator=g)
+    return h, z, y
+
+
+def test_closed_form_matches_autograd_per_sample_gradients():
+    from torch.func import functional_call, grad, vmap
+
+    h, _, y = problem()
+    head = torch.nn.Linear(6, 4).double()
+    params = {k: v.detach() for k, v in head.named_parameters()}
+
+    def loss(p, x, t):
+        return F.cross_entropy(functional_call(head, p, (x[None],)), t[None])
+
+    auto = vmap(grad(loss), in_dims=(None, 0, 0))(params, h, y)
+    auto = torch.cat([auto["weight"], auto["bias"][:, :, None]], 2).flatten(1)
+    closed = fisher.per_example_gradients(h, head(h).detach(), y)
+    torch.testing.assert_close(closed, auto, rtol=0, atol=1e-12)
+    no_bias = fisher.per_example_gradients(h, head(h).detach(), y, bias=False)
+    assert no_bias.shape == (60, 4 * 6)
+
+
+def test_gradient_norms_closed_form():
+    h, z, y = problem()
+    torch.testing.assert_close(fisher.gradient_norms(h, z, y),
+                               fisher.per_example_gradients(h, z, y).norm(dim=1))
+
+
+def test_effective_rank_of_flat_and_spiked_spectra():
+    assert fisher.effective_rank(torch.ones(7)).item() == pytest.approx(7)
+    assert fisher.effective_rank(torch.tensor([5.0, 0, 0])).item() == pytest.approx(1)
+    # tiny eigenvalues (round-off) are dropped, negative round-off too
+    assert fisher.effective_rank(torch.tensor([1.0, 1.0, 1e-14, -1e-15])).item() == \
+        pytest.approx(2)
+    assert fisher.effective_rank(torch.tensor([4.0, 1.0]), "sv").item() == pytest.approx(
+        math.exp(-(2 / 3 * math.log(2 / 3) + 1 / 3 * math.log(1 / 3))))
+
+
+@given(st.lists(st.floats(1e-3, 1e3), min_size=1, max_size=20), st.floats(1e-3, 1e3))
+@settings(max_examples=50, deadline=None)
+def test_effective_rank_is_scale_invariant_and_bounded(values, scale):
+    lam = torch.tensor(values, dtype=torch.float64)
+    er = fisher.effective_rank(lam).item()
+    assert 1 - 1e-9 <= er <= len(values) + 1e-9
+    assert fisher.effective_rank(lam * scale).item() == pytest.approx(er, rel=1e-9)
+
+
+def test_rank_bound_holds_and_is_reached():
+    h, z, y = problem(n=200, width=5, num_classes=4)
+    lam, coords = fisher.decompose(h, z, y)
+    assert len(lam) == fisher.rank_bound(4, 5) == 18
+    assert coords.shape == (200, 18)
+
+
+def test_gram_and_dspace_spectra_agree():
+    h, z, y = problem(n=15, width=6, num_classes=4)  # n < D = 28: Gram form
+    gram = fisher.scatter_eigenvalues(h, z, y)
+    c = fisher.per_example_gradients(h, z, y)
+    c = c - c.mean(0)
+    dspace = torch.linalg.eigvalsh(c.T @ c)
+    torch.testing.assert_close(gram[-10:], dspace[-10:], rtol=0, atol=1e-10 * dspace.max())
+    lam, coords = fisher.decompose(h, z, y)
+    # the coordinates reconstruct the centred Gram matrix in either form
+    torch.testing.assert_close(coords @ coords.T, c @ c.T, rtol=0, atol=1e-10)
+
+
+def test_downdate_identity():
+    h, z, y = problem()
+    g = fisher.per_example_gradients(h, z, y)
+    c = g - g.mean(0)
+    n, i = len(g), 11
+    rest = torch.cat([g[:i], g[i + 1:]])
+    rest = rest - rest.mean(0)
+    torch.testing.assert_close(rest.T @ rest, c.T @ c - n / (n - 1) * torch.outer(c[i], c[i]))
+
+
+@pytest.mark.parametrize("n", [80, 20])  # D-space and Gram form
+@pytest.mark.parametrize("spectrum", ["eig", "sv"])
+@pytest.mark.parametrize("backend", ["auto", "torch"])
+def test_fast_exact_loo_matches_direct(n, spectrum, backend):
+    h, z, y = problem(n=n)
+    lam, coords = fisher.decompose(h, z, y)
+    fast = fisher.loo_exact(lam, coords, spectrum, chunk=7, backend=backend)
+    direct = fisher.effective_rank(lam, spectrum) - fisher.loo_direct(h, z, y, range(n),
+                                                                      spectrum=spectrum)
+    torch.testing.assert_close(fast, direct, rtol=0, atol=1e-9)
+
+
+@given(st.integers(0, 10_000), st.integers(2, 30), st.floats(0.01, 10))
+@settings(max_examples=30, deadline=None)
+def test_secular_roots_are_eigenvalues_of_the_downdate(seed, k, spread):
+    g = torch.Generator().manual_seed(seed)
+    lam = torch.sort(torch.rand(k, generator=g, dtype=torch.float64) * spread).values + 1e-3
+    u = torch.randn(3, k, generator=g, dtype=torch.float64) * 0.3
+    u[0, : k // 2] = 0  # deflated components keep their eigenvalue
+    for backend in ("auto", "torch"):
+        roots = fisher.downdated_eigenvalues(lam, u**2, backend)
+        for row, r in zip(u, roots, strict=True):
+            expect = torch.linalg.eigvalsh(torch.diag(lam) - torch.outer(row, row))
+            torch.testing.assert_close(r.sort().values, expect, rtol=0, atol=1e-11 * spread)
+
+
+def test_first_order_sums_to_zero_and_tracks_exact():
+    h, z, y = problem(n=300, width=8, num_classes=5, scale=1.0)
+    lam, coords = fisher.decompose(h, z, y)
+    first = fisher.loo_first_order(lam, coords)
+    assert abs(first.sum().item()) <= 1e-10 * first.abs().sum().item()
+    exact = fisher.loo_exact(lam, coords)
+    assert np.corrcoef(first.numpy(), exact.numpy())[0, 1] > 0.5
+
+
+def test_first_order_weights_are_the_gradient_of_er():
+    lam = torch.tensor([0.5, 1.0, 3.0, 7.0], dtype=torch.float64, requires_grad=True)
+    for spectrum in ("eig", "sv"):
+        (auto,) = torch.autograd.grad(fisher.effective_rank(lam, spectrum), lam)
+        torch.testing.assert_close(fisher.first_order_weights(lam.detach(), spectrum), auto)
+
+
+def test_ranking_metrics():
+    score = np.arange(10.0)
+    positive = score >= 7
+    m = fisher.ranking_metrics(score, positive, k=2)
+    assert m["precision_at_100"] == 1 and m["auroc"] == 1 and m["auprc"] == 1
+    assert m["enrichment"] == pytest.approx(1 / 0.3)
+    assert math.isnan(fisher.ranking_metrics(score, np.zeros(10, bool))["auroc"])
+
+
+def test_peak_ignores_epoch_zero_and_onset():
+    er = np.array([50.0, 10, 11, 20, 30, 25, 12])
+    assert fisher.peak_epoch(er) == 4
+    assert fisher.onset_epoch(er, 4) == 3
+
+
+def test_config_coercion_and_bad_values():
+    c = build(fisher.Config, {"corruptions": "[0, 0.4]", "lr": "1e-3", "seeds": "[1]",
+                              "attribution_corruption": "0.4"})
+    assert c.corruptions == (0.0, 0.4) and c.lr == 1e-3 and c.seeds == (1,)
+    with pytest.raises(ConfigError, match="corruptions"):
+        build(fisher.Config, {"corruptions": [0, 1.2]})
+    with pytest.raises(ConfigError, match="choose one of"):
+        build(fisher.Config, {"model": "lenet"})
+    with pytest.raises(ConfigError, match="spectrum"):
+        build(fisher.Config, {"spectrum": "trace"})
+    with pytest.raises(ConfigError, match="attribution_corruption"):
+        build(fisher.Config, {"attribution_corruption": 0.3})
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        build(fisher.Config, {"epoch": 3})
+
+
+def test_math_checks_pass():
+    table = fisher.math_checks(n=120, width=5, num_classes=4)
+    assert table["passed"].all(), table
+
+
+def test_claim_rules_see_measured_values():
+    rules = {c.id: c for c in fisher.CLAIMS}
+    assert rules["enrichment"].holds({"precision_at_100": 0.9, "enrichment": 2.0})
+    assert not rules["enrichment"].holds({"precision_at_100": 0.6, "enrichment": 2.0})
+    assert rules["not_detector"].holds(0.7) and not rules["not_detector"].holds(0.9)
+    assert rules["monotone_peak"].holds(1.0) and not rules["monotone_peak"].holds(0.8)
