@@ -52,6 +52,7 @@ class TrainSpec:
     seed: int = 0
     max_steps: int | None = None  # stop early (smoke runs, tests)
     device: str = "auto"  # "auto": this rank's GPU when there is one, else the CPU
+    precision: Literal["fp32", "bf16"] = "fp32"  # bf16: autocast the forward pass
 
     def __post_init__(self):
         check(self.epochs >= 0, f"epochs must be >= 0, got {self.epochs}")
@@ -227,7 +228,10 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
     """
     from tqdm.auto import tqdm
 
-    model.to(resolve_device(spec.device))
+    device = resolve_device(spec.device)
+    model.to(device)
+    autocast = (torch.autocast(device.type, dtype=torch.bfloat16)
+                if spec.precision == "bf16" else None)
     loader = batches(data, spec)
     step = step or cross_entropy_step(spec.label_smoothing)
     if optimizers is None:
@@ -287,7 +291,11 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
                 for opt, lrs in zip(optimizers, base_lrs):
                     for group, lr in zip(opt.param_groups, lrs):
                         group["lr"] = lr * scale
-            loss = step(model, batch)
+            if autocast is None:
+                loss = step(model, batch)
+            else:
+                with autocast:
+                    loss = step(model, batch)
             for opt in optimizers:
                 opt.zero_grad(set_to_none=True)
             loss.backward()
