@@ -1,0 +1,370 @@
+"""memlib.probes: every probe on hand-made matrices, batched evaluation, config, claims."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlib import probes
+from memlib.config import ConfigError, build
+from memlib.models import MLP
+from memlib.train import TrainSpec, train
+
+W = torch.tensor([[0.5, -0.1, 0.0, 2.0],
+                  [-3.0, 0.2, -0.05, 0.7],
+                  [1.5, -0.6, 0.3, 0.0]])
+
+
+def gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+@st.composite
+def signed_matrices(draw, min_rows=2, max_rows=6, max_cols=7, zeros=True):
+    rows = draw(st.integers(min_rows, max_rows))
+    cols = draw(st.integers(2, max_cols))
+    choices = [-3, -2, -1, 1, 2, 3] + ([0, 0] if zeros else [])
+    values = draw(st.lists(st.sampled_from(choices), min_size=rows * cols,
+                           max_size=rows * cols))
+    noise = torch.linspace(0.01, 0.02, rows * cols)  # distinct magnitudes
+    w = torch.tensor(values, dtype=torch.float32)
+    return (w + torch.sign(w) * noise).view(rows, cols)
+
+
+def sorted_rows(m):
+    return m.sort(dim=1).values
+
+
+# --- pruning, binarization, noise, flips -------------------------------------------------
+
+
+def test_count_is_floor_and_robust_to_float_error():
+    assert probes.count(0.7, 10) == 7
+    assert probes.count(0.3, 10) == 3
+    assert probes.count(0.5, 3) == 1
+    assert probes.count(1.0, 5) == 5
+
+
+def test_prune_keeps_the_largest_magnitudes():
+    out = probes.prune(W, 0.5)  # N = 12: keep floor(0.5 * 12) = 6
+    assert int((out != 0).sum()) == 6
+    kept = out[out != 0].abs().sort().values
+    assert torch.equal(kept, torch.tensor([0.5, 0.6, 0.7, 1.5, 2.0, 3.0]))
+    assert torch.equal(out[out != 0], W[out != 0])  # values unchanged where kept
+
+
+def test_prune_variants_and_output_layer_reaches_zero_first():
+    largest = probes.prune(W, 0.5, "largest")  # keeps the 6 smallest |w| (two are zeros)
+    assert largest.abs().max() <= 0.3
+    rand = probes.prune(torch.ones(10, 10), 0.37, "random", gen())
+    assert int((rand != 0).sum()) == 63
+    small = torch.ones(2, 3)
+    assert int((probes.prune(small, 0.9) != 0).sum()) == 0  # floor(0.1 * 6) = 0
+    big = torch.ones(64, 784)
+    assert int((probes.prune(big, 0.9) != 0).sum()) == 5017
+
+
+def test_prune_with_precomputed_order_matches():
+    order = probes.magnitude_order(W)
+    for p in (0.0, 0.25, 0.6):
+        assert torch.equal(probes.prune(W, p, order=order), probes.prune(W, p))
+        assert torch.equal(probes.flip(W, p, order=order), probes.flip(W, p))
+
+
+def test_binarize_is_ternary_without_scale_and_scaled_variant():
+    out = probes.binarize(W)
+    assert set(out.unique().tolist()) <= {-1.0, 0.0, 1.0}
+    assert torch.equal(out == 0, W == 0)
+    alpha = W[W != 0].abs().mean()
+    assert torch.allclose(probes.binarize(W, scaled=True), alpha * out)
+
+
+def test_uniform_noise_leaves_zeros_and_is_bounded():
+    w = W.clone()
+    out = probes.uniform_noise(w, 0.25, gen())
+    assert torch.equal(w, W)  # not in place
+    assert torch.all(out[W == 0] == 0)
+    assert (out - W).abs().max() <= 0.25
+    assert torch.equal(out, probes.uniform_noise(W, 0.25, gen()))
+    assert not torch.equal(out, probes.uniform_noise(W, 0.25, gen(1)))
+
+
+def test_flip_negates_exactly_the_smallest():
+    out = probes.flip(W, 0.25)  # floor(3) entries: 0.0, 0.0 and -0.05 by |w|
+    changed = out != W
+    assert int(changed.sum()) == 1  # the two zeros flip to themselves
+    assert out[1, 2] == 0.05
+    largest = probes.flip(W, 0.25, "largest")
+    assert torch.equal(largest[W.abs() >= 1.5], -W[W.abs() >= 1.5])
+    rand = probes.flip(torch.ones(5, 5), 0.4, "random", gen())
+    assert int((rand < 0).sum()) == 10
+    assert torch.equal(rand.abs(), torch.ones(5, 5))
+
+
+def test_bad_mode_is_rejected():
+    with pytest.raises(ValueError, match="smallest"):
+        probes.prune(W, 0.5, "median")
+    with pytest.raises(ValueError, match="A, B"):
+        probes.null_model(W, "H")
+
+
+# --- null models ----------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(signed_matrices(), st.integers(0, 1000))
+def test_null_models_a_to_f_keep_values_and_zeros(w, seed):
+    for kind in "ABCDEF":
+        out = probes.null_model(w, kind, gen(seed))
+        assert torch.equal(out == 0, w == 0), kind  # zeros in place
+        assert torch.equal(out.flatten().sort().values, w.flatten().sort().values), kind
+    for kind in "BEF":  # sign structure kept position by position
+        out = probes.null_model(w, kind, gen(seed))
+        assert torch.equal(torch.sign(out), torch.sign(w)), kind
+    c, d = probes.null_model(w, "C", gen(seed)), probes.null_model(w, "D", gen(seed))
+    assert torch.equal(sorted_rows(c.T), sorted_rows(w.T))  # each input node's weights
+    assert torch.equal(sorted_rows(d), sorted_rows(w))  # each output node's weights
+    assert torch.allclose(c.sum(0), w.sum(0), atol=1e-5)
+    assert torch.allclose(d.sum(1), w.sum(1), atol=1e-5)
+    e, f = probes.null_model(w, "E", gen(seed)), probes.null_model(w, "F", gen(seed))
+    assert torch.equal(sorted_rows(e.T), sorted_rows(w.T))
+    assert torch.equal(sorted_rows(f), sorted_rows(w))
+
+
+@settings(max_examples=40, deadline=None)
+@given(signed_matrices(zeros=True), st.integers(0, 1000))
+def test_curveball_keeps_signed_degrees_and_row_weights(w, seed):
+    out = probes.null_model(w, "G", gen(seed), trades_per_row=5)
+    for sign in (1, -1):
+        assert torch.equal((torch.sign(out) == sign).sum(0), (torch.sign(w) == sign).sum(0))
+        assert torch.equal((torch.sign(out) == sign).sum(1), (torch.sign(w) == sign).sum(1))
+    assert torch.equal(sorted_rows(out), sorted_rows(w))  # weights travel with their row
+    assert torch.allclose(out.sum(1), w.sum(1), atol=1e-5)
+
+
+def test_curveball_moves_a_dense_layer():
+    w = torch.randn(16, 40, generator=gen())
+    out = probes.null_model(w, "G", gen(1))
+    assert (out != w).float().mean() > 0.3
+    assert torch.equal((out > 0).sum(0), (w > 0).sum(0))
+
+
+def test_permute_within_groups_and_as_matrix():
+    w = torch.arange(1.0, 13.0).view(3, 4)
+    groups = torch.tensor([[0, 0, 1, 1]] * 3)
+    out = probes.permute_within(w, groups, gen())
+    assert torch.equal(out[:, :2].flatten().sort().values, w[:, :2].flatten().sort().values)
+    assert probes.as_matrix(torch.zeros(1, 17, 64)).shape == (17, 64)
+    assert probes.as_matrix(torch.zeros(64, 1, 7, 7)).shape == (64, 49)
+    conv = torch.randn(8, 1, 3, 3, generator=gen())
+    assert probes.null_model(conv, "B", gen()).shape == conv.shape
+
+
+# --- evaluation on copies, batched ---------------------------------------------------------
+
+
+@pytest.fixture
+def tiny():
+    torch.manual_seed(0)
+    model = MLP(6, (5,), 2)
+    x = torch.randn(37, 6, generator=gen(2))
+    y = torch.randint(0, 2, (37,), generator=gen(3))
+    return model, x, y
+
+
+def test_accuracy_of_variants_matches_plain_evaluation(tiny):
+    model, x, y = tiny
+    params = probes.detached_params(model)
+    names = list(params)
+    variants = [params, probes.apply_probe(params, names, probes.binarize),
+                probes.apply_probe(params, names, lambda w: probes.prune(w, 0.5))]
+    acc = probes.accuracy_of_variants(model, variants, x, y, batch_size=10, chunk=2)
+    for value, variant in zip(acc.tolist(), variants, strict=True):
+        copy = MLP(6, (5,), 2)
+        copy.load_state_dict(variant)
+        expected = 100.0 * (copy(x).argmax(1) == y).float().mean().item()
+        assert value == pytest.approx(expected)
+
+
+def test_noise_is_redrawn_per_batch(tiny):
+    model, x, y = tiny
+    params = probes.detached_params(model)
+    calls = []
+
+    def draw():
+        calls.append(1)
+        return [params]
+
+    probes.accuracy_of_variants(model, draw, x, y, batch_size=10)
+    assert len(calls) == 4
+
+
+def test_sweep_never_changes_the_model(tiny):
+    model, x, y = tiny
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    params = probes.detached_params(model)
+    config = probes.Config(prune_levels=(0.0, 0.5), flip_levels=(0.0, 0.2),
+                           noise_log2_levels=(-3.0,))
+    specs = probes.fig1_grid(config)
+    table = probes.sweep(model, params, x, y, specs, batch_size=16)
+    nulls = probes.null_sweep(model, params, x, y, probes.NULL_MODELS, [0.0, 0.5], 2)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k])
+        assert torch.equal(params[k], before[k])
+    assert len(table) == len(specs) and table["acc"].between(0, 100).all()
+    assert len(nulls) == 2 * 7 * 2
+    base = table.query("probe == 'prune' and level == 0.0 and form == 'float'")["acc"]
+    assert base.nunique() == 1  # p = 0 is the trained model for every mode
+
+
+def test_probe_parameter_works_on_a_copy(tiny):
+    model, x, y = tiny
+    before = model.fc1.weight.clone()
+    seen = []
+
+    def metric(forward):
+        seen.append(forward(x))
+        return 1.0
+
+    assert probes.probe_parameter(model, "fc1.weight", torch.zeros_like, metric) == 1.0
+    assert torch.equal(model.fc1.weight, before)
+    assert torch.equal(seen[0], model.out.bias.expand(37, 2).detach()
+                       + model.out.weight.detach() @ torch.relu(model.fc1.bias))
+    with pytest.raises(ValueError, match="unknown parameter"):
+        probes.probe_parameter(model, "fc9.weight", torch.zeros_like, metric)
+
+
+def test_layerwise_table_and_drops(tiny):
+    model, x, y = tiny
+    config = probes.Config(standin_prune_levels=(0.5,), standin_noise_levels=(1.0,),
+                           standin_flip_levels=(0.2,))
+    names = ["fc1.weight", "fc1.bias", "out.bias", "out.weight", "fc1.weight"]
+    table = probes.layerwise_table(model, names, probes.accuracy_metric(x, y), config)
+    assert set(table["probe"]) == {"float", "sign", "A", "B", "prune", "noise", "flip"}
+    drops = probes.layer_drops(table)
+    assert set(drops) == {"first", "last_block_1", "last_block_2"}
+
+
+def test_ensemble_training_equals_separate_runs():
+    x = torch.randn(50, 6, generator=gen(5))
+    y = (x[:, 0] > 0).long()
+    seeds = [3, 4]
+    stacked = probes.train_runs(x, y, seeds, 5, "relu", epochs=2, batch_size=16, lr=0.01)
+    for r, seed in enumerate(seeds):
+        model = probes.make_mlp(5, "relu", seed, in_features=6)
+        spec = TrainSpec(epochs=2, batch_size=16, optimizer="adam", lr=0.01,
+                         schedule="cosine", seed=seed)
+        train(model, (x, y), spec)
+        for name, value in model.named_parameters():
+            assert torch.allclose(stacked[name][r], value, atol=1e-5), name
+
+
+def test_reinit_biases_keeps_trained_weights():
+    x = torch.randn(40, 6, generator=gen(5))
+    y = (x[:, 0] > 0).long()
+    kept = probes.train_runs(x, y, [0], 4, "relu", 1, 16, 0.01)
+    quirk = probes.train_runs(x, y, [0], 4, "relu", 1, 16, 0.01, reinit_biases=True)
+    assert torch.equal(kept["fc1.weight"], quirk["fc1.weight"])
+    assert not torch.equal(kept["fc1.bias"], quirk["fc1.bias"])
+
+
+# --- difficulty, transition, claims, config -----------------------------------------------
+
+
+def test_difficulty_matrix_is_symmetric_and_choose_pairs():
+    x = torch.rand(30, 1, 8, 8, generator=gen()) * 2 - 1
+    x[:10] = -1  # class 0: blank images
+    x[10:20] = -1
+    x[10:20, :, 2:6, 2:6] = 1  # class 1: a square
+    y = torch.arange(30) // 10
+    d = probes.difficulty_matrix(x, y, 3, pairs=5)
+    assert np.allclose(d, d.T)
+    assert d[0, 0] == pytest.approx(0.0)
+    assert probes.choose_pairs(d, "fashion_mnist", "authors") == {"easy": (3, 2),
+                                                                  "hard": (3, 1)}
+    chosen = probes.choose_pairs(d, "fashion_mnist", "ssim")
+    assert chosen["hard"] != chosen["easy"] and chosen["hard"][0] != chosen["hard"][1]
+
+
+def test_transition_rise_and_width():
+    levels = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.8])
+    acc = np.array([50, 50, 50, 60, 90, 95, 99])  # 0.8 lies beyond max_level
+    rise, width = probes.transition(levels, acc)
+    assert rise == 45
+    assert width == pytest.approx((0.4 + 0.5 / 5 * 0.1) - (0.2 + 4.5 / 10 * 0.1))
+    assert np.isnan(probes.transition(levels, 100 - acc)[1])
+
+
+def test_claim_rules():
+    rules = {c.id: c.holds for c in probes.CLAIMS}
+    assert rules["binarization_separates_fashion_mnist"]({"easy": 83, "hard": 51})
+    assert not rules["binarization_separates_fashion_mnist"]({"easy": 80, "hard": 66})
+    assert rules["phase_transition_mnist"]({"rise": 40, "width": 0.1})
+    assert not rules["phase_transition_mnist"]({"rise": 40, "width": float("nan")})
+    assert rules["flips_mirror_noise"]({"a": [6, 7], "b": [1, 0]})
+    assert not rules["flips_mirror_noise"]({"a": [6, 2]})
+    assert not rules["flips_mirror_noise"]({"a": [1, 9]})
+    assert len({c.id for c in probes.CLAIMS}) == len(probes.CLAIMS)
+
+
+def test_measure_on_a_synthetic_result():
+    rows = []
+    for task, signed0 in (("easy", 85.0), ("hard", 50.0)):
+        for level, acc in ((0.0, signed0), (0.3, signed0), (0.5, 95.0)):
+            rows.append({"dataset": "fashion_mnist", "task": task, "probe": "prune",
+                         "mode": "smallest", "form": "signed", "level": level, "acc": acc,
+                         "run": 0})
+        for level, acc in ((0.001, signed0), (0.1, signed0 + 10)):
+            rows.append({"dataset": "fashion_mnist", "task": task, "probe": "noise",
+                         "mode": "-", "form": "signed", "level": level, "acc": acc, "run": 0})
+        for level, acc in ((0.0, signed0), (0.2, signed0 + 8)):
+            rows.append({"dataset": "fashion_mnist", "task": task, "probe": "flip",
+                         "mode": "smallest", "form": "signed", "level": level, "acc": acc,
+                         "run": 0})
+    nulls = pd.DataFrame([{"dataset": "fashion_mnist", "task": t, "null": k, "prune": 0.0,
+                           "acc": 90.0 if k in "BEFG" else 50.0}
+                          for t in ("easy", "hard") for k in probes.NULL_MODELS])
+    baseline = pd.DataFrame([{"dataset": "fashion_mnist", "task": t, "acc": 98.0, "run": 0}
+                             for t in ("easy", "hard")])
+    results = {"sweep": pd.DataFrame(rows), "nulls": nulls, "baseline": baseline,
+               "heatmap": pd.DataFrame({"dataset": ["fashion_mnist"] * 45,
+                                        "delta_bin": range(45), "delta_rand": range(45)}),
+               "standin": pd.DataFrame({"order": [0, 0, 3, 3, 4, 4],
+                                        "probe": ["float", "sign"] * 3,
+                                        "metric": [90, 10, 90, 80, 90, 85]}),
+               "distilbert": None}
+    measured = probes.measure(results)
+    assert measured["binarization_separates_fashion_mnist"] == {"easy": 85.0, "hard": 50.0}
+    assert measured["phase_transition_fashion_mnist"]["rise"] == 45.0
+    assert measured["stochastic_resonance"]["fashion_mnist/hard"] == 10.0
+    assert measured["transformer_layers_standin"] == {"first": 80, "last_block_1": 10,
+                                                      "last_block_2": 5}
+    assert measured["complexity_measure_fashion_mnist"] == pytest.approx(1.0)
+    assert "transformer_layers_distilbert" not in measured
+    assert "binarization_separates_mnist" not in measured
+
+
+def test_config_coercion_and_bad_values():
+    config = build(probes.Config, {"datasets": "[mnist]", "prune_levels": "[0.0, 0.5]",
+                                   "lr": "1e-2", "train_per_class": "null"})
+    assert config.datasets == ("mnist",) and config.prune_levels == (0.0, 0.5)
+    assert config.lr == 0.01 and config.train_per_class is None
+    with pytest.raises(ConfigError, match="fashion_mnist"):
+        build(probes.Config, {"datasets": ["cifar10"]})
+    with pytest.raises(ConfigError, match="prune_levels"):
+        build(probes.Config, {"prune_levels": [0.0, 1.0]})
+    with pytest.raises(ConfigError, match="authors"):
+        build(probes.Config, {"pair_choice": "random"})
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        build(probes.Config, {"width_": 3})
+    with pytest.raises(ConfigError, match="include 0.0"):
+        build(probes.Config, {"flip_levels": [0.1]})
+
+
+def test_distilbert_offline_message():
+    table, status = probes.distilbert_case_study(probes.Config())
+    assert table is None and "stand-in" in status
