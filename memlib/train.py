@@ -121,8 +121,8 @@ def batches(data, spec: TrainSpec):
     """
     from memlib.augment import AUGMENTATIONS
 
-    if hasattr(data, "x") and hasattr(data, "y"):
-        data = (data.x, data.y)
+    if hasattr(data, "x") and hasattr(data, "y") and not hasattr(data, "__iter__"):
+        data = (data.x, data.y)  # a Split; an iterable of batches may have .x/.y of its own
     if isinstance(data, (tuple, list)) and len(data) == 2:
         device = resolve_device(spec.device)
         return TensorBatches(data[0].to(device), data[1].to(device), spec.batch_size,
