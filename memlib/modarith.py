@@ -1,0 +1,798 @@
+"""Study 2: memorization and generalization coexisting in modular arithmetic with label noise.
+
+Liu & Lu, "Unveiling Memorization-Generalization Coexistence: A Case Study on Arithmetic Tasks
+with Label Noise". A two-layer net f(a, b) = W phi(U e_a + V e_b) + mu learns a o b mod P
+while a fraction alpha of the training labels is replaced by a wrong answer. The method's
+pieces are pure functions on weight dicts {"U": (R, M, P), "V": (R, M, P), "W": (R, P, M),
+"mu": (R, P)} with a leading run axis R: the forward pass, frequency filtering (FF), phase
+alignment, neuron scores (IPR, strength), sub-networks. Analyses build new tensors and never
+touch the trained weights.
+
+Many runs train at once: `ModularNet` holds R runs; the loss is the sum over runs of each
+run's mean cross-entropy, so each run's gradient (and, for elementwise optimizers, its whole
+trajectory) is that of the run alone. (On a CPU this buys little: one run's N x M
+activations already keep the cores busy and R of them fall out of cache; see
+benchmarks/modarith_train.py. On a GPU it fills the device.) Each run's U, V, W is its own
+2-D leaf, stacked in the forward pass, so that `torch.optim.Muon` (2-D parameters only)
+works through `memlib.train.make_optimizers` unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from itertools import pairwise
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from memlib.cache import cached, code_version
+from memlib.claims import Claim
+from memlib.config import check, to_dict
+from memlib.seed import generator
+from memlib.train import TrainSpec, train
+
+OPERATIONS = ("add", "sub")
+NOISE_KINDS = ("wrong", "uniform", "symmetric")
+SUBSETS = ("clean_train", "noisy_memorized", "noisy_true", "test")
+SUBSET_LABELS = {"clean_train": "clean train", "noisy_memorized": "noisy train (noisy label)",
+                 "noisy_true": "noisy train (true label)", "test": "test"}
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "relu": torch.relu,
+    "quadratic": torch.square,
+    "gelu": F.gelu,
+    "leaky_relu": F.leaky_relu,
+    "reverse_relu": lambda x: torch.relu(-x),
+    "abs": torch.abs,
+}
+Activation = Literal["relu", "quadratic", "gelu", "leaky_relu", "reverse_relu", "abs"]
+Weights = dict[str, Tensor]
+
+
+# --------------------------------------------------------------------------- data
+def is_prime(n: int) -> bool:
+    return n >= 2 and all(n % d for d in range(2, math.isqrt(n) + 1))
+
+
+def true_labels(a: Tensor, b: Tensor, p: int, operation: str = "add") -> Tensor:
+    if operation == "add":
+        return (a + b) % p
+    if operation == "sub":
+        return (a - b) % p
+    raise ValueError(f"unknown operation {operation!r}; choose one of: {', '.join(OPERATIONS)}")
+
+
+@dataclass(frozen=True)
+class Task:
+    """All P^2 pairs (a, b), their true labels, and a fixed train/test split of the pairs."""
+
+    p: int
+    operation: str
+    pairs: Tensor  # (P^2, 2) long: row i is (i // P, i % P)
+    labels: Tensor  # (P^2,) long
+    train_idx: Tensor  # sorted indices into pairs
+    test_idx: Tensor
+
+
+def make_task(p: int, operation: str = "add", train_fraction: float = 0.8, seed: int = 0) -> Task:
+    a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
+    pairs = torch.stack([a.flatten(), b.flatten()], 1)
+    labels = true_labels(pairs[:, 0], pairs[:, 1], p, operation)
+    order = torch.randperm(p * p, generator=generator(seed))
+    n_train = round(train_fraction * p * p)
+    return Task(p, operation, pairs, labels, order[:n_train].sort().values,
+                order[n_train:].sort().values)
+
+
+def label_noise(labels: Tensor, pairs: Tensor, alpha: float, p: int, kind: str = "wrong",
+                seed: int = 0) -> tuple[Tensor, Tensor]:
+    """(noisy labels, noisy mask) for training `labels` of `pairs`.
+
+    wrong: exactly round(alpha * n) labels replaced by one of the P-1 wrong answers.
+    uniform: the same labels redrawn uniformly over all P answers (1/P of them stay right;
+    the mask marks the redrawn ones). symmetric: the decision and the wrong answer are drawn
+    per unordered pair {a, b}, so (a, b) and (b, a) carry the same label (the fraction of
+    noisy labels is alpha in expectation).
+    """
+    if not 0 <= alpha < 1:
+        raise ValueError(f"noise rate alpha must be in [0, 1), got {alpha!r}")
+    if kind not in NOISE_KINDS:
+        raise ValueError(f"unknown noise kind {kind!r}; choose one of: {', '.join(NOISE_KINDS)}")
+    gen = generator(seed)
+    n = len(labels)
+    if kind == "symmetric":
+        key = pairs.min(1).values * p + pairs.max(1).values
+        flip_table = torch.rand(p * p, generator=gen) < alpha
+        offset_table = torch.randint(1, p, (p * p,), generator=gen)
+        mask, offset = flip_table[key], offset_table[key]
+        return torch.where(mask, (labels + offset) % p, labels), mask
+    mask = torch.zeros(n, dtype=torch.bool)
+    mask[torch.randperm(n, generator=gen)[:round(alpha * n)]] = True
+    if kind == "wrong":
+        new = (labels + torch.randint(1, p, (n,), generator=gen)) % p
+    else:
+        new = torch.randint(0, p, (n,), generator=gen)
+    return torch.where(mask, new, labels), mask
+
+
+# --------------------------------------------------------------------------- model
+def forward(weights: Weights, pairs: Tensor, activation: str = "relu") -> Tensor:
+    """Logits (R, N, P) of every run for `pairs` (N, 2): W phi(U e_a + V e_b) + mu."""
+    U, V, W, mu = weights["U"], weights["V"], weights["W"], weights["mu"]
+    # Rows gathered from token-major copies: contiguous M-vectors, ~2x faster than indexing the
+    # transposed views; the copies are R x M x P, small next to the R x N x M activations.
+    hidden = (U.transpose(1, 2).contiguous().index_select(1, pairs[:, 0])
+              + V.transpose(1, 2).contiguous().index_select(1, pairs[:, 1]))
+    return torch.baddbmm(mu[:, None, :], ACTIVATIONS[activation](hidden), W.transpose(1, 2))
+
+
+def init_weights(p: int, width: int, seed: int) -> Weights:
+    """One run's weights, as nn.Linear(2P, M, bias=False) and nn.Linear(M, P) would draw them."""
+    gen = generator(seed)
+
+    def uniform(shape, fan_in):
+        return (torch.rand(shape, generator=gen) * 2 - 1) / math.sqrt(fan_in)
+
+    return {"U": uniform((width, p), 2 * p), "V": uniform((width, p), 2 * p),
+            "W": uniform((p, width), width), "mu": uniform((p,), width)}
+
+
+class ModularNet(nn.Module):
+    """R independent two-layer modular nets (one per seed) trained together."""
+
+    def __init__(self, p: int, width: int, seeds: Sequence[int], activation: str = "relu"):
+        super().__init__()
+        runs = [init_weights(p, width, s) for s in seeds]
+        self.activation = activation
+        for name in ("U", "V", "W", "mu"):
+            self.register_module(name, nn.ParameterList([nn.Parameter(r[name]) for r in runs]))
+
+    def weights(self) -> Weights:
+        return {n: torch.stack(list(getattr(self, n))) for n in ("U", "V", "W", "mu")}
+
+    def forward(self, pairs: Tensor) -> Tensor:
+        return forward(self.weights(), pairs, self.activation)
+
+
+def per_run_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
+    """Sum over runs of each run's mean cross-entropy (log_softmax inside F.cross_entropy)."""
+    runs, n, p = logits.shape
+    return F.cross_entropy(logits.reshape(-1, p), labels.reshape(-1), reduction="none"
+                           ).view(runs, n).mean(1).sum()
+
+
+# --------------------------------------------------------------------------- evaluation
+def subset_accuracies(weights: Weights, task: Task, noisy: Tensor, mask: Tensor,
+                      activation: str = "relu") -> pd.DataFrame:
+    """Accuracy of every run on the four subsets: one row per (run, subset)."""
+    with torch.no_grad():
+        predicted = forward(weights, task.pairs, activation).argmax(-1)  # (R, P^2)
+    true = task.labels
+    train_pred = predicted[:, task.train_idx]
+    rows = []
+    for r in range(predicted.shape[0]):
+        m = mask[r]
+        hits = {
+            "clean_train": train_pred[r][~m] == true[task.train_idx][~m],
+            "noisy_memorized": train_pred[r][m] == noisy[r][m],
+            "noisy_true": train_pred[r][m] == true[task.train_idx][m],
+            "test": predicted[r, task.test_idx] == true[task.test_idx],
+        }
+        for subset, hit in hits.items():
+            acc = hit.float().mean().item() if hit.numel() else math.nan
+            rows.append({"run": r, "subset": subset, "acc": acc})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- Fourier tools
+def neuron_spectra(weights: Weights) -> Tensor:
+    """Power |x_k|^2 per neuron and frequency k = 0..(P-1)/2, summed over u_m, v_m, w_m.
+
+    Shape (R, M, P // 2 + 1); u_m, v_m run over the input token axis, w_m over the class axis.
+    """
+    U, V, W = weights["U"], weights["V"], weights["W"].transpose(1, 2)
+    return sum(torch.fft.rfft(x, dim=-1).abs().square() for x in (U, V, W))
+
+
+def dominant_frequencies(weights: Weights) -> Tensor:
+    """k_m = argmax_{k >= 1} of the shared spectrum (DC excluded): (R, M), values >= 1."""
+    return neuron_spectra(weights)[..., 1:].argmax(-1) + 1
+
+
+def keep_frequency(x: Tensor, k: Tensor) -> Tensor:
+    """Project rows of x (..., M, P) onto the single real frequency k (..., M) (DC dropped)."""
+    p = x.shape[-1]
+    spectrum = torch.fft.rfft(x, dim=-1)
+    bins = torch.arange(spectrum.shape[-1])
+    return torch.fft.irfft(spectrum * (bins == k[..., None]), n=p, dim=-1)
+
+
+def frequency_filter(weights: Weights) -> tuple[Weights, Weights]:
+    """(G, R): G keeps each neuron's one shared dominant frequency in u_m, v_m and w_m;
+    R = theta - G.
+
+    G has no output bias (mu is a DC term); R carries mu and everything else.
+    """
+    k = dominant_frequencies(weights)
+    g = {"U": keep_frequency(weights["U"], k), "V": keep_frequency(weights["V"], k),
+         "W": keep_frequency(weights["W"].transpose(1, 2), k).transpose(1, 2),
+         "mu": torch.zeros_like(weights["mu"])}
+    residual = {name: weights[name] - g[name] for name in weights}
+    return g, residual
+
+
+def phases(weights: Weights) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """(k, phi_a, phi_b, phi_c) per neuron at its dominant frequency k:
+    u_m ~ cos(2 pi k i / P + phi_a), v_m likewise with phi_b, w_m with phi_c."""
+    k = dominant_frequencies(weights)
+
+    def phase(x):
+        return torch.fft.rfft(x, dim=-1).gather(-1, k[..., None]).squeeze(-1).angle()
+
+    return (k, phase(weights["U"]), phase(weights["V"]),
+            phase(weights["W"].transpose(1, 2)))
+
+
+def wrap_angle(x: Tensor) -> Tensor:
+    """|x| wrapped to [0, pi]: the distance between angles on the circle."""
+    return torch.remainder(x + math.pi, 2 * math.pi).sub(math.pi).abs()
+
+
+def phase_error(weights: Weights, operation: str = "add") -> Tensor:
+    """|phi_a +- phi_b - phi_c| mod 2 pi per neuron (R, M): 0 for the ideal circuit."""
+    _, pa, pb, pc = phases(weights)
+    return wrap_angle(pa + (pb if operation == "add" else -pb) - pc)
+
+
+def analytic_quadratic_solution(p: int, operation: str = "add", grid: int = 3) -> Weights:
+    """The known x^2 solution: per frequency k, grid^2 neurons u = cos(theta_k i + phi_a),
+    v = cos(theta_k i + phi_b), w = cos(theta_k c + phi_c) with phi_c = phi_a +- phi_b and phases
+    on a grid of 2 pi / grid (grid >= 3 cancels every term but cos(theta_k (a +- b - c)))."""
+    i = torch.arange(p, dtype=torch.float32)
+    rows_u, rows_v, rows_w = [], [], []
+    for k in range(1, (p - 1) // 2 + 1):
+        theta = 2 * math.pi * k / p
+        for ja in range(grid):
+            for jb in range(grid):
+                pa, pb = 2 * math.pi * ja / grid, 2 * math.pi * jb / grid
+                pc = pa + pb if operation == "add" else pa - pb
+                rows_u.append(torch.cos(theta * i + pa))
+                rows_v.append(torch.cos(theta * i + pb))
+                rows_w.append(torch.cos(theta * i + pc))
+    return {"U": torch.stack(rows_u)[None], "V": torch.stack(rows_v)[None],
+            "W": torch.stack(rows_w).T[None].contiguous(), "mu": torch.zeros(1, p)}
+
+
+# --------------------------------------------------------------------------- neuron scores
+def ipr(weights: Weights) -> Tensor:
+    """Inverse participation ratio of each neuron's (DC-free) Fourier power: 1 = one frequency."""
+    power = neuron_spectra(weights)[..., 1:]
+    return power.square().sum(-1) / power.sum(-1).square().clamp_min(1e-30)
+
+
+def strength(weights: Weights, activation: str = "relu") -> Tensor:
+    """Str_m = ||w_m||_inf * phi(||u_m||_inf + ||v_m||_inf), shape (R, M)."""
+    u = weights["U"].abs().amax(-1)
+    v = weights["V"].abs().amax(-1)
+    w = weights["W"].abs().amax(-2)
+    return w * ACTIVATIONS[activation](u + v)
+
+
+def select_neurons(weights: Weights, keep: Tensor) -> Weights:
+    """A copy in which only the neurons where `keep` (R, M) is True remain (others zeroed)."""
+    k = keep.to(weights["U"].dtype)
+    return {"U": weights["U"] * k[..., None], "V": weights["V"] * k[..., None],
+            "W": weights["W"] * k[:, None, :], "mu": weights["mu"].clone()}
+
+
+def top_fraction(score: Tensor, fraction: float, largest: bool = True) -> Tensor:
+    """Mask (R, M) of the ceil(fraction * M) highest (or lowest) scores per run."""
+    m = score.shape[-1]
+    count = min(m, max(0, math.ceil(fraction * m - 1e-9)))
+    order = score.argsort(-1, descending=largest)
+    keep = torch.zeros_like(score, dtype=torch.bool)
+    return keep.scatter(-1, order[..., :count], True)
+
+
+# --------------------------------------------------------------------------- training
+def train_runs(task: Task, alphas: Sequence[float], seeds: Sequence[int], width: int,
+               spec: TrainSpec, activation: str = "relu", noise: str = "wrong",
+               log_every: int = 50) -> dict:
+    """Train one run per (alpha, seed) pair together, full batch, through memlib.train
+    (on the GPU when there is one).
+
+    Returns {"weights": final weights (R, ...), "noisy": (R, n_train) labels, "mask": (R, n_train),
+    "history": tidy DataFrame epoch x run x subset -> acc}. A run's initialisation depends only
+    on its seed and its noise only on (alpha, seed), whatever the batch around it.
+    """
+    train_y = task.labels[task.train_idx]
+    train_pairs = task.pairs[task.train_idx]
+    drawn = [label_noise(train_y, train_pairs, a, task.p, noise, seed=s + 7919 * round(a * 1000))
+             for a, s in zip(alphas, seeds, strict=True)]
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    noisy = torch.stack([d[0] for d in drawn]).to(device)
+    mask = torch.stack([d[1] for d in drawn]).to(device)
+    model = ModularNet(task.p, width, seeds, activation).to(device)
+    task = replace(task, **{f: getattr(task, f).to(device)
+                            for f in ("pairs", "labels", "train_idx", "test_idx")})
+    train_pairs = train_pairs.to(device)
+    logged = []
+
+    def log(state):
+        if state.epoch % log_every and state.epoch != spec.epochs:
+            return
+        frame = subset_accuracies({k: v.detach() for k, v in model.weights().items()}, task,
+                                  noisy, mask, activation)
+        logged.append(frame.assign(epoch=state.epoch))
+
+    def step(net, batch):
+        return per_run_cross_entropy(net(batch[0]), batch[1])
+
+    batch = (train_pairs, noisy, torch.arange(len(train_y), device=device))
+    train(model, (batch,), spec, step=step, callbacks=[log], desc=f"modarith M={width}")
+    history = pd.concat(logged, ignore_index=True)
+    history["alpha"] = history["run"].map(dict(enumerate(alphas)))
+    history["seed"] = history["run"].map(dict(enumerate(seeds)))
+    weights = {k: v.detach().cpu().clone() for k, v in model.weights().items()}
+    return {"weights": weights, "noisy": noisy.cpu(), "mask": mask.cpu(), "history": history}
+
+
+# --------------------------------------------------------------------------- analyses
+def evaluate_parts(weights: Weights, task: Task, noisy: Tensor, mask: Tensor,
+                   activations: Sequence[str]) -> pd.DataFrame:
+    """Four-subset accuracies of the raw net, its FF part G and residual R, per activation."""
+    g, residual = frequency_filter(weights)
+    frames = []
+    for part, w in (("raw", weights), ("G", g), ("R", residual)):
+        for act in activations:
+            frames.append(subset_accuracies(w, task, noisy, mask, act)
+                          .assign(part=part, activation=act))
+    return pd.concat(frames, ignore_index=True)
+
+
+def partition_curves(weights: Weights, task: Task, noisy: Tensor, mask: Tensor,
+                     fractions: Sequence[float], activations: Sequence[str]) -> pd.DataFrame:
+    """Sub-networks by IPR or strength: top-gamma (generalizing part), bottom-gamma
+    (memorizing part) and FF applied to the top-gamma part, four accuracies each."""
+    scores = {"ipr": ipr(weights), "strength": strength(weights)}
+    frames = []
+    for score_name, score in scores.items():
+        for gamma in fractions:
+            top = select_neurons(weights, top_fraction(score, gamma, largest=True))
+            bottom = select_neurons(weights, top_fraction(score, gamma, largest=False))
+            variants = {"top": top, "bottom": bottom, "top + FF": frequency_filter(top)[0]}
+            for variant, w in variants.items():
+                for act in activations:
+                    frames.append(subset_accuracies(w, task, noisy, mask, act).assign(
+                        score=score_name, gamma=gamma, variant=variant, activation=act))
+    return pd.concat(frames, ignore_index=True)
+
+
+def spectra_table(weights: Weights, run: int, neurons: int) -> dict[str, Tensor]:
+    """Normalised per-neuron power (neurons x frequencies) before/after FF, sorted by k_m."""
+    g, _ = frequency_filter(weights)
+    k = dominant_frequencies(weights)[run, :neurons]
+    order = k.argsort(stable=True)
+
+    def normalised(w):
+        power = neuron_spectra(w)[run, :neurons][order]
+        return power / power.sum(-1, keepdim=True).clamp_min(1e-30)
+
+    return {"before": normalised(weights), "after": normalised(g), "k": k[order]}
+
+
+def noisy_first(history: pd.DataFrame, alpha: float, threshold: float = 0.2) -> dict:
+    """At the first logged epoch where train accuracy (on the labels as trained) passes
+    `threshold`: the noisy-subset and clean-subset accuracies."""
+    wide = history.pivot_table(index="epoch", columns="subset", values="acc")
+    train_acc = (1 - alpha) * wide["clean_train"] + alpha * wide["noisy_memorized"]
+    passed = wide.index[train_acc > threshold]
+    if len(passed) == 0:
+        return {"epoch": math.nan, "noisy": math.nan, "clean": math.nan}
+    epoch = passed[0]
+    return {"epoch": int(epoch), "noisy": float(wide.loc[epoch, "noisy_memorized"]),
+            "clean": float(wide.loc[epoch, "clean_train"])}
+
+
+def image_learning_order(x: Tensor, y: Tensor, num_classes: int, alphas: Sequence[float],
+                         width: int, spec: TrainSpec, log_every: int = 5,
+                         seed: int = 0) -> pd.DataFrame:
+    """Clean vs noisy training accuracy of a one-hidden-layer MLP trained full batch on
+    (x, y) with symmetric label noise at each alpha (memlib.data.symmetric_noise)."""
+    from memlib.data import symmetric_noise
+    from memlib.models import MLP
+
+    frames = []
+    for alpha in alphas:
+        noisy, mask = symmetric_noise(y, alpha, num_classes, seed)
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            model = MLP(x[0].numel(), (width,), num_classes)
+        rows = []
+
+        def log(state, model=model, noisy=noisy, mask=mask, rows=rows):
+            if state.epoch % log_every and state.epoch != spec.epochs:
+                return
+            with torch.no_grad():
+                predicted = model(x).argmax(1)
+            hits = {"clean_train": predicted[~mask] == y[~mask],
+                    "noisy_memorized": predicted[mask] == noisy[mask],
+                    "noisy_true": predicted[mask] == y[mask]}
+            rows.extend({"epoch": state.epoch, "subset": s, "acc": h.float().mean().item()}
+                        for s, h in hits.items())
+
+        train(model, (x, noisy), spec, callbacks=[log], desc=f"image alpha={alpha}")
+        frames.append(pd.DataFrame(rows).assign(alpha=alpha))
+    return pd.concat(frames, ignore_index=True)
+
+
+# --------------------------------------------------------------------------- config, claims, run
+Optimizer = Literal["sgd", "adam", "adamw", "muon"]
+
+
+@dataclass(frozen=True)
+class Config:
+    # task and model
+    p: int = 59
+    operation: Literal["add", "sub"] = "add"
+    train_fraction: float = 0.8  # the paper's is not stated
+    noise: Literal["wrong", "uniform", "symmetric"] = "wrong"
+    width: int = 513
+    activation: Activation = "relu"
+    # main runs: one per (alpha, seed), trained together
+    alphas: tuple[float, ...] = (0.0, 0.2, 0.5, 0.8)
+    seeds: tuple[int, ...] = (0,)
+    optimizer: Optimizer = "adamw"
+    lr: float = 1e-3
+    weight_decay: float = 0.1
+    epochs: int = 600
+    log_every: int = 50
+    # analyses
+    eval_activations: tuple[Activation, ...] = ("relu", "quadratic", "abs", "reverse_relu")
+    partition_fractions: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+    spectra_neurons: int = 48
+    # learning order per optimizer
+    order_alpha: float = 0.5
+    order_epochs: int = 150
+    order_log_every: int = 2
+    order_optimizers: tuple[Optimizer, ...] = ("adamw", "adam", "muon", "sgd")
+    order_lrs: tuple[float, ...] = (1e-3, 1e-3, 0.02, 1.0)
+    order_weight_decays: tuple[float, ...] = (0.1, 0.0, 0.1, 0.0)
+    # width sweep (double descent)
+    sweep_widths: tuple[int, ...] = (8, 32, 128)
+    sweep_alphas: tuple[float, ...] = (0.2, 0.5, 0.8)
+    sweep_activations: tuple[Activation, ...] = ("relu", "quadratic", "gelu")
+    sweep_weight_decays: tuple[float, ...] = (0.1, 1.0)
+    sweep_epochs: int = 300
+    # learning order on images: digits always, `image_dataset` when on disk (else its fallback)
+    digits_alphas: tuple[float, ...] = (0.05, 0.2)
+    digits_width: int = 256
+    digits_lr: float = 1e-3
+    digits_epochs: int = 300
+    image_dataset: Literal["mnist", "fashion_mnist", "none"] = "mnist"
+    image_fallback: Literal["fashion_mnist", "none"] = "fashion_mnist"
+    image_samples: int = 2000
+    image_epochs: int = 100
+
+    def __post_init__(self):
+        check(is_prime(self.p), f"p must be a prime (the Fourier analysis needs it), got {self.p}")
+        check(0 < self.train_fraction < 1, f"train_fraction must be in (0, 1), got "
+              f"{self.train_fraction}")
+        for name in ("alphas", "sweep_alphas", "digits_alphas"):
+            values = getattr(self, name)
+            check(len(values) > 0 and all(0 <= a < 1 for a in values),
+                  f"{name} must be non-empty noise rates in [0, 1), got {values}")
+        check(0 <= self.order_alpha < 1, f"order_alpha must be in [0, 1), got {self.order_alpha}")
+        check(len(self.seeds) > 0, "seeds must not be empty")
+        for name in ("width", "epochs", "log_every", "order_epochs", "order_log_every",
+                     "sweep_epochs", "digits_width", "spectra_neurons"):
+            check(getattr(self, name) > 0, f"{name} must be positive, got {getattr(self, name)}")
+        check(self.digits_epochs >= 0 and self.image_epochs >= 0 and self.image_samples > 0,
+              "digits_epochs and image_epochs must be >= 0 and image_samples positive")
+        check(all(w > 0 for w in self.sweep_widths), f"sweep_widths must be positive, got "
+              f"{self.sweep_widths}")
+        check(len(self.order_lrs) == len(self.order_optimizers) == len(self.order_weight_decays),
+              "order_optimizers, order_lrs and order_weight_decays must have the same length")
+        check(all(0 < g <= 1 for g in self.partition_fractions),
+              f"partition_fractions must lie in (0, 1], got {self.partition_fractions}")
+        check(self.lr > 0 and self.digits_lr > 0 and all(lr > 0 for lr in self.order_lrs),
+              "learning rates must be positive")
+
+
+def chance(config: Config) -> float:
+    return 1 / config.p
+
+
+def _best(values) -> float:
+    values = [v for v in values if not math.isnan(v)]
+    return max(values) if values else math.nan
+
+
+CLAIMS = [
+    Claim("noisy-first",
+          "Early in full-batch training noisy labels are fitted faster than clean ones, for "
+          "every optimizer (AdamW, Adam, Muon, SGD)", "",
+          "per optimizer at order_alpha: (noisy-subset accuracy on the noisy labels, clean-subset "
+          "accuracy) at the first logged epoch where train accuracy passes 20%",
+          "noisy > clean for each optimizer",
+          lambda v: all(noisy > clean for noisy, clean in v.values())),
+    Claim("ff-recovers-rule",
+          "Even at 80% noise, frequency filtering yields a sub-network with near-perfect test "
+          "accuracy while the raw net does not generalize", "alpha = 0.8: FF near 100%",
+          "alpha = 0.8: test accuracy of FF-G (best of relu, x^2) and of the raw net (relu)",
+          "FF-G test >= 95% and raw test <= 20%",
+          lambda v: v["ff_test"] >= 0.95 and v["raw_test"] <= 0.20),
+    Claim("residual-memorizes",
+          "The residual frequencies R = theta - G keep the memorization of the noisy labels",
+          "", "alpha = 0.8: R (relu) accuracy on noisy labels and on the test set",
+          "R noisy-label accuracy >= 80% and R test <= 10%",
+          lambda v: v["noisy_memorized"] >= 0.80 and v["test"] <= 0.10),
+    Claim("phase-error-grows",
+          "Phase alignment phi_a + phi_b = phi_c degrades as noise grows", "",
+          "Spearman correlation of the median per-neuron phase error with alpha",
+          "Spearman > 0", lambda v: v > 0),
+    Claim("swap-helps",
+          "Replacing ReLU by x^2 or reverse ReLU in a trained net preserves or improves "
+          "generalization", "", "alpha = 0.2: raw-net test accuracy with relu, x^2, reverse relu",
+          "x^2 or reverse-relu test > relu test",
+          lambda v: max(v["quadratic"], v["reverse_relu"]) > v["relu"]),
+    Claim("partition-weaker",
+          "Task-agnostic neuron scores (IPR, strength) separate generalizing from memorizing "
+          "neurons only weakly compared with FF: the rule is distributed", "",
+          "alpha = 0.8: best test accuracy of a top-gamma IPR/strength sub-network (no FF, best "
+          "of relu/x^2 over gamma < 1) vs FF-G test",
+          "best sub-network test < FF-G test - 20 points",
+          lambda v: v["best_partition_test"] < v["ff_test"] - 0.20),
+    Claim("larger-is-better",
+          "Double descent in width: over-parameterized ReLU nets keep improving with width",
+          "P = 113, M = 17..4097, 200k epochs",
+          "relu, weight decay = weight_decay: raw test accuracy per width at or above the "
+          "interpolation threshold (first width with train accuracy >= 99%), per sweep alpha",
+          "for every alpha: >= 2 such widths, non-decreasing within 1 point, and the widest "
+          "net's raw test accuracy > chance + 10 points (else the curve is flat at chance)",
+          lambda v: len(v["curves"]) > 0 and all(
+              len(accs) >= 2 and all(b >= a - 0.01 for a, b in pairwise(accs))
+              and accs[-1] > v["chance"] + 0.10 for accs in v["curves"].values())),
+]
+
+
+def _code() -> str:
+    return code_version(sys.modules[__name__])
+
+
+def _task(config: Config) -> Task:
+    return make_task(config.p, config.operation, config.train_fraction, config.seeds[0])
+
+
+def _task_key(config: Config) -> dict:
+    return {"p": config.p, "operation": config.operation, "noise": config.noise,
+            "train_fraction": config.train_fraction, "split_seed": config.seeds[0]}
+
+
+def _label_runs(frame: pd.DataFrame, alphas: Sequence[float], seeds: Sequence[int]
+                ) -> pd.DataFrame:
+    return frame.assign(alpha=frame["run"].map(dict(enumerate(alphas))),
+                        seed=frame["run"].map(dict(enumerate(seeds))))
+
+
+def _grid(alphas: Sequence[float], seeds: Sequence[int]) -> tuple[list[float], list[int]]:
+    pairs = [(a, s) for a in alphas for s in seeds]
+    return [a for a, _ in pairs], [s for _, s in pairs]
+
+
+def train_main(config: Config) -> dict:
+    """The main runs (one per alpha x seed), cached."""
+    alphas, seeds = _grid(config.alphas, config.seeds)
+    key = {**_task_key(config), "width": config.width, "activation": config.activation,
+           "alphas": alphas, "seeds": seeds, "optimizer": config.optimizer, "lr": config.lr,
+           "weight_decay": config.weight_decay, "epochs": config.epochs,
+           "log_every": config.log_every}
+    spec = TrainSpec(epochs=config.epochs, batch_size=None, optimizer=config.optimizer,
+                     lr=config.lr, weight_decay=config.weight_decay, seed=seeds[0])
+    return cached("modarith-main", key, lambda: train_runs(
+        _task(config), alphas, seeds, config.width, spec, config.activation, config.noise,
+        config.log_every), code=_code())
+
+
+def analyse_main(config: Config, main: dict) -> dict:
+    """FF parts, phases, partitions and spectra of the main runs (pure: copies only)."""
+    task, weights = _task(config), main["weights"]
+    alphas, seeds = _grid(config.alphas, config.seeds)
+    noisy, mask = main["noisy"], main["mask"]
+    parts = _label_runs(evaluate_parts(weights, task, noisy, mask, config.eval_activations),
+                        alphas, seeds)
+    k, *_ = phases(weights)
+    error = phase_error(weights, config.operation)
+    phase = pd.DataFrame({"run": torch.arange(len(alphas)).repeat_interleave(k.shape[1]).tolist(),
+                          "neuron": torch.arange(k.shape[1]).repeat(len(alphas)).tolist(),
+                          "k": k.flatten().tolist(), "phase_error": error.flatten().tolist(),
+                          "ipr": ipr(weights).flatten().tolist()})
+    partition = _label_runs(partition_curves(
+        weights, task, noisy, mask, config.partition_fractions, ("relu", "quadratic")),
+        alphas, seeds)
+    noisiest = alphas.index(max(config.alphas))
+    spectra = spectra_table(weights, noisiest, min(config.spectra_neurons, config.width))
+    return {"parts": parts, "phase": _label_runs(phase, alphas, seeds), "partition": partition,
+            "spectra": {**spectra, "alpha": alphas[noisiest]}}
+
+
+def learning_order(config: Config) -> pd.DataFrame:
+    """Clean vs noisy train accuracy over the first epochs, one run per optimizer."""
+    frames = []
+    for opt, lr, wd in zip(config.order_optimizers, config.order_lrs,
+                           config.order_weight_decays, strict=True):
+        key = {**_task_key(config), "width": config.width, "activation": config.activation,
+               "alpha": config.order_alpha, "seed": config.seeds[0], "optimizer": opt, "lr": lr,
+               "weight_decay": wd, "epochs": config.order_epochs,
+               "log_every": config.order_log_every}
+        spec = TrainSpec(epochs=config.order_epochs, batch_size=None, optimizer=opt, lr=lr,
+                         weight_decay=wd, seed=config.seeds[0])
+        out = cached("modarith-order", key, lambda spec=spec: train_runs(
+            _task(config), [config.order_alpha], [config.seeds[0]], config.width, spec,
+            config.activation, config.noise, config.order_log_every)["history"], code=_code())
+        frames.append(out.assign(optimizer=opt, lr=lr, weight_decay=wd))
+    return pd.concat(frames, ignore_index=True)
+
+
+def width_sweep(config: Config) -> pd.DataFrame:
+    """Raw and FF accuracies of nets of each width, activation and weight decay."""
+    task = _task(config)
+    alphas, seeds = _grid(config.sweep_alphas, config.seeds)
+    rows = []
+    for act in config.sweep_activations:
+        for wd in config.sweep_weight_decays:
+            for width in config.sweep_widths:
+                key = {**_task_key(config), "width": width, "activation": act, "alphas": alphas,
+                       "seeds": seeds, "optimizer": config.optimizer, "lr": config.lr,
+                       "weight_decay": wd, "epochs": config.sweep_epochs}
+                spec = TrainSpec(epochs=config.sweep_epochs, batch_size=None,
+                                 optimizer=config.optimizer, lr=config.lr, weight_decay=wd,
+                                 seed=seeds[0])
+
+                def compute(spec=spec, width=width, act=act):
+                    out = train_runs(task, alphas, seeds, width, spec, act, config.noise,
+                                     config.sweep_epochs)
+                    g, _ = frequency_filter(out["weights"])
+                    raw = subset_accuracies(out["weights"], task, out["noisy"], out["mask"], act)
+                    ff = subset_accuracies(g, task, out["noisy"], out["mask"], act)
+                    ffq = subset_accuracies(g, task, out["noisy"], out["mask"], "quadratic")
+                    frames = [raw.assign(part="raw", eval_activation=act),
+                              ff.assign(part="G", eval_activation=act),
+                              ffq.assign(part="G", eval_activation="quadratic")]
+                    return pd.concat(frames, ignore_index=True)
+
+                frame = cached("modarith-sweep", key, compute, code=_code())
+                rows.append(_label_runs(frame, alphas, seeds).assign(
+                    width=width, activation=act, weight_decay=wd))
+    return pd.concat(rows, ignore_index=True)
+
+
+def image_order(config: Config) -> tuple[pd.DataFrame, str]:
+    """Learning order on digits and on `image_dataset` (or its fallback when not on disk)."""
+    from memlib import data
+
+    frames, notes = [], []
+    spec = TrainSpec(epochs=config.digits_epochs, batch_size=None, optimizer="adam",
+                     lr=config.digits_lr, seed=config.seeds[0])
+    names = ["digits"]
+    if config.image_dataset != "none" and config.image_epochs > 0:
+        try:
+            data.load(config.image_dataset, "train", download=False)
+            names.append(config.image_dataset)
+        except data.MissingDataError as err:
+            fallback = config.image_fallback
+            notes.append(f"{config.image_dataset} is not on disk ({str(err).split(';')[0]}); "
+                         + (f"using {fallback} instead." if fallback != "none" else "skipped."))
+            if fallback != "none":
+                names.append(fallback)
+    for name in names:
+        split = data.load(name, "train", download=False)
+        x, y = split.x, split.y
+        epochs = config.digits_epochs
+        if name != "digits":
+            keep = data.stratified_subset(y, count=config.image_samples, seed=config.seeds[0])
+            x, y, epochs = x[keep], y[keep], config.image_epochs
+        key = {"dataset": name, "n": len(y), "alphas": list(config.digits_alphas),
+               "width": config.digits_width, "lr": config.digits_lr, "epochs": epochs,
+               "seed": config.seeds[0]}
+        run_spec = TrainSpec(**{**to_dict(spec), "epochs": epochs})
+        frame = cached("modarith-images", key, lambda x=x, y=y, s=run_spec, n=split.num_classes:
+                       image_learning_order(x, y, n, config.digits_alphas, config.digits_width,
+                                            s, log_every=max(1, s.epochs // 60),
+                                            seed=config.seeds[0]), code=_code())
+        frames.append(frame.assign(dataset=name))
+    return pd.concat(frames, ignore_index=True), " ".join(notes)
+
+
+def analytic_check(config: Config) -> pd.DataFrame:
+    """The hand-built x^2 solution: test accuracy, and how much FF changes it."""
+    task = _task(config)
+    weights = analytic_quadratic_solution(config.p, config.operation)
+    g, _ = frequency_filter(weights)
+    rows = []
+    for name, w in (("analytic", weights), ("FF(analytic)", g)):
+        predicted = forward(w, task.pairs, "quadratic").argmax(-1)[0]
+        rows.append({"net": name, "neurons": w["U"].shape[1],
+                     "test_acc": (predicted[task.test_idx] == task.labels[task.test_idx])
+                     .float().mean().item(),
+                     "max_change_under_FF": max((g[n] - weights[n]).abs().max().item()
+                                                for n in weights)})
+    return pd.DataFrame(rows)
+
+
+def run(config: Config) -> dict:
+    """Every experiment of the study (each training cached), as tidy DataFrames."""
+    main = train_main(config)
+    analysis = analyse_main(config, main)
+    images, image_note = image_order(config)
+    return {"history": main["history"], **analysis, "order": learning_order(config),
+            "sweep": width_sweep(config), "images": images, "image_note": image_note,
+            "analytic": analytic_check(config), "chance": chance(config)}
+
+
+# --------------------------------------------------------------------------- claims
+def _mean_acc(frame: pd.DataFrame, **where) -> float:
+    for column, value in where.items():
+        frame = frame[np.isclose(frame[column], value)] if isinstance(value, float) \
+            else frame[frame[column] == value]
+    return float(frame["acc"].mean()) if len(frame) else math.nan
+
+
+def measure(results: dict, config: Config) -> dict:
+    """Each claim's measured value (None where this configuration does not run it)."""
+    from scipy.stats import spearmanr
+
+    parts, measured = results["parts"], {}
+    order = results["order"]
+    first = {opt: noisy_first(order[order["optimizer"] == opt], config.order_alpha)
+             for opt in config.order_optimizers}
+    measured["noisy-first"] = {opt: (f["noisy"], f["clean"]) for opt, f in first.items()}
+    for key in ("ff-recovers-rule", "residual-memorizes", "partition-weaker", "swap-helps"):
+        measured[key] = None
+    if 0.8 in config.alphas:
+        ff = _best([_mean_acc(parts, alpha=0.8, part="G", activation=a, subset="test")
+                    for a in ("relu", "quadratic")])
+        raw = _mean_acc(parts, alpha=0.8, part="raw", activation="relu", subset="test")
+        measured["ff-recovers-rule"] = {"ff_test": ff, "raw_test": raw}
+        measured["residual-memorizes"] = {
+            s: _mean_acc(parts, alpha=0.8, part="R", activation="relu", subset=s)
+            for s in ("noisy_memorized", "test")}
+        part = results["partition"]
+        part = part[np.isclose(part["alpha"], 0.8) & (part["variant"] == "top")
+                    & (part["gamma"] < 1) & (part["subset"] == "test")]
+        best = part.groupby(["score", "gamma", "activation"])["acc"].mean()
+        measured["partition-weaker"] = {"best_partition_test": float(best.max())
+                                        if len(best) else math.nan, "ff_test": ff}
+    if 0.2 in config.alphas:
+        acts = ("relu", "quadratic", "reverse_relu")
+        if set(acts) <= set(config.eval_activations):
+            measured["swap-helps"] = {a: _mean_acc(parts, alpha=0.2, part="raw", activation=a,
+                                                   subset="test") for a in acts}
+    medians = results["phase"].groupby("alpha")["phase_error"].median()
+    measured["phase-error-grows"] = (float(spearmanr(medians.index, medians.values)[0])
+                                     if len(medians) >= 3 else None)
+    measured["larger-is-better"] = larger_is_better(results["sweep"], config)
+    return measured
+
+
+def larger_is_better(sweep: pd.DataFrame, config: Config) -> dict | None:
+    """Raw relu test accuracy per width from the interpolation threshold on, per alpha."""
+    if "relu" not in config.sweep_activations or config.weight_decay not in \
+            config.sweep_weight_decays:
+        return None
+    raw = sweep[(sweep["activation"] == "relu") & (sweep["part"] == "raw")
+                & np.isclose(sweep["weight_decay"], config.weight_decay)]
+    curves = {}
+    for alpha, group in raw.groupby("alpha"):
+        accs = group.pivot_table(index="width", columns="subset", values="acc")
+        train_acc = (1 - alpha) * accs["clean_train"] + alpha * accs["noisy_memorized"]
+        fitted = accs.index[train_acc >= 0.99]
+        curves[float(alpha)] = ([] if len(fitted) == 0 else
+                                accs.loc[accs.index >= fitted[0], "test"].tolist())
+    return {"curves": curves, "chance": chance(config)}

@@ -1,0 +1,317 @@
+"""Unit and property tests of memlib.modarith on tiny tensors."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlib import modarith as ma
+from memlib.config import ConfigError, build
+from memlib.train import TrainSpec
+
+
+def random_weights(p=11, m=6, runs=2, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return {"U": torch.randn(runs, m, p, generator=gen),
+            "V": torch.randn(runs, m, p, generator=gen),
+            "W": torch.randn(runs, p, m, generator=gen),
+            "mu": torch.randn(runs, p, generator=gen)}
+
+
+def clone(weights):
+    return {k: v.clone() for k, v in weights.items()}
+
+
+def assert_same(a, b):
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+
+
+# ----------------------------------------------------------------------------- data and noise
+@pytest.mark.parametrize("operation", ["add", "sub"])
+def test_task_labels_and_split(operation):
+    task = ma.make_task(7, operation, 0.8, seed=1)
+    a, b = task.pairs[:, 0], task.pairs[:, 1]
+    expected = (a + b) % 7 if operation == "add" else (a - b) % 7
+    assert torch.equal(task.labels, expected)
+    assert len(task.train_idx) == round(0.8 * 49) and len(task.test_idx) == 49 - len(task.train_idx)
+    assert set(task.train_idx.tolist()).isdisjoint(task.test_idx.tolist())
+    assert torch.equal(ma.make_task(7, operation, 0.8, seed=1).train_idx, task.train_idx)
+
+
+def test_true_labels_rejects_unknown_operation():
+    with pytest.raises(ValueError, match="add, sub"):
+        ma.true_labels(torch.tensor([1]), torch.tensor([2]), 5, "div")
+
+
+@settings(max_examples=25, deadline=None)
+@given(alpha=st.floats(0, 0.95), seed=st.integers(0, 10_000), p=st.sampled_from([5, 7, 11]))
+def test_wrong_noise_never_hits_true_label_and_has_exact_rate(alpha, seed, p):
+    task = ma.make_task(p)
+    y, pairs = task.labels[task.train_idx], task.pairs[task.train_idx]
+    noisy, mask = ma.label_noise(y, pairs, alpha, p, "wrong", seed)
+    assert mask.sum().item() == round(alpha * len(y))
+    assert (noisy[mask] != y[mask]).all() and torch.equal(noisy[~mask], y[~mask])
+    assert noisy.min() >= 0 and noisy.max() < p
+    again, _ = ma.label_noise(y, pairs, alpha, p, "wrong", seed)
+    assert torch.equal(noisy, again)
+
+
+def test_uniform_noise_may_hit_true_label():
+    task = ma.make_task(5)
+    y, pairs = task.labels, task.pairs
+    noisy, mask = ma.label_noise(y, pairs, 0.9, 5, "uniform", seed=0)
+    assert mask.sum() == round(0.9 * len(y))
+    hits = (noisy[mask] == y[mask]).float().mean().item()
+    assert 0 < hits < 0.5  # about 1/P of the redrawn labels are right by chance
+
+
+def test_symmetric_noise_is_the_same_for_swapped_pairs():
+    p = 11
+    task = ma.make_task(p)
+    noisy, mask = ma.label_noise(task.labels, task.pairs, 0.5, p, "symmetric", seed=3)
+    table, flipped = noisy.view(p, p), mask.view(p, p)
+    assert torch.equal(table, table.T) and torch.equal(flipped, flipped.T)
+    assert (noisy[mask] != task.labels[mask]).all()
+
+
+def test_noise_rejects_bad_arguments():
+    y, pairs = torch.zeros(4, dtype=torch.long), torch.zeros(4, 2, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        ma.label_noise(y, pairs, 1.0, 5)
+    with pytest.raises(ValueError, match="wrong, uniform, symmetric"):
+        ma.label_noise(y, pairs, 0.1, 5, "flip")
+
+
+# ----------------------------------------------------------------------------- model
+def test_activations():
+    x = torch.tensor([-2.0, -0.5, 0.0, 1.5])
+    assert torch.equal(ma.ACTIVATIONS["relu"](x), torch.tensor([0.0, 0.0, 0.0, 1.5]))
+    assert torch.equal(ma.ACTIVATIONS["reverse_relu"](x), torch.tensor([2.0, 0.5, 0.0, 0.0]))
+    assert torch.equal(ma.ACTIVATIONS["quadratic"](x), x * x)
+    assert torch.equal(ma.ACTIVATIONS["abs"](x), x.abs())
+    assert torch.allclose(ma.ACTIVATIONS["leaky_relu"](x), torch.where(x > 0, x, 0.01 * x))
+
+
+def test_forward_matches_one_hot_formula():
+    p, w = 7, random_weights(p=7, m=5, runs=3)
+    pairs = torch.tensor([[0, 1], [3, 6], [5, 5]])
+    logits = ma.forward(w, pairs, "relu")
+    assert logits.shape == (3, 3, p)
+    eye = torch.eye(p)
+    for r in range(3):
+        for n, (a, b) in enumerate(pairs.tolist()):
+            hidden = torch.relu(w["U"][r] @ eye[a] + w["V"][r] @ eye[b])
+            assert torch.allclose(logits[r, n], w["W"][r] @ hidden + w["mu"][r], atol=1e-5)
+
+
+def test_batched_runs_have_independent_gradients():
+    p, pairs = 7, ma.make_task(7).pairs
+    labels = torch.randint(0, p, (2, len(pairs)), generator=torch.Generator().manual_seed(0))
+    both = ma.ModularNet(p, 6, seeds=[3, 4])
+    ma.per_run_cross_entropy(both(pairs), labels).backward()
+    solo = ma.ModularNet(p, 6, seeds=[4])
+    ma.per_run_cross_entropy(solo(pairs), labels[1:]).backward()
+    assert torch.allclose(both.U[1].grad, solo.U[0].grad, atol=1e-6)
+    assert torch.allclose(both.W[1].grad, solo.W[0].grad, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------- Fourier tools
+def test_keep_frequency_returns_pure_cosine_and_drops_dc():
+    p = 13
+    i = torch.arange(p, dtype=torch.float32)
+    cosine = 2 * torch.cos(2 * math.pi * 3 * i / p + 0.7)
+    x = (cosine + 5.0 + 0.3 * torch.cos(2 * math.pi * 5 * i / p))[None]
+    kept = ma.keep_frequency(x, torch.tensor([3]))
+    assert torch.allclose(kept[0], cosine, atol=1e-5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_frequency_filter_is_idempotent_shared_and_dc_free(seed):
+    w = random_weights(p=11, m=6, seed=seed)
+    g, residual = ma.frequency_filter(w)
+    for name in ("U", "V", "W", "mu"):
+        assert torch.allclose(g[name] + residual[name], w[name], atol=1e-5)
+    g2, _ = ma.frequency_filter(g)
+    for name in g:
+        assert torch.allclose(g2[name], g[name], atol=1e-4)
+    k = ma.dominant_frequencies(w)
+    for x in (g["U"], g["V"], g["W"].transpose(1, 2)):
+        power = torch.fft.rfft(x, dim=-1).abs().square()
+        assert (power[..., 0] < 1e-6).all()  # DC removed
+        others = power.clone()
+        others.scatter_(-1, k[..., None], 0.0)
+        assert (others < 1e-6).all()  # only the shared frequency k_m survives
+    assert (k >= 1).all()
+
+
+def test_shared_frequency_is_chosen_jointly_not_per_vector():
+    p = 11
+    i = torch.arange(p, dtype=torch.float32)
+
+    def cos(k, amp):
+        return amp * torch.cos(2 * math.pi * k * i / p)
+
+    # u peaks alone at k=1, but v and w together make k=2 the dominant shared frequency.
+    w = {"U": (cos(1, 2.0) + cos(2, 1.5))[None, None], "V": cos(2, 1.5)[None, None],
+         "W": cos(2, 1.5)[None, :, None], "mu": torch.zeros(1, p)}
+    assert ma.dominant_frequencies(w).item() == 2
+    g, _ = ma.frequency_filter(w)
+    assert torch.allclose(g["U"][0, 0], cos(2, 1.5), atol=1e-5)
+
+
+@pytest.mark.parametrize("operation", ["add", "sub"])
+def test_analytic_solution_is_exact_and_a_fixed_point_of_ff(operation):
+    p = 11
+    w = ma.analytic_quadratic_solution(p, operation)
+    task = ma.make_task(p, operation)
+    predicted = ma.forward(w, task.pairs, "quadratic").argmax(-1)[0]
+    assert torch.equal(predicted, task.labels)
+    g, _ = ma.frequency_filter(w)
+    for name in ("U", "V", "W"):
+        assert torch.allclose(g[name], w[name], atol=1e-4)
+    assert ma.phase_error(w, operation).max() < 1e-4
+    assert torch.allclose(ma.ipr(w), torch.ones(1, w["U"].shape[1]), atol=1e-5)
+
+
+def test_wrap_angle():
+    x = torch.tensor([0.0, 2 * math.pi, -0.5, math.pi + 0.5, 4 * math.pi - 0.1])
+    assert torch.allclose(ma.wrap_angle(x), torch.tensor([0.0, 0.0, 0.5, math.pi - 0.5, 0.1]),
+                          atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- neuron scores
+def test_ipr_on_hand_made_neurons():
+    p = 11
+    i = torch.arange(p, dtype=torch.float32)
+    one = torch.cos(2 * math.pi * i / p)
+    two = one + torch.cos(2 * math.pi * 3 * i / p)
+    w = {"U": torch.stack([one, two])[None], "V": torch.stack([one, two])[None],
+         "W": torch.stack([one, two]).T[None], "mu": torch.zeros(1, p)}
+    assert torch.allclose(ma.ipr(w), torch.tensor([[1.0, 0.5]]), atol=1e-5)
+
+
+def test_strength_on_hand_made_neurons():
+    w = {"U": torch.tensor([[[1.0, -3.0], [0.5, 0.0]]]), "V": torch.tensor([[[2.0, 0.0],
+                                                                           [0.0, -0.5]]]),
+         "W": torch.tensor([[[4.0, 1.0], [-5.0, 0.0]]]), "mu": torch.zeros(1, 2)}
+    # neuron 0: ||w||=5, ||u||+||v|| = 3+2; neuron 1: ||w||=1, 0.5+0.5
+    assert torch.allclose(ma.strength(w), torch.tensor([[25.0, 1.0]]))
+    assert torch.allclose(ma.strength(w, "reverse_relu"), torch.zeros(1, 2))
+
+
+def test_top_fraction_and_select_neurons():
+    score = torch.tensor([[0.1, 0.9, 0.5, 0.3]])
+    assert ma.top_fraction(score, 0.5).tolist() == [[False, True, True, False]]
+    assert ma.top_fraction(score, 0.5, largest=False).tolist() == [[True, False, False, True]]
+    assert ma.top_fraction(score, 1.0).all()
+    w = random_weights(p=5, m=4, runs=1)
+    before = clone(w)
+    kept = ma.select_neurons(w, ma.top_fraction(score, 0.25))
+    assert_same(w, before)
+    assert (kept["U"][0, [0, 2, 3]] == 0).all() and torch.equal(kept["U"][0, 1], w["U"][0, 1])
+    assert (kept["W"][0, :, [0, 2, 3]] == 0).all()
+
+
+def test_analyses_never_modify_the_trained_weights():
+    p = 7
+    task = ma.make_task(p)
+    w = random_weights(p=p, m=8, runs=2)
+    before = clone(w)
+    y = task.labels[task.train_idx]
+    noisy, mask = ma.label_noise(y, task.pairs[task.train_idx], 0.5, p, seed=0)
+    noisy, mask = torch.stack([noisy, noisy]), torch.stack([mask, mask])
+    ma.evaluate_parts(w, task, noisy, mask, ["relu", "quadratic"])
+    ma.partition_curves(w, task, noisy, mask, [0.25, 1.0], ["relu"])
+    ma.spectra_table(w, run=1, neurons=4)
+    ma.phase_error(w)
+    assert_same(w, before)
+
+
+def test_subset_accuracies_score_the_right_labels():
+    p = 5
+    task = ma.make_task(p, train_fraction=0.6)
+    w = ma.analytic_quadratic_solution(p)
+    y = task.labels[task.train_idx]
+    noisy, mask = ma.label_noise(y, task.pairs[task.train_idx], 0.4, p, seed=0)
+    acc = ma.subset_accuracies(w, task, noisy[None], mask[None], "quadratic")
+    acc = acc.set_index("subset")["acc"]
+    assert acc["clean_train"] == acc["noisy_true"] == acc["test"] == 1.0
+    assert acc["noisy_memorized"] == 0.0  # wrong noise: the rule never predicts a noisy label
+
+
+def test_noisy_first_reads_the_first_epoch_past_the_threshold():
+    rows = []
+    for epoch, clean, noisy in [(0, 0.0, 0.0), (1, 0.1, 0.2), (2, 0.2, 0.4), (3, 0.9, 0.9)]:
+        rows += [{"epoch": epoch, "subset": "clean_train", "acc": clean},
+                 {"epoch": epoch, "subset": "noisy_memorized", "acc": noisy}]
+    first = ma.noisy_first(pd.DataFrame(rows), alpha=0.5)
+    assert first == {"epoch": 2, "noisy": 0.4, "clean": 0.2}
+
+
+# ----------------------------------------------------------------------------- training
+def test_train_runs_batched_equals_single_run():
+    task = ma.make_task(7)
+    spec = TrainSpec(epochs=5, batch_size=None, optimizer="adamw", lr=1e-2, weight_decay=0.1)
+    both = ma.train_runs(task, [0.2, 0.5], [0, 1], 8, spec, log_every=5)
+    solo = ma.train_runs(task, [0.5], [1], 8, spec, log_every=5)
+    assert torch.equal(both["noisy"][1], solo["noisy"][0])
+    assert torch.allclose(both["weights"]["U"][1], solo["weights"]["U"][0], atol=1e-5)
+    history = both["history"]
+    assert set(history["epoch"]) == {0, 5} and set(history["alpha"]) == {0.2, 0.5}
+    assert set(history["subset"]) == set(ma.SUBSETS)
+
+
+def test_train_runs_with_muon_and_sgd():
+    task = ma.make_task(5)
+    for opt in ("muon", "sgd"):
+        spec = TrainSpec(epochs=2, batch_size=None, optimizer=opt, lr=1e-2)
+        out = ma.train_runs(task, [0.3, 0.3], [0, 1], 4, spec, log_every=1)
+        assert torch.isfinite(out["weights"]["U"]).all()
+
+
+# ----------------------------------------------------------------------------- config, run
+def test_config_coerces_strings_and_lists():
+    config = build(ma.Config, {"lr": "1e-3", "alphas": "[0.1, 0.8]", "p": "23",
+                               "order_optimizers": "[adam]", "order_lrs": "[1e-3]",
+                               "order_weight_decays": "[0]"})
+    assert config.lr == 1e-3 and config.alphas == (0.1, 0.8) and config.p == 23
+    assert config.order_optimizers == ("adam",)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"p": 21}, "prime"),
+    ({"alphas": [0.2, 1.0]}, r"\[0, 1\)"),
+    ({"activation": "swish"}, "relu"),
+    ({"noise": "random"}, "wrong"),
+    ({"width": 0}, "width"),
+    ({"order_lrs": [1e-3]}, "same length"),
+    ({"bogus": 1}, "unknown parameter"),
+])
+def test_config_rejects_bad_values(params, message):
+    with pytest.raises(ConfigError, match=message):
+        build(ma.Config, params)
+
+
+def test_run_end_to_end_tiny(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path))
+    config = build(ma.Config, dict(
+        p=7, width=9, alphas=[0.0, 0.2, 0.8], epochs=4, log_every=2, partition_fractions=[0.5, 1],
+        spectra_neurons=4, order_epochs=3, order_log_every=1, sweep_widths=[2, 4],
+        sweep_alphas=[0.5], sweep_activations=["relu"], sweep_weight_decays=[0.1],
+        sweep_epochs=2, digits_alphas=[0.2], digits_width=8, digits_epochs=2,
+        image_dataset="none"))
+    results = ma.run(config)
+    measured = ma.measure(results, config)
+    assert set(measured) == {c.id for c in ma.CLAIMS}
+    assert measured["ff-recovers-rule"] is not None and measured["swap-helps"] is not None
+    assert set(measured["noisy-first"]) == set(config.order_optimizers)
+    assert results["analytic"]["test_acc"].tolist() == [1.0, 1.0]
+    again = ma.run(config)  # from the cache
+    pd.testing.assert_frame_equal(again["parts"], results["parts"])
