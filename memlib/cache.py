@@ -25,6 +25,8 @@ import memlib
 from memlib import distributed, paths
 
 _DIGEST = hashlib.sha256().digest_size
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 _FRAME = "__dataframe__"
 
 
@@ -88,6 +90,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; outputs are for everyone to read
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -81,3 +81,13 @@ def test_loading_refuses_arbitrary_objects(tmp_path):
     path.write_bytes(payload + hashlib.sha256(payload).digest())
     with pytest.raises(pickle.UnpicklingError):
         cache.load(path)
+
+
+def test_written_files_are_readable_by_others(tmp_path):
+    import os
+
+    target = tmp_path / "table.csv"
+    cache.atomic_write_bytes(target, b"a,b\n")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
