@@ -58,10 +58,21 @@
 # The paper trains ViT-B/32 on ImageNet (90 epochs) and WRN-16-4 on CIFAR-100 (200 epochs).
 # The default (small) scale must run in about 8 minutes on two shared CPU cores, so:
 # - **Data:** a class-stratified 4k-sample subset of Fashion-MNIST (offline), test on a 2k subset.
-#   The size trades two needs: the network must memorize within a short run (the train–test
-#   gap must open), and a 128-wide linear head must stay near chance on untrained features.
-#   In pilots, 10k samples kept the heads near chance but the MLP barely overfitted in 15
-#   epochs; 2k samples overfitted clearly but the frozen baseline reached 25% at the first layer.
+#   The paper's regime needs two things this scale cannot give together: the network must
+#   interpolate its training set, and a head on *untrained* features must stay near chance.
+#   Pilots judged only on those two preconditions (train accuracy ≥ 99% at the end; frozen
+#   baseline ≤ chance + 5 points at every probed layer) and on run time found no setting that
+#   meets both within the time budget. The MLP fits Fashion-MNIST slowly: more epochs, other
+#   learning rates, SGD, a cosine schedule, smaller batches, width 512 or inputs in [−1, 1]
+#   left it short of 99% train accuracy at a run length the notebook can afford; and linear
+#   heads trained with Adam memorize well above chance from the untrained first layer unless
+#   the subset is much larger (fewer samples or wider layers make it worse; random labels from
+#   2 classes kept it within 5 points of chance only in runs too short to interpolate). The
+#   settings that did interpolate (2k samples for 100 epochs, or 4k for 60, with a cosine
+#   schedule) left the frozen baseline far above chance, and the second would not fit the
+#   time budget across the notebook's ~45 training runs. This preset therefore keeps
+#   the earlier compromise (4k samples), and the precondition check after the run shows how
+#   far it is from the paper's regime: read every claim below with that in mind.
 # - **Model:** a 4-hidden-layer MLP (width 128) for every sweep; a small SmallCNN (16/32/64
 #   channels; its `pool` is the global average of `block3`, so it is not probed twice) and a
 #   4-block 64-dim timm ViT only for the layer-wise figure, trained for fewer epochs.
@@ -135,6 +146,23 @@ print(f"experiments: {time.time() - start:.1f} s (cached runs load instantly)")
 chance, layers, last = results["chance"], results["layers"], results["last_layer"]
 measured = measure_claims(results)
 print("probed layers:", layers, "| chance:", chance, "| best λ:", results["best_lambda"])
+
+# %% [markdown]
+# **Precondition check.** The paper measures memorization in networks that interpolate their
+# training set, with a frozen-initialisation baseline near chance. This cell tests both for
+# the default model (train accuracy ≥ 99%; frozen baseline ≤ chance + 5 points at every
+# probed layer) and prints the numbers.
+
+# %%
+final, frozen_final = results["history"].iloc[-1], results["frozen_history"].iloc[-1]
+interpolates = final["train_acc"] >= 0.99
+frozen_near_chance = all(frozen_final[f"rlp_{n}"] <= chance + 0.05 for n in layers)
+print(f"default model: train acc {100 * final['train_acc']:.1f}%, "
+      f"test acc {100 * final['test_acc']:.1f}% -> interpolates: {interpolates}")
+for n in layers:
+    print(f"  {n}: trained head {100 * final[f'rlp_{n}']:.1f}%, "
+          f"frozen baseline {100 * frozen_final[f'rlp_{n}']:.1f}% (chance {100 * chance:.0f}%)")
+print("frozen baseline within 5 points of chance at every layer:", frozen_near_chance)
 
 # %% [markdown]
 # ## 1. Random-label accuracy vs depth
