@@ -36,7 +36,7 @@ from memlib.cache import cached, code_version
 from memlib.claims import Claim
 from memlib.config import check, to_dict
 from memlib.seed import generator
-from memlib.train import TrainSpec, train
+from memlib.train import TrainSpec, resolve_device, train
 
 OPERATIONS = ("add", "sub")
 NOISE_KINDS = ("wrong", "uniform", "symmetric")
@@ -315,7 +315,7 @@ def train_runs(task: Task, alphas: Sequence[float], seeds: Sequence[int], width:
     train_pairs = task.pairs[task.train_idx]
     drawn = [label_noise(train_y, train_pairs, a, task.p, noise, seed=s + 7919 * round(a * 1000))
              for a, s in zip(alphas, seeds, strict=True)]
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = resolve_device()
     noisy = torch.stack([d[0] for d in drawn]).to(device)
     mask = torch.stack([d[1] for d in drawn]).to(device)
     model = ModularNet(task.p, width, seeds, activation).to(device)

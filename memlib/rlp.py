@@ -31,7 +31,7 @@ from memlib.claims import Claim
 from memlib.config import check
 from memlib.models import MODELS, build, pool, taps
 from memlib.seed import generator, seed_everything
-from memlib.train import TensorBatches, TrainSpec, evaluate, make_optimizers, train
+from memlib.train import TensorBatches, TrainSpec, evaluate, make_optimizers, resolve_device, train
 
 REGULARIZED = ("last", "all")
 STANDARD_REGULARIZERS = ("dropout", "weight_decay", "label_smoothing")
@@ -320,12 +320,6 @@ def make_model(s: RunSpec, num_classes: int, in_shape) -> tuple[nn.Module, tuple
     model = build(s.model, num_classes, in_shape, **kwargs.get(s.model, {}))
     layers = tuple(n for n in model.probe_layers if not (s.model == "smallcnn" and n == "pool"))
     return model, layers
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(name)
 
 
 def load_data(s: RunSpec) -> dict[str, torch.Tensor | int]:
