@@ -396,6 +396,10 @@ print("noise:", measured["noise"])
 # small (random-label accuracies within a few points of chance), so a claim that needs a large
 # drop, such as the ≥ 5-point rule for the regularizer, is hard to meet; verdicts that do not
 # hold are findings of this scale, reported as they are. The full preset is the paper's test.
+# Observed while building memlib: the same preset run with one CPU thread instead of two
+# (which changes only the order of floating-point sums) flipped the verdicts of `shift`,
+# `noise` and `sampling`; their margins are fractions of a point, so read those three as
+# undecided at this scale whatever the table says.
 
 # %%
 table = evaluate(CLAIMS, measured)
