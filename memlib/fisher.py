@@ -489,6 +489,10 @@ def _data(dataset: str, n_train: int, n_test: int):
 def human_labels(label_set: str, indices=None) -> torch.Tensor:
     """CIFAR-10N human labels (Wei et al. 2022) in torchvision's CIFAR-10 training order."""
     labels = mdata.cifar10n_labels(HUMAN_SETS[label_set])
+    n = len(mdata.load("cifar10", "train"))
+    if len(labels) != n:  # a label per training image, in the same order, or nothing is right
+        raise ValueError(f"CIFAR-10N file has {len(labels)} {HUMAN_SETS[label_set]} entries but "
+                         f"CIFAR-10 train has {n} images; it must be the file for this set")
     return labels if indices is None else labels[indices]
 
 
@@ -504,6 +508,8 @@ def build_model(config: Config, name: str, num_classes: int, in_shape) -> torch.
         return models.build("mlp", num_classes, in_shape, widths=config.mlp_widths)
     if name == "smallcnn":
         return models.build("smallcnn", num_classes, in_shape, channels=config.cnn_channels)
+    if name == "resnet18":  # CIFAR-sized inputs get the CIFAR stem (3x3, no max-pool)
+        return models.build(name, num_classes, in_shape, cifar_stem=in_shape[-1] <= 32)
     return models.build(name, num_classes, in_shape)
 
 

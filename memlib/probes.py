@@ -700,7 +700,8 @@ def distilbert_case_study(config: Config) -> tuple[pd.DataFrame | None, str]:
         test = datasets.load_dataset("conll2003", split="test")
     except Exception as err:  # offline, missing package, hub error: all mean "not here"
         return None, (f"DistilBERT NER case study not run: {DISTILBERT} and CoNLL-2003 could "
-                      f"not be loaded ({type(err).__name__}: {str(err)[:160]}); it needs the "
+                      f"not be loaded ({type(err).__name__}: {' '.join(str(err).split())[:160]}"
+                      "); it needs the "
                       "Hugging Face hub and the packages datasets and seqeval. The ViT on "
                       "Fashion-MNIST is a stand-in, not the paper's experiment.")
     if config.distilbert_sentences is not None:

@@ -317,7 +317,10 @@ def make_model(s: RunSpec, num_classes: int, in_shape) -> tuple[nn.Module, tuple
     elif s.model not in kwargs and s.dropout > 0:
         raise ValueError(f"dropout is not available for {s.model!r}; use mlp, smallcnn, wrn "
                          "or a vit")
-    model = build(s.model, num_classes, in_shape, **kwargs.get(s.model, {}))
+    extra = kwargs.get(s.model, {})
+    if s.model == "resnet18":  # CIFAR-sized inputs get the CIFAR stem (3x3, no max-pool)
+        extra = dict(cifar_stem=in_shape[-1] <= 32)
+    model = build(s.model, num_classes, in_shape, **extra)
     layers = tuple(n for n in model.probe_layers if not (s.model == "smallcnn" and n == "pool"))
     return model, layers
 
