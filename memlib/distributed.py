@@ -74,11 +74,3 @@ def all_sum(values: list[float]) -> list[float]:
     dist.all_reduce(tensor)
     return tensor.tolist()
 
-
-def all_gather_cat(tensor: torch.Tensor) -> torch.Tensor:
-    """Concatenate equally sized per-rank tensors along dim 0 (per-example statistics)."""
-    if not active():
-        return tensor
-    parts = [torch.empty_like(tensor) for _ in range(world_size())]
-    dist.all_gather(parts, tensor.contiguous())
-    return torch.cat(parts)
