@@ -11,6 +11,11 @@ STEMS := $(notdir $(NOTEBOOKS:.py=))
 EXECUTED := $(STEMS:%=build/$(SCALE)/%.ipynb)
 # Notebooks re-run when memlib's code changes; unchanged experiments then load from the cache.
 MEMLIB_SRC := $(wildcard memlib/*.py) memlib/memlib.mplstyle
+# At full scale each study's training runs first, outside the notebook, under torchrun with
+# NPROC processes (one per GPU); the notebook then reads the results from the cache.
+NPROC ?= 1
+RUN_FIRST = $(if $(filter full,$(SCALE)),$(VENV)/bin/torchrun --standalone \
+	--nproc_per_node=$(NPROC) -m memlib run $* --scale full)
 CLAIMS := $(if $(filter small,$(SCALE)),figures/CLAIMS.md,figures/$(SCALE)/CLAIMS.md)
 
 .PHONY: figures test lint sync clean venv
@@ -30,6 +35,7 @@ $(CLAIMS): $(EXECUTED) | $(STAMP)
 	$(PY) -m memlib claims --scale $(SCALE)
 
 build/$(SCALE)/%.ipynb: notebooks/%.py params/$(SCALE)/%.yaml $(MEMLIB_SRC) | $(STAMP)
+	$(RUN_FIRST)
 	$(PY) -m memlib notebook $< --scale $(SCALE)
 
 test: $(STAMP)

@@ -8,6 +8,7 @@ half-written entry and a corrupted one is detected and recomputed. Loading uses
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -28,6 +29,11 @@ _DIGEST = hashlib.sha256().digest_size
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 _FRAME = "__dataframe__"
+_ONLY_CACHED: list[str] = []  # the command that computes missing entries, inside only_cached()
+
+
+class MissingResultError(RuntimeError):
+    """A result that must come from the cache is not there; the message names the command."""
 
 
 def code_version(*modules) -> str:
@@ -106,14 +112,34 @@ def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
     """Return `compute()`'s result for (`name`, `config`, `code`), computing it at most once.
 
     `compute` must return tensors, numbers, strings, DataFrames and containers of them.
+    Under torch.distributed rank 0 decides between loading and computing for all ranks
+    (computing runs collectives, so every rank must take the same branch) and writes.
     """
     path = entry_path(name, config, code)
-    if path.exists() and not refresh:
+    value, found = None, False
+    if path.exists() and not refresh and distributed.is_main():
         try:
-            return load(path)
+            value, found = load(path), True
         except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed
             warnings.warn(f"recomputing {path.name}: {err}", stacklevel=2)
+    if distributed.broadcast_flag(found):
+        return value if distributed.is_main() else load(path)
+    if _ONLY_CACHED:
+        raise MissingResultError(
+            f"no cached result {path.name} for this configuration; compute it first with: "
+            f"{_ONLY_CACHED[-1]}")
     value = compute()
     if distributed.is_main():
         save(path, value)
     return value
+
+
+@contextlib.contextmanager
+def only_cached(command: str):
+    """Inside the block a missing entry raises MissingResultError naming `command` instead
+    of being computed: notebooks at full scale read what `memlib run` produced."""
+    _ONLY_CACHED.append(command)
+    try:
+        yield
+    finally:
+        _ONLY_CACHED.pop()

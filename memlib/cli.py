@@ -38,6 +38,7 @@ def run_study(study: str, scale: str, sets: dict[str, str]):
     from memlib.config import ConfigError, build
     from memlib.pipeline import params_file, read_params
 
+    study = {stem: key for key, stem in STUDIES.items()}.get(study, study)  # stems work too
     if study not in STUDIES:
         raise UsageError(f"unknown study {study!r}; choose one of: {', '.join(STUDIES)}")
     from memlib import distributed

@@ -70,7 +70,41 @@ def all_sum(values: list[float]) -> list[float]:
     """Sum floats over ranks (metrics); identity in one process."""
     if not active():
         return values
-    tensor = torch.tensor(values, dtype=torch.float64, device=device())
+    tensor = torch.tensor(values, dtype=torch.float64, device=_wire())
     dist.all_reduce(tensor)
     return tensor.tolist()
 
+
+
+def broadcast_flag(flag: bool) -> bool:
+    """Rank 0's `flag` on every rank: decisions that lead into collectives must agree."""
+    if not active():
+        return flag
+    tensor = torch.tensor([int(flag)], device=_wire())
+    dist.broadcast(tensor, src=0)
+    return bool(tensor.item())
+
+
+def shard(n: int) -> slice:
+    """This rank's rows of an n-row per-example computation (every world_size-th)."""
+    return slice(rank(), n, world_size())
+
+
+def _wire() -> torch.device:
+    """Where collectives' tensors must live: the GPU for NCCL, the CPU for gloo."""
+    return device() if dist.get_backend() == "nccl" else torch.device("cpu")
+
+
+def gather_rows(part: torch.Tensor, n: int) -> torch.Tensor:
+    """Reassemble an (n, ...) tensor from the ranks' `shard(n)` rows, on every rank."""
+    if not active():
+        return part
+    world, size = world_size(), -(-n // world_size())
+    padded = part.new_zeros((size, *part.shape[1:]), device=_wire())
+    padded[:len(part)] = part
+    parts = [torch.empty_like(padded) for _ in range(world)]
+    dist.all_gather(parts, padded)
+    out = part.new_empty((n, *part.shape[1:]))
+    for r, gathered in enumerate(parts):
+        out[r::world] = gathered[:len(range(r, n, world))]
+    return out

@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from memlib import data as mdata
-from memlib import models, paths
+from memlib import distributed, models, paths
 from memlib.cache import cached, code_version
 from memlib.claims import Claim
 from memlib.config import check, to_dict
@@ -515,15 +515,19 @@ def build_model(config: Config, name: str, num_classes: int, in_shape) -> torch.
 
 @torch.no_grad()
 def last_layer(model: torch.nn.Module, name: str, x: torch.Tensor, batch: int = 1024):
-    """(features h, logits) in eval mode, batched; h is the input of the final affine layer."""
+    """(features h, logits) in eval mode, batched, on the CPU; h is the input of the final
+    affine layer. Under torch.distributed each rank computes its shard and all gather."""
     tap = feature_tap(model, name)
     model.eval()
+    device = next(model.parameters()).device
+    rows = x[distributed.shard(len(x))]
     hs, zs = [], []
-    for start in range(0, len(x), batch):
-        logits, outputs = models.features(model, x[start:start + batch], [tap])
-        hs.append(models.pool(outputs[tap]))
-        zs.append(logits)
-    return torch.cat(hs), torch.cat(zs)
+    for start in range(0, len(rows), batch):
+        logits, outputs = models.features(model, rows[start:start + batch].to(device), [tap])
+        hs.append(models.pool(outputs[tap]).float().cpu())
+        zs.append(logits.float().cpu())
+    h, z = torch.cat(hs), torch.cat(zs)
+    return distributed.gather_rows(h, len(x)), distributed.gather_rows(z, len(x))
 
 
 def onset_epoch(er: np.ndarray, peak: int, fraction: float = 0.1) -> int:

@@ -195,7 +195,8 @@ def taps(model: nn.Module, names: Sequence[str]) -> Iterator[dict[str, torch.Ten
 
     The recorded tensors are live (not detached), so losses on them reach the model.
     """
-    modules = dict(model.named_modules())
+    # a torch.compile'd model keeps its names under `_orig_mod`; hooks there still fire
+    modules = dict(getattr(model, "_orig_mod", model).named_modules())
     missing = [n for n in names if n not in modules]
     if missing:
         valid = getattr(model, "probe_layers", None) or [n for n in modules if n][:20]

@@ -8,7 +8,10 @@ manifest.json. A failing cell leaves the previous outputs untouched.
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
+import shlex
 import shutil
 import time
 from pathlib import Path
@@ -16,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from memlib import SCALES, paths
+from memlib import SCALES, STUDIES, paths
 
 
 class NotebookError(RuntimeError):
@@ -110,3 +113,32 @@ def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = 
     os.replace(executed, final)
     return final
 
+
+
+def run_command(study: str, config, scale: str) -> str:
+    """The shell command that computes `config`'s results outside a notebook: the preset plus
+    a `--set` for every value that differs from it."""
+    from memlib.config import build, to_dict
+
+    module = importlib.import_module(f"memlib.{study}")
+    preset = to_dict(build(module.Config, read_params(params_file(Path(STUDIES[study]), scale))))
+    sets = [f"--set {shlex.quote(f'{k}={json.dumps(v) if isinstance(v, list) else v}')}"
+            for k, v in to_dict(config).items() if preset.get(k) != v]
+    launcher = "torchrun --standalone --nproc_per_node=<GPUs>" if scale == "full" else "python"
+    return " ".join([launcher, "-m memlib run", study, "--scale", scale, *sets])
+
+
+def study_results(study: str, config, scale: str) -> dict:
+    """What a notebook calls for its results: `memlib.<study>.run(config)`.
+
+    At full scale the training belongs to `memlib run` (on one GPU or several under
+    torchrun), not to the notebook's kernel: the notebook reads the cache that run filled
+    and, where an entry is missing, stops with one line naming the command to run.
+    """
+    from memlib.cache import only_cached
+
+    run = importlib.import_module(f"memlib.{study}").run
+    if scale != "full":
+        return run(config)
+    with only_cached(run_command(study, config, scale)):
+        return run(config)

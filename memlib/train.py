@@ -53,6 +53,8 @@ class TrainSpec:
     max_steps: int | None = None  # stop early (smoke runs, tests)
     device: str = "auto"  # "auto": this rank's GPU when there is one, else the CPU
     precision: Literal["fp32", "bf16"] = "fp32"  # bf16: autocast the forward pass
+    channels_last: bool = False  # NHWC weights and images: faster convolutions on GPUs
+    compile: bool = False  # torch.compile the model's forward (taps by name keep working)
 
     def __post_init__(self):
         check(self.epochs >= 0, f"epochs must be >= 0, got {self.epochs}")
@@ -110,6 +112,23 @@ class TensorBatches:
             yield (x if self.augment is None else self.augment(x, self.generator)), self.y[idx], idx
 
 
+def dataset_batches(dataset, batch_size: int, seed: int = 0, shuffle: bool = True,
+                    workers: int = 4, drop_last: bool = False):
+    """Batches (x, y, idx) of a map-style dataset that yields (x, y, idx), e.g. memlib.imagenet:
+    for data too large for memory. A DistributedSampler gives each rank its shard of every
+    epoch's permutation (global sample indices kept; `batch_size` is the global batch); the
+    order depends only on `seed` and the epoch, which `train` sets, so resume is exact."""
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    world = distributed.world_size()
+    sampler = DistributedSampler(dataset, num_replicas=world, rank=distributed.rank(),
+                                 shuffle=shuffle, seed=seed, drop_last=drop_last)
+    return DataLoader(dataset, batch_size=max(1, batch_size // world), sampler=sampler,
+                      num_workers=workers, pin_memory=torch.cuda.is_available(),
+                      persistent_workers=workers > 0, drop_last=drop_last,
+                      generator=generator(seed))  # seeds the workers' augmentation
+
+
 def resolve_device(name: str = "auto") -> torch.device:
     return distributed.device() if name == "auto" else torch.device(name)
 
@@ -163,6 +182,13 @@ def lr_factor(spec: TrainSpec, steps_per_epoch: int) -> Callable[[int], float] |
         return 0.5 * (1 + math.cos(math.pi * progress))
 
     return factor
+
+
+def to_device(batch: Batch, device: torch.device, channels_last: bool = False) -> Batch:
+    x, *rest = (t.to(device, non_blocking=True) for t in batch)
+    if channels_last and x.ndim == 4:
+        x = x.contiguous(memory_format=torch.channels_last)
+    return (x, *rest)
 
 
 def cross_entropy_step(label_smoothing: float = 0.0):
@@ -229,11 +255,15 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
     from tqdm.auto import tqdm
 
     device = resolve_device(spec.device)
-    model.to(device)
+    model.to(device, memory_format=torch.channels_last if spec.channels_last else
+             torch.preserve_format)
+    forward = torch.compile(model) if spec.compile else model
     autocast = (torch.autocast(device.type, dtype=torch.bfloat16)
                 if spec.precision == "bf16" else None)
     loader = batches(data, spec)
     step = step or cross_entropy_step(spec.label_smoothing)
+    # in-memory tensors are on the device already; DataLoader batches move per step
+    move = not isinstance(loader, TensorBatches) or spec.channels_last
     if optimizers is None:
         optimizers = make_optimizers(params if params is not None else model.parameters(), spec)
     factor = lr_factor(spec, len(loader))
@@ -285,17 +315,21 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
         model.train()
         state.epoch = epoch
         losses = []
+        if hasattr(getattr(loader, "sampler", None), "set_epoch"):
+            loader.sampler.set_epoch(epoch)  # a new shard permutation per epoch, seeded
         for batch in loader:
+            if move:
+                batch = to_device(batch, device, spec.channels_last)
             if factor is not None:
                 scale = factor(state.step)
                 for opt, lrs in zip(optimizers, base_lrs):
                     for group, lr in zip(opt.param_groups, lrs):
                         group["lr"] = lr * scale
             if autocast is None:
-                loss = step(model, batch)
+                loss = step(forward, batch)
             else:
                 with autocast:
-                    loss = step(model, batch)
+                    loss = step(forward, batch)
             for opt in optimizers:
                 opt.zero_grad(set_to_none=True)
             loss.backward()

@@ -77,13 +77,16 @@ import pandas as pd
 
 from memlib.claims import evaluate, write
 from memlib.config import from_namespace
-from memlib.fisher import CLAIMS, Config, measure, run
+from memlib.fisher import CLAIMS, Config, measure
+from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.tables import save_table
 
 STUDY = "03_fisher_rank_inflation"
 config = from_namespace(Config, globals())
-results = run(config)
+# At full scale this reads what `memlib run` computed (see the README) and names the
+# command to run if a result is missing; below full scale it computes, cached.
+results = study_results("fisher", config, scale)
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
 

@@ -91,3 +91,14 @@ def test_written_files_are_readable_by_others(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_only_cached_reads_hits_and_names_the_command_on_a_miss():
+    cache.cached("exp", {"a": 1}, lambda: torch.ones(2))
+    calls = []
+    with cache.only_cached("memlib run exp --scale full"):
+        assert torch.equal(cache.cached("exp", {"a": 1}, lambda: calls.append(1)), torch.ones(2))
+        with pytest.raises(cache.MissingResultError, match="memlib run exp --scale full"):
+            cache.cached("exp", {"a": 2}, lambda: calls.append(1))
+    assert not calls
+    assert torch.equal(cache.cached("exp", {"a": 2}, lambda: torch.zeros(1)), torch.zeros(1))

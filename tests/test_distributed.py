@@ -61,3 +61,34 @@ def test_two_gloo_processes_match_one(tmp_path):
     for key in ("train_loss", "train_acc"):
         torch.testing.assert_close(torch.tensor(ddp["history"][key]),
                                    torch.tensor(history[key].tolist()), rtol=1e-5, atol=1e-6)
+
+
+def test_study_runner_under_torchrun_matches_one_process(tmp_path, monkeypatch):
+    """`torchrun -m memlib run fisher`: sharded batches, gathered per-example features, one
+    writer; the cached run equals the single-process one."""
+    from memlib import cache, cli
+
+    sets = ["n_train=256", "n_test=128", "n_scatter=100", "corruptions=[0.4]", "epochs=2",
+            "arch_models=[]", "direct_checks=0", "synthetic_n=60", "top_k=20"]
+    torchrun = Path(sys.executable).with_name("torchrun")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MEMLIB_CACHE": str(tmp_path / "ddp")}
+    result = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc_per_node=2", "-m", "memlib", "run", "fisher",
+         "--scale", "smoke", *[a for s in sets for a in ("--set", s)]],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path / "one"))
+    assert cli.main(["run", "fisher", "--scale", "smoke",
+                     *[a for s in sets for a in ("--set", s)]]) == 0
+    [ddp_file] = (tmp_path / "ddp").glob("fisher-run-*.pt")
+    [one_file] = (tmp_path / "one").glob("fisher-run-*.pt")
+    assert ddp_file.name == one_file.name  # same config and code: the same cache key
+    ddp, one = cache.load(ddp_file), cache.load(one_file)
+    for column in ("train_loss", "test_acc", "er", "noisy_fit"):
+        torch.testing.assert_close(torch.tensor(ddp["history"][column].to_numpy()),
+                                   torch.tensor(one["history"][column].to_numpy()),
+                                   rtol=1e-4, atol=1e-5, equal_nan=True)
+    for column in ("delta_exact", "loss_peak", "grad_norm"):
+        torch.testing.assert_close(torch.tensor(ddp["examples"][column].to_numpy()),
+                                   torch.tensor(one["examples"][column].to_numpy()),
+                                   rtol=1e-3, atol=1e-6)

@@ -58,3 +58,20 @@ def test_cli_bad_input_exits_2_with_one_line(argv, fragment, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert fragment in err and err.count("\n") == 1
+
+
+def test_full_scale_notebooks_read_the_cache_and_name_the_command():
+    from memlib.cache import MissingResultError
+    from memlib.config import build
+    from memlib.fisher import Config
+    from memlib.pipeline import params_file, read_params, run_command, study_results
+
+    preset = read_params(params_file(Path("03_fisher_rank_inflation.py"), "full"))
+    config = build(Config, {**preset, "seeds": [4, 5]})
+    command = run_command("fisher", config, "full")
+    assert command.startswith("torchrun --standalone --nproc_per_node=<GPUs> -m memlib run "
+                              "fisher --scale full")
+    assert command.endswith("--set 'seeds=[4, 5]'") and command.count("--set") == 1
+    assert cli.parse_sets(["seeds=[4, 5]"]) == {"seeds": "[4, 5]"}
+    with pytest.raises(MissingResultError, match="compute it first with: torchrun"):
+        study_results("fisher", config, "full")

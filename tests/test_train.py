@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from memlib.models import MLP
@@ -69,3 +70,94 @@ def test_warmup_cosine_schedule():
     assert factor(0) == 0.05 and factor(19) == 1.0
     assert abs(factor(100)) < 1e-12
     assert lr_factor(TrainSpec(), 10) is None
+
+
+class Killed(Exception):
+    pass
+
+
+class IndexedTensors(torch.utils.data.Dataset):
+    """A map-style dataset yielding (x, y, index), like memlib.imagenet's folders."""
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i], i
+
+
+def test_dataset_batches_keep_indices_and_resume_exactly(tmp_path):
+    from memlib.train import dataset_batches
+
+    x, y = tiny_random_labels(n=100)
+    seen = []
+
+    def run(checkpoint=None, stop=None):
+        seed_everything(0)
+        model = MLP(20, (16,), 4, dropout=0.1)
+        loader = dataset_batches(IndexedTensors(x, y), batch_size=16, seed=3, workers=0)
+
+        def record(state):
+            seen.append(state.batch)
+            if stop is not None and state.step == stop:
+                raise Killed
+
+        spec = TrainSpec(epochs=3, batch_size=16, lr=1e-2, seed=0)
+        history = train(model, loader, spec, step_callbacks=[record], checkpoint=checkpoint)
+        return model, history
+
+    reference, ref_history = run()
+    for bx, by, idx in seen:  # sample indices survive the DataLoader
+        assert torch.equal(bx, x[idx]) and torch.equal(by, y[idx])
+    first_epoch = torch.cat([b[2] for b in seen[:7]])
+    assert sorted(first_epoch.tolist()) == list(range(100))  # each sample once per epoch
+    assert not torch.equal(first_epoch, torch.cat([b[2] for b in seen[7:14]]))  # reshuffled
+    with pytest.raises(Killed):
+        run(tmp_path / "ckpt.pt", stop=10)  # killed in epoch 2; resumes from epoch 1's end
+    resumed, history = run(tmp_path / "ckpt.pt")
+    assert history.equals(ref_history)
+    for p, q in zip(reference.parameters(), resumed.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_channels_last_trains_the_same_convolutions():
+    from memlib.models import SmallCNN
+
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.rand(64, 1, 12, 12, generator=g), torch.randint(0, 3, (64,), generator=g)
+    weights = []
+    for channels_last in (False, True):
+        seed_everything(0)
+        model = SmallCNN(1, 3, channels=(4, 8, 8))
+        train(model, (x, y), TrainSpec(epochs=2, batch_size=16, seed=0,
+                                       channels_last=channels_last))
+        conv = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)][-1]
+        assert conv.weight.is_contiguous(memory_format=torch.channels_last) == channels_last
+        weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    torch.testing.assert_close(weights[0], weights[1], rtol=1e-4, atol=1e-5)
+
+
+def test_compiled_forward_matches_eager_and_keeps_taps():
+    from memlib.models import taps
+
+    x, y = tiny_random_labels(n=64)
+    weights = []
+    for compile in (False, True):
+        seed_everything(0)
+        model = MLP(20, (16,), 4)
+        seen = []
+
+        def step(forward, batch, seen=seen):
+            with taps(forward, ["act1"]) as outs:  # names resolve through the compiled wrapper
+                loss = torch.nn.functional.cross_entropy(forward(batch[0]), batch[1])
+            seen.append(outs["act1"].shape)
+            return loss
+
+        train(model, (x, y), TrainSpec(epochs=1, batch_size=32, seed=0, compile=compile),
+              step=step)
+        assert seen == [torch.Size([32, 16])] * 2
+        weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    torch.testing.assert_close(weights[0], weights[1], rtol=1e-4, atol=1e-5)
