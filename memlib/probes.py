@@ -17,9 +17,11 @@ import hashlib
 import inspect
 import itertools
 import math
+import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -29,6 +31,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from memlib import paths
 from memlib import train as training
 from memlib.cache import cached, code_version
 from memlib.claims import Claim
@@ -43,12 +46,13 @@ AUTHORS_PAIRS = {"fashion_mnist": {"easy": (3, 2), "hard": (3, 1)},
 MODES = ("smallest", "largest", "random")
 NULL_MODELS = ("A", "B", "C", "D", "E", "F", "G")
 DISTILBERT = "dslim/distilbert-NER"
-DISTILBERT_MATRICES = ("distilbert.embeddings.position_embeddings.weight",
-                       "distilbert.transformer.layer.0.ffn.lin1.weight",
-                       "distilbert.transformer.layer.0.ffn.lin2.weight",
-                       "distilbert.transformer.layer.5.ffn.lin1.weight",
-                       "distilbert.transformer.layer.5.ffn.lin2.weight",
-                       "classifier.weight")
+# CoNLL-2003 test split: local files in the original text format under $MEMLIB_DATA/conll2003
+# (test.txt as most redistributions name it, eng.testb as the shared task did), else the hub's
+# parquet export of the dataset (datasets >= 4 refuses the repository's loading script).
+CONLL_FILES = ("test.txt", "eng.testb")
+CONLL_HUB = "eriktks/conll2003"
+CONLL_HUB_REVISION = "refs/convert/parquet"
+_NER_TAG = re.compile(r"O|[BI]-\S+")
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,10 @@ class Config:
     standin_noise_levels: tuple[float, ...] = (0.5, 1.0, 2.0)
     standin_flip_levels: tuple[float, ...] = (0.1, 0.3)
     distilbert: bool = False
-    distilbert_sentences: int | None = None
+    # a hub id or a folder written by save_pretrained; a folder of that name (or of the id's
+    # last part, models/distilbert-NER) under $MEMLIB_DATA/models is used first when present
+    distilbert_model: str = DISTILBERT
+    distilbert_sentences: int | None = None  # None: the whole CoNLL-2003 test split
     seed: int = 0
 
     def __post_init__(self):
@@ -111,7 +118,7 @@ class Config:
               f"noise_log2_levels must be non-empty exponents <= 4, got {self.noise_log2_levels}")
         check(all(v > 0 for v in self.standin_noise_levels),
               f"standin_noise_levels must be positive, got {self.standin_noise_levels}")
-        for field in ("train_per_class", "heatmap_train_per_class"):
+        for field in ("train_per_class", "heatmap_train_per_class", "distilbert_sentences"):
             value = getattr(self, field)
             check(value is None or value >= 1, f"{field} must be >= 1 or None, got {value}")
 
@@ -510,7 +517,8 @@ def train_runs(x: Tensor, y: Tensor, seeds: Sequence[int], width: int, activatio
                               schedule="cosine", seed=seeds[0])
     training.train(ensemble, RunBatches(x, y, batch_size, seeds), spec, step=_ensemble_step,
                    desc=desc)
-    params = {k: v.detach().clone() for k, v in ensemble.params().items()}
+    # trained where train() put them (a GPU if any); probed and evaluated on the CPU
+    params = {k: v.detach().cpu().clone() for k, v in ensemble.params().items()}
     if reinit_biases:
         fresh = stack_module_state(
             [make_mlp(width, activation, s + 10_007, x.shape[1]) for s in seeds])[0]
@@ -626,7 +634,9 @@ def layerwise_table(model: nn.Module, names: Sequence[str], metric: Callable[[Ca
     rows = []
     for order, name in enumerate(names):
         for probe, level, transform in matrix_probes(config):
-            value = probe_parameter(model, name, lambda w, t=transform: t(w, gen), metric)
+            # probes draw on a CPU generator: probe a CPU copy, evaluate where the model is
+            value = probe_parameter(model, name,
+                                    lambda w, t=transform: t(w.cpu(), gen).to(w.device), metric)
             rows.append({"order": order, "matrix": name, "probe": probe, "level": level,
                          "metric": value})
     return pd.DataFrame(rows)
@@ -663,7 +673,7 @@ def standin_model(config: Config) -> nn.Module:
             weight_decay=0.05, schedule="warmup_cosine",
             warmup_epochs=min(1.0, config.standin_epochs / 4), seed=config.seed)
         training.train(model, (x, y), spec, desc="vit stand-in")
-        return {k: v.detach() for k, v in model.state_dict().items()}
+        return {k: v.detach().cpu() for k, v in model.state_dict().items()}
 
     key = {"train": config.standin_train, "epochs": config.standin_epochs, "seed": config.seed}
     state = cached("probes-standin-vit", key, compute,
@@ -681,57 +691,172 @@ def accuracy_metric(x: Tensor, y: Tensor, batch_size: int = 500) -> Callable[[Ca
     return metric
 
 
-def distilbert_case_study(config: Config) -> tuple[pd.DataFrame | None, str]:
-    """The paper's DistilBERT NER study (entity-level F1 on CoNLL-2003 test), when online.
+def distilbert_matrices(model: nn.Module) -> list[str]:
+    """The paper's probed matrices: position embeddings, the FFN of the first and of the last
+    transformer block, the classifier (layer 5 in dslim/distilbert-NER's six)."""
+    last = len(model.distilbert.transformer.layer) - 1
+    return ["distilbert.embeddings.position_embeddings.weight",
+            "distilbert.transformer.layer.0.ffn.lin1.weight",
+            "distilbert.transformer.layer.0.ffn.lin2.weight",
+            f"distilbert.transformer.layer.{last}.ffn.lin1.weight",
+            f"distilbert.transformer.layer.{last}.ffn.lin2.weight",
+            "classifier.weight"]
 
-    Returns (table or None, a one-line status).
+
+def iob2(tags: Sequence[str]) -> list[str]:
+    """IOB1 -> IOB2: an I-X that does not continue an X entity begins one, so becomes B-X.
+    Tags already in IOB2 come back unchanged.
+
+    The shared task's original files are IOB1 (B- only between two adjacent entities of one
+    type); the model predicts IOB2. seqeval's default mode would read both the same way, but
+    converting makes the reference use exactly the model's label set, so every scoring mode
+    (strict IOB2 included) and every per-tag count stays meaningful.
     """
+    out, previous = [], "O"
+    for tag in tags:
+        if tag.startswith("I-") and previous[2:] != tag[2:]:
+            tag = "B-" + tag[2:]
+        out.append(tag)
+        previous = tag
+    return out
+
+
+def parse_conll(lines: Iterable[str]) -> list[tuple[list[str], list[str]]]:
+    """(words, IOB2 NER tags) per sentence of a CoNLL-2003 file: one "word POS chunk NER" line
+    per token, a blank line between sentences, -DOCSTART- lines (document breaks) skipped.
+    Four columns exactly, so a file of another layout fails here instead of scoring a POS or
+    chunk column (B-NP looks like an entity tag) as NER."""
+    sentences, words, tags = [], [], []
+
+    def flush():
+        if words:
+            sentences.append((words.copy(), iob2(tags)))
+            words.clear()
+            tags.clear()
+
+    for number, line in enumerate(lines, 1):
+        fields = line.split()
+        if not fields or fields[0] == "-DOCSTART-":
+            flush()
+            continue
+        if len(fields) != 4 or not _NER_TAG.fullmatch(fields[-1]):
+            raise ValueError(f"line {number} is not 'word POS chunk NER' with an O, B-X or I-X "
+                             f"tag last: {line.strip()!r}")
+        words.append(fields[0])
+        tags.append(fields[-1])
+    flush()
+    return sentences
+
+
+def conll_test() -> tuple[list[tuple[list[str], list[str]]], str]:
+    """The CoNLL-2003 test sentences (words, IOB2 tags) and where they came from: a local file
+    (CONLL_FILES in $MEMLIB_DATA/conll2003) when present, else the hub through `datasets`."""
+    folder = paths.data_dir() / "conll2003"
+    for name in CONLL_FILES:
+        path = folder / name
+        if path.is_file():
+            raw = path.read_bytes()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:  # some copies of the Reuters text are Latin-1
+                text = raw.decode("latin-1")
+            try:
+                return parse_conll(text.splitlines()), str(path)
+            except ValueError as err:
+                raise ValueError(f"{path}: {err}") from None
+    import datasets
+
+    test = datasets.load_dataset(CONLL_HUB, revision=CONLL_HUB_REVISION, split="test")
+    names = test.features["ner_tags"].feature.names
+    sentences = [(list(words), iob2([names[t] for t in tags]))
+                 for words, tags in zip(test["tokens"], test["ner_tags"], strict=True)]
+    return sentences, f"{CONLL_HUB} on the Hugging Face hub"
+
+
+def distilbert_source(name: str) -> str:
+    """Where to load the model from: `name` if it is an absolute path (a folder), else the folder
+    $MEMLIB_DATA/models/<name> or $MEMLIB_DATA/models/<last part of name> if present, else
+    `name` as a hub id. (Relative folders are not read from the working directory, which
+    papermill moves.)"""
+    given = Path(name).expanduser()
+    if given.is_absolute():
+        if not given.is_dir():
+            raise FileNotFoundError(f"no model folder {given}")
+        return str(given)
+    models = paths.data_dir() / "models"
+    for folder in (models / name, models / name.rstrip("/").split("/")[-1]):
+        if folder.is_dir():
+            return str(folder)
+    return name
+
+
+def first_subtoken_positions(word_ids: Sequence[int | None], n_words: int) -> list[int | None]:
+    """Per word, the position of its first sub-token (None: cut off by truncation). Words are
+    scored by their first sub-token only, the convention of the token-classification recipe
+    the model was trained with; special tokens (word id None) are skipped."""
+    first: dict[int, int] = {}
+    for position, word in enumerate(word_ids):
+        if word is not None and word not in first:
+            first[word] = position
+    return [first.get(w) for w in range(n_words)]
+
+
+def word_labels(predicted: Sequence[int], positions: Sequence[int | None],
+                id2label: dict[int, str]) -> list[str]:
+    """Each word's label: the prediction at its first sub-token, "O" if it was truncated."""
+    return [id2label[int(predicted[p])] if p is not None else "O" for p in positions]
+
+
+def _not_run(reason: str) -> str:
+    return (f"DistilBERT NER case study not run: {reason}. It needs {DISTILBERT} and the "
+            "CoNLL-2003 test split, from local files ($MEMLIB_DATA/models/distilbert-NER, a "
+            "save_pretrained folder; $MEMLIB_DATA/conll2003/test.txt or eng.testb) or the "
+            "Hugging Face hub (package datasets), and the package seqeval. The ViT on "
+            "Fashion-MNIST is a stand-in, not the paper's experiment.")
+
+
+def distilbert_case_study(config: Config, batch_size: int = 64
+                          ) -> tuple[pd.DataFrame | None, str]:
+    """The paper's DistilBERT NER study: entity-level F1 (seqeval, in [0, 1]) on the
+    CoNLL-2003 test split under each probe of each matrix of `distilbert_matrices`, from local
+    files or the hub. Returns (table or None, a one-line status)."""
     if not config.distilbert:
-        return None, ("DistilBERT NER case study not run at this scale (distilbert=false): it "
-                      "needs the Hugging Face hub and the packages datasets and seqeval; the "
-                      "ViT on Fashion-MNIST is a stand-in, not the paper's experiment.")
-    try:
-        import datasets
+        return None, _not_run("distilbert=false at this scale")
+    try:  # the data first: a missing `datasets` fails at once, the offline hub only after retries
         from seqeval.metrics import f1_score
         from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(DISTILBERT)
-        model = AutoModelForTokenClassification.from_pretrained(DISTILBERT).eval()
-        test = datasets.load_dataset("conll2003", split="test")
-    except Exception as err:  # offline, missing package, hub error: all mean "not here"
-        return None, (f"DistilBERT NER case study not run: {DISTILBERT} and CoNLL-2003 could "
-                      f"not be loaded ({type(err).__name__}: {' '.join(str(err).split())[:160]}"
-                      "); it needs the "
-                      "Hugging Face hub and the packages datasets and seqeval. The ViT on "
-                      "Fashion-MNIST is a stand-in, not the paper's experiment.")
+        sentences, data_source = conll_test()
+        source = distilbert_source(config.distilbert_model)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = AutoModelForTokenClassification.from_pretrained(source).eval()
+    except Exception as err:  # offline, missing package or file, unreadable file: "not here"
+        return None, _not_run(f"{type(err).__name__}: {' '.join(str(err).split())[:200]}")
     if config.distilbert_sentences is not None:
-        test = test.select(range(min(config.distilbert_sentences, len(test))))
-    names = test.features["ner_tags"].feature.names
-    id2label = model.config.id2label
+        sentences = sentences[:config.distilbert_sentences]
+    device = training.resolve_device()
+    model.to(device)
     batches = []
-    for start in range(0, len(test), 64):
-        words = test[start:start + 64]["tokens"]
-        encoded = tokenizer(words, is_split_into_words=True, truncation=True, padding=True,
-                            return_tensors="pt")
-        batches.append((encoded, [encoded.word_ids(i) for i in range(len(words))],
-                        [[names[t] for t in tags] for tags in test[start:start + 64]["ner_tags"]]))
+    for start in range(0, len(sentences), batch_size):
+        words, tags = zip(*sentences[start:start + batch_size], strict=True)
+        encoded = tokenizer(list(words), is_split_into_words=True, truncation=True,
+                            padding=True, return_tensors="pt")
+        positions = [first_subtoken_positions(encoded.word_ids(i), len(w))
+                     for i, w in enumerate(words)]
+        batches.append((dict(encoded.to(device)), positions, list(tags)))
 
     def metric(forward):
         truth, predicted = [], []
-        for encoded, word_ids, tags in batches:
-            logits = forward(**dict(encoded)).logits
-            labels = logits.argmax(-1)
-            for i, ids in enumerate(word_ids):
-                first = {}
-                for position, word in enumerate(ids):
-                    if word is not None and word not in first:
-                        first[word] = id2label[int(labels[i, position])]
-                predicted.append([first.get(w, "O") for w in range(len(tags[i]))])
-                truth.append(tags[i])
+        for encoded, positions, tags in batches:
+            labels = forward(**encoded).logits.argmax(-1).cpu().tolist()
+            predicted += [word_labels(row, p, model.config.id2label)
+                          for row, p in zip(labels, positions, strict=True)]
+            truth += tags
         return f1_score(truth, predicted)
 
-    table = layerwise_table(model, DISTILBERT_MATRICES, metric, config, config.seed)
-    return table, f"DistilBERT NER case study run on {len(test)} CoNLL-2003 test sentences."
+    table = layerwise_table(model, distilbert_matrices(model), metric, config, config.seed)
+    return table, (f"DistilBERT NER case study run: {source} on {len(sentences)} CoNLL-2003 "
+                   f"test sentences from {data_source}, entity-level F1 in [0, 1].")
 
 
 # --- the experiments -----------------------------------------------------------------------

@@ -68,8 +68,13 @@
 #   weights only, which leaves the biases at a random initialisation.
 # * Null model G rewires the positive and negative sub-graphs in one Curveball move so that
 #   they never collide (see `memlib.probes.curveball`).
-# * The DistilBERT NER case study needs the Hugging Face hub; offline, a small ViT trained on
-#   10-class Fashion-MNIST is probed the same way, as a **stand-in**, not a reproduction.
+# * The DistilBERT NER case study runs only where `distilbert` is set (the full preset). It
+#   reads `dslim/distilbert-NER` from `$MEMLIB_DATA/models/distilbert-NER` (a
+#   `save_pretrained` folder) and the CoNLL-2003 test split from
+#   `$MEMLIB_DATA/conll2003/test.txt` (or `eng.testb`, the original text format) when they are
+#   there, else from the Hugging Face hub (package `datasets`); entity F1 needs `seqeval`.
+#   At every scale a small ViT trained on 10-class Fashion-MNIST is probed the same way, as
+#   a **stand-in**, not a reproduction.
 
 # %% tags=["parameters"]
 scale = "small"
@@ -105,6 +110,7 @@ standin_prune_levels = [0.5, 0.9]
 standin_noise_levels = [0.5, 1.0, 2.0]
 standin_flip_levels = [0.1, 0.3]
 distilbert = False
+distilbert_model = "dslim/distilbert-NER"
 distilbert_sentences = None
 seed = 0
 
@@ -116,14 +122,17 @@ import numpy as np
 from memlib import data
 from memlib.claims import evaluate, write
 from memlib.config import from_namespace
+from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.probes import CLAIMS, Config, measure, run
+from memlib.probes import CLAIMS, Config, measure
 from memlib.tables import save_table
 
 STUDY = "04_task_complexity_probes"
 config = from_namespace(Config, globals())
 start = time.time()
-results = run(config)
+# At full scale this reads what `memlib run` computed (see the README) and names the
+# command to run if a result is missing; below full scale it computes, cached.
+results = study_results("probes", config, scale)
 print(f"experiments: {time.time() - start:.0f} s (cached runs load in seconds)")
 sweep, nulls, pairs = results["sweep"], results["nulls"], results["pairs"]
 classes = {name: data.load(name, "test").classes for name in config.datasets}
@@ -361,8 +370,11 @@ table.head(10)
 # %% [markdown]
 # ## Layer-wise probes of a transformer
 #
-# The paper probes `dslim/distilbert-NER` on CoNLL-2003, one weight matrix at a time. That
-# needs the Hugging Face hub:
+# The paper probes `dslim/distilbert-NER` on CoNLL-2003, one weight matrix at a time
+# (entity-level F1 from seqeval, in [0, 1]; words scored by their first sub-token; IOB1 files
+# converted to the model's IOB2 tags). It runs where `distilbert` is set, from
+# `$MEMLIB_DATA/models/distilbert-NER` and `$MEMLIB_DATA/conll2003/test.txt` (or `eng.testb`)
+# when present, else from the Hugging Face hub:
 
 # %%
 print(results["distilbert_status"])

@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 import torch
 from test_data import write_cifar, write_mnist_like
+from test_probes import write_tiny_ner
 
 from memlib import config as mconfig
 from memlib import data, paths
-from memlib.claims import evaluate
+from memlib.claims import NOT_RUN, evaluate
 from memlib.pipeline import read_params
 
 # --- the overrides: each shrinks a size of the full preset, nothing else ------------------
@@ -57,7 +58,7 @@ PROBES = {  # MNIST + Fashion-MNIST, authors' pairs, all training images kept (t
     "heatmap_classes": 3, "heatmap_runs": 1, "heatmap_epochs": 1,
     "heatmap_null_draws": 1, "standin_epochs": 1,
     "standin_prune_levels": [0.5], "standin_noise_levels": [1.0], "standin_flip_levels": [0.1],
-    "distilbert": False,  # needs the Hugging Face hub (tested offline below)
+    "distilbert": True,  # a tiny DistilBERT NER model and CoNLL file, written by the test
 }
 
 # --- tiny datasets in the real on-disk formats -------------------------------------------
@@ -130,6 +131,48 @@ def test_rlp_full_preset(data_root):
     assert resnet.conv1.kernel_size == (3, 3)  # the CIFAR stem on 32 x 32 inputs
 
 
+# The ImageNet / ViT-B/32 arm shares the rlp preset file: its header gives the `--set`s.
+RLP_IMAGENET = {  # ViT-B/32 at 2 of its 12 blocks on 32 x 32 crops (one patch), in-process
+    # loading, fewer epochs, one value per sweep, 12 of the 24 training images measured
+    "vit_depth": 2, "image_size": 32, "workers": 0, "epochs": 1, "layer_model_epochs": 1,
+    "batch_size": 12, "measure_samples": 12, "lambdas": [10000.0], "fractions": [0.5],
+    "long_tail_ratio": 2.0,  # 8 images per class; ratio 100 needs >= 100
+}
+
+
+def imagenet_arm_sets() -> dict[str, str]:
+    """The `--set key=value` pairs of the command in the rlp full preset's header."""
+    import shlex
+
+    from memlib.cli import parse_sets
+
+    header = (paths.repo_root() / "params" / "full" / "01_random_label_heads.yaml").read_text()
+    command = " ".join(line.lstrip("# ").rstrip("\\ ") for line in header.splitlines()
+                       if line.startswith("#") and "--set" in line)
+    words = shlex.split(command)
+    return parse_sets([value for flag, value in zip(words, words[1:]) if flag == "--set"])
+
+
+def test_rlp_full_preset_imagenet_arm(data_root):
+    from test_rlp import write_gray_imagefolder
+
+    from memlib import rlp
+
+    write_gray_imagefolder(data_root / "imagenet")  # 3 classes x 8 JPEGs, train and val
+    arm = imagenet_arm_sets()
+    assert arm["dataset"] == "imagenet" and arm["model"] == "vit_base_patch32_224"
+    config = full_config(rlp, "01_random_label_heads", {**arm, **RLP_IMAGENET})
+    assert (config.optimizer, config.lr, config.weight_decay, config.schedule,
+            config.precision) == ("adamw", 1e-3, 0.1, "warmup_cosine", "bf16")
+    results, table, _ = run_and_claim(rlp, config, rlp.measure_claims)
+    assert results["layers"] == ["blocks.0", "blocks.1"] and results["chance"] == 1 / 3
+    assert set(results["layerwise"]["model"]) == {"vit_base_patch32_224"}
+    lw = results["layerwise"]
+    assert lw[["rlp_acc", "frozen_acc"]].stack().between(0, 1).all()
+    model, _ = rlp.make_model(rlp.spec(config), 1000, (3, 224, 224))
+    assert model.patch_embed.proj.kernel_size == (32, 32) and model.embed_dim == 768
+
+
 def test_modarith_full_preset(data_root):
     from memlib import modarith
 
@@ -178,17 +221,20 @@ def test_probes_full_preset(data_root):
 
     write_mnist_like(data_root / "mnist", 300, 100, gz=True, seed=1)
     write_mnist_like(data_root / "fashion_mnist", 300, 100, gz=False, seed=2)
+    write_tiny_ner(data_root)  # $MEMLIB_DATA/models/distilbert-NER, conll2003/test.txt
     config = full_config(probes, "04_task_complexity_probes", PROBES)
     assert set(config.datasets) == {"mnist", "fashion_mnist"}
     results, table, _ = run_and_claim(probes, config, probes.measure)
     assert set(results["pairs"]["dataset"]) == {"mnist", "fashion_mnist"}
-    assert results["distilbert"] is None and "\n" not in results["distilbert_status"]
+    assert results["distilbert"] is not None, results["distilbert_status"]
+    assert "6 CoNLL-2003 test sentences" in results["distilbert_status"]
+    assert table.set_index("id").loc["transformer_layers_distilbert", "verdict"] != NOT_RUN
 
 
 @pytest.mark.parametrize("packages", ["missing", "installed"])
 def test_distilbert_offline_is_one_line(data_root, monkeypatch, packages):
-    """distilbert: true offline gives one status line, whether datasets/seqeval are missing
-    (as here) or installed (faked: then the hub itself refuses, offline)."""
+    """distilbert: true offline without local files gives one status line, whether datasets
+    is missing or installed (faked: then the hub itself refuses, offline)."""
     import sys
     import types
 

@@ -368,3 +368,187 @@ def test_config_coercion_and_bad_values():
 def test_distilbert_offline_message():
     table, status = probes.distilbert_case_study(probes.Config())
     assert table is None and "stand-in" in status
+
+
+# --- the DistilBERT NER case study on a tiny model and CoNLL file in the real formats --------
+
+# dslim/distilbert-NER's label order (IOB2), which differs from the datasets' ClassLabel order
+NER_LABELS = ("O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")
+# Six sentences, tags in IOB2. "Ladki" and "Emirates" are not in the vocabulary as words: the
+# tokenizer splits each into two sub-tokens.
+NER_SENTENCES = (
+    ("SOCCER - JAPAN GET LUCKY WIN , CHINA IN SURPRISE DEFEAT .",
+     "O O B-LOC O O O O B-PER O O O O"),
+    ("Nadim Ladki", "B-PER I-PER"),
+    ("AL-AIN , United Arab Emirates 1996-12-06", "B-LOC O B-LOC I-LOC I-LOC O"),
+    ("Japan began the defence of their Asian Cup title .", "B-LOC O O O O O B-MISC I-MISC O O"),
+    ("But China saw their luck desert them .", "O B-LOC O O O O O O"),
+    ("Germany Japan played in Ladki .", "B-LOC B-LOC O O B-LOC O"),
+)
+SPLIT_WORDS = {"Ladki": ("Lad", "##ki"), "Emirates": ("Emir", "##ates")}
+
+
+def iob1(tags: list[str]) -> list[str]:
+    """IOB2 -> IOB1 as in the shared task's files: B-X only right after an X entity."""
+    return [f"I-{t[2:]}" if t.startswith("B-") and (i == 0 or tags[i - 1][2:] != t[2:]) else t
+            for i, t in enumerate(tags)]
+
+
+def write_conll_test(path, sentences=NER_SENTENCES) -> None:
+    """A CoNLL-2003 file as distributed: "word POS chunk NER" lines, IOB1 tags, a blank line
+    after every sentence, -DOCSTART- lines between documents (POS and chunk are dummies)."""
+    lines = ["-DOCSTART- -X- -X- O", ""]
+    for number, (words, tags) in enumerate(sentences):
+        if number == 3:
+            lines += ["-DOCSTART- -X- -X- O", ""]
+        lines += [f"{w} NNP B-NP {t}" for w, t in zip(words.split(), iob1(tags.split()))] + [""]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def tiny_ner_model(folder, layers: int = 2, steps: int = 80):
+    """A DistilBertForTokenClassification (dim 32) with a WordPiece tokenizer, fitted for a
+    few steps on NER_SENTENCES (first sub-tokens labelled) and saved with save_pretrained."""
+    from transformers import (
+        DistilBertConfig,
+        DistilBertForTokenClassification,
+        DistilBertTokenizerFast,
+    )
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "-"]
+    for words, _ in NER_SENTENCES:
+        for word in words.split():
+            pieces = SPLIT_WORDS.get(word) or word.replace("-", " - ").split()
+            vocab += [p for p in pieces if p not in vocab]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tokenizer = DistilBertTokenizerFast.from_pretrained(folder, do_lower_case=False,
+                                                        model_max_length=64)
+    labels = dict(enumerate(NER_LABELS))
+    torch.manual_seed(0)
+    model = DistilBertForTokenClassification(DistilBertConfig(
+        vocab_size=len(vocab), dim=32, n_layers=layers, n_heads=2, hidden_dim=37,
+        max_position_embeddings=64, id2label=labels,
+        label2id={v: k for k, v in labels.items()}))
+    words = [w.split() for w, _ in NER_SENTENCES]
+    encoded = tokenizer(words, is_split_into_words=True, padding=True, return_tensors="pt")
+    targets = torch.full(encoded["input_ids"].shape, -100)
+    for i, (_, tags) in enumerate(NER_SENTENCES):
+        positions = probes.first_subtoken_positions(encoded.word_ids(i), len(words[i]))
+        for p, tag in zip(positions, tags.split()):
+            targets[i, p] = NER_LABELS.index(tag)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    model.train()
+    for _ in range(steps):
+        optimizer.zero_grad()
+        model(**encoded, labels=targets).loss.backward()
+        optimizer.step()
+    model.eval()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return model, tokenizer
+
+
+def write_tiny_ner(root, layers: int = 2):
+    """The case study's local files under a MEMLIB_DATA root; returns (model, tokenizer)."""
+    write_conll_test(root / "conll2003" / "test.txt")
+    return tiny_ner_model(root / "models" / "distilbert-NER", layers)
+
+
+def test_parse_conll_reads_the_real_format_and_converts_iob1():
+    text = ["-DOCSTART- -X- -X- O", "", "Nadim NNP B-NP I-PER", "Ladki NNP I-NP I-PER", "",
+            "", "Japan NNP B-NP I-LOC", "China NNP I-NP B-LOC  ", "won VBD B-VP O",
+            "Asian JJ B-NP I-MISC", "-DOCSTART- -X- -X- O", "", "AL-AIN NNP B-NP I-LOC"]
+    assert probes.parse_conll(text) == [
+        (["Nadim", "Ladki"], ["B-PER", "I-PER"]),
+        (["Japan", "China", "won", "Asian"], ["B-LOC", "B-LOC", "O", "B-MISC"]),
+        (["AL-AIN"], ["B-LOC"])]
+    with pytest.raises(ValueError, match="line 2 is not 'word POS chunk NER'"):
+        probes.parse_conll(["Japan NNP B-NP I-LOC", "China NNP"])
+
+
+def test_iob2_keeps_iob2_and_fixes_iob1():
+    iob2 = ["B-PER", "I-PER", "B-PER", "O", "B-LOC", "I-LOC", "B-MISC"]
+    assert probes.iob2(iob2) == iob2
+    assert probes.iob2(iob1(iob2)) == iob2
+    assert iob1(iob2) == ["I-PER", "I-PER", "B-PER", "O", "I-LOC", "I-LOC", "I-MISC"]
+    assert probes.iob2(["I-LOC", "I-PER", "O", "I-PER"]) == ["B-LOC", "B-PER", "O", "B-PER"]
+
+
+def test_first_subtoken_alignment(tmp_path):
+    _, tokenizer = tiny_ner_model(tmp_path / "ner", steps=0)
+    encoded = tokenizer([["Nadim", "Ladki", "won"]], is_split_into_words=True)
+    assert tokenizer.convert_ids_to_tokens(encoded["input_ids"][0]) == [
+        "[CLS]", "Nadim", "Lad", "##ki", "[UNK]", "[SEP]"]
+    positions = probes.first_subtoken_positions(encoded.word_ids(0), 3)
+    assert positions == [1, 2, 4]  # "##ki" (position 3) is never scored
+    # predictions per position: B-PER on "Lad", I-PER on "##ki", B-LOC on "won"
+    predicted = [0, 3, 4, 4, 7, 0]
+    labels = dict(enumerate(NER_LABELS))
+    assert probes.word_labels(predicted, positions, labels) == ["B-PER", "I-PER", "B-LOC"]
+    predicted[3] = 1  # only the second sub-token of "Ladki" changes: nothing changes
+    assert probes.word_labels(predicted, positions, labels) == ["B-PER", "I-PER", "B-LOC"]
+    predicted[2] = 0
+    assert probes.word_labels(predicted, positions, labels)[1] == "O"
+    assert probes.word_labels(predicted, [1, None], labels) == ["B-PER", "O"]  # truncated
+
+
+def test_distilbert_source_prefers_local_folders(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMLIB_DATA", str(tmp_path))
+    assert probes.distilbert_source(probes.DISTILBERT) == probes.DISTILBERT
+    (tmp_path / "models" / "distilbert-NER").mkdir(parents=True)
+    assert probes.distilbert_source(probes.DISTILBERT) == str(tmp_path / "models/distilbert-NER")
+    with pytest.raises(FileNotFoundError, match="no model folder"):
+        probes.distilbert_source(str(tmp_path / "x"))
+    (tmp_path / "x").mkdir()
+    assert probes.distilbert_source(str(tmp_path / "x")) == str(tmp_path / "x")
+
+
+def test_distilbert_case_study_from_local_files(tmp_path, monkeypatch):
+    from seqeval.metrics import f1_score
+
+    monkeypatch.setenv("MEMLIB_DATA", str(tmp_path))
+    torch.set_num_threads(1)
+    model, tokenizer = write_tiny_ner(tmp_path, layers=3)
+    config = probes.Config(distilbert=True, standin_prune_levels=(0.5,),
+                           standin_noise_levels=(1.0,), standin_flip_levels=(0.1,))
+    table, status = probes.distilbert_case_study(config)
+    assert table is not None, status
+    assert "run" in status and "not run" not in status and "\n" not in status
+    assert "6 CoNLL-2003 test sentences" in status and "test.txt" in status
+    matrices = probes.distilbert_matrices(model)
+    assert matrices[3] == "distilbert.transformer.layer.2.ffn.lin1.weight"
+    assert list(dict.fromkeys(table["matrix"])) == matrices
+    assert len(table) == len(matrices) * len(probes.matrix_probes(config))
+    assert table["metric"].between(0, 1).all()
+
+    # the unperturbed model's F1, computed here without functional_call
+    words = [w.split() for w, _ in NER_SENTENCES]
+    encoded = tokenizer(words, is_split_into_words=True, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        argmax = model(**encoded).logits.argmax(-1)
+    predicted = [[NER_LABELS[argmax[i, p]] for p in
+                  probes.first_subtoken_positions(encoded.word_ids(i), len(words[i]))]
+                 for i in range(len(words))]
+    baseline = f1_score([t.split() for _, t in NER_SENTENCES], predicted)
+    assert baseline > 0.5  # the fitted tiny model finds most entities
+    floats = table[table["probe"] == "float"]["metric"]
+    assert len(floats) == len(matrices) and (floats == baseline).all()
+    assert (table["metric"] != baseline).any()  # some probe changes some prediction
+    drops = probes.layer_drops(table)
+    assert set(drops) == {"first", "last_block_1", "last_block_2"}
+
+    # fewer sentences; a missing model folder and the hub offline: one line, not run
+    table, status = probes.distilbert_case_study(
+        probes.Config(distilbert=True, distilbert_sentences=2, standin_prune_levels=(0.5,),
+                      standin_noise_levels=(1.0,), standin_flip_levels=(0.1,)))
+    assert "on 2 CoNLL-2003" in status
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    table, status = probes.distilbert_case_study(
+        probes.Config(distilbert=True, distilbert_model=str(tmp_path / "absent")))
+    assert table is None and "not run" in status and "\n" not in status
+    assert "no model folder" in status
+    # a local CoNLL file in another format: one line naming the file and the line
+    (tmp_path / "conll2003" / "test.txt").write_text("Japan NNP B-NP\nChina NNP B-NP\n")
+    table, status = probes.distilbert_case_study(config)
+    assert table is None and "\n" not in status and "test.txt: line 1 is not" in status
