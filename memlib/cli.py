@@ -53,6 +53,19 @@ def run_study(study: str, scale: str, sets: dict[str, str]):
     return module.run(config)
 
 
+def check_params(stem: str, params: dict) -> None:
+    """Validate a study notebook's parameters before the kernel starts: a mistyped --set key
+    must fail here, not be ignored by the notebook."""
+    from memlib.config import ConfigError, build
+
+    study = {s: key for key, s in STUDIES.items()}.get(stem)
+    if study is not None:
+        try:
+            build(importlib.import_module(f"memlib.{study}").Config, params)
+        except ConfigError as err:
+            raise UsageError(str(err)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="memlib", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -63,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     nb = sub.add_parser("notebook", help="execute a notebook headlessly (papermill)")
     nb.add_argument("path", type=Path)
     nb.add_argument("--scale", default=DEFAULT_SCALE)
+    nb.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a parameter of the scale's preset")
     claims = sub.add_parser("claims", help="collect the claims tables into CLAIMS.md")
     claims.add_argument("--scale", default=DEFAULT_SCALE)
 
@@ -73,10 +88,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             run_study(args.study, args.scale, parse_sets(args.set))
         elif args.command == "notebook":
-            from memlib.pipeline import NotebookError, run_notebook
+            from memlib.pipeline import NotebookError, params_file, read_params, run_notebook
 
             try:
-                out = run_notebook(args.path, args.scale)
+                params = {**read_params(params_file(args.path, args.scale)),
+                          **parse_sets(args.set)}
+                if args.set:
+                    check_params(args.path.stem, params)
+                out = run_notebook(args.path, args.scale, params=params)
             except NotebookError as err:
                 print(f"memlib: {err}", file=sys.stderr)
                 return 1

@@ -62,11 +62,22 @@ def imagenet(split: str = "train", root=None, fraction: float | None = None, see
             "ImageFolder layout (<wnid>/<image>.JPEG) or set MEMLIB_DATA.")
     classes = sorted(d.name for d in directory.iterdir() if d.is_dir())
     samples = make_dataset(str(directory), {c: i for i, c in enumerate(classes)}, IMG_EXTENSIONS)
+    full = _Indexed(samples, transform_fn or transform(split == "train"), classes)
     if fraction is not None and fraction < 1:
-        labels = torch.tensor([label for _, label in samples])
-        keep = stratified_subset(labels, fraction=fraction, seed=seed).tolist()
-        samples = [samples[i] for i in keep]
-    return _Indexed(samples, transform_fn or transform(split == "train"), classes)
+        return select(full, stratified_subset(torch.tensor(full.targets), fraction=fraction,
+                                              seed=seed))
+    return full
+
+
+def select(dataset: _Indexed, indices, labels=None, transform_fn=None) -> _Indexed:
+    """The samples at `indices` as a dataset of their own, renumbered 0..n-1 (so a table
+    indexed by subset position, such as random labels, keys them); `labels` replaces their
+    labels (label noise), `transform_fn` the transform (e.g. evaluation without augmentation)."""
+    samples = [dataset.samples[i] for i in torch.as_tensor(indices).tolist()]
+    if labels is not None:
+        samples = [(path, label) for (path, _), label in
+                   zip(samples, torch.as_tensor(labels).tolist(), strict=True)]
+    return _Indexed(samples, transform_fn or dataset.transform, dataset.classes)
 
 
 def imagenet_lt(split: str = "train", root=None, images_root=None, transform_fn=None

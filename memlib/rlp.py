@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,14 +26,25 @@ from scipy.stats import spearmanr
 from torch import nn
 
 from memlib import data as datasets
+from memlib import distributed, imagenet
 from memlib.cache import cached, code_version
 from memlib.claims import Claim
 from memlib.config import check
 from memlib.models import MODELS, build, pool, taps
 from memlib.seed import generator, seed_everything
-from memlib.train import TensorBatches, TrainSpec, evaluate, make_optimizers, resolve_device, train
+from memlib.train import (
+    Batch,
+    TensorBatches,
+    TrainSpec,
+    dataset_batches,
+    make_optimizers,
+    resolve_device,
+    to_device,
+    train,
+)
 
 REGULARIZED = ("last", "all")
+FOLDER_DATASETS = ("imagenet", "imagenet_lt")  # images stay on disk, read by a DataLoader
 STANDARD_REGULARIZERS = ("dropout", "weight_decay", "label_smoothing")
 
 
@@ -54,6 +65,9 @@ def random_labels(num_samples: int, n_random: int, seed: int) -> torch.Tensor:
 def log1m_softmax(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """log(1 - softmax(logits)[target]) per row, stably:
     logsumexp over the other logits minus logsumexp over all of them."""
+    # in float32 even under bf16 autocast: at p̂ ≈ 1/n the difference is ~1/n, far below
+    # bf16's resolution of logsumexps of a few units (a no-op for float32/64 logits)
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
     others = logits.scatter(1, target[:, None], -math.inf)
     return torch.logsumexp(others, 1) - torch.logsumexp(logits, 1)
 
@@ -131,52 +145,104 @@ def rlp_step(heads: RLPHeads, random: torch.Tensor, lam: float = 0.0,
     return step
 
 
-@torch.no_grad()
-def measure(model: nn.Module, heads: RLPHeads, x: torch.Tensor, y: torch.Tensor,
-            random: torch.Tensor, batch_size: int = 2048) -> dict[str, float]:
-    """Eval-mode accuracy on (x, y) and each head's accuracy on the random labels."""
-    was_training = model.training
-    model.eval()
-    correct = 0.0
-    hits = dict.fromkeys(heads.layers, 0.0)
+EvalData = tuple[torch.Tensor, ...] | Iterable[Batch]
+
+
+def eval_batches(data: EvalData, batch_size: int = 2048, shard: bool = True
+                 ) -> Iterator[Batch]:
+    """(x, y, idx) batches in order. `data` is in-memory (x, y) or (x, y, idx) tensors (idx
+    default: positions), sliced here, under torch.distributed to this rank's every
+    world-th sample unless `shard` is False; or an iterable of batches, e.g. `eval_loader`'s
+    (sharded, or not, when it was made)."""
+    if not isinstance(data, tuple):
+        yield from data
+        return
+    x, y, *rest = data
+    idx = rest[0] if rest else torch.arange(len(y), device=y.device)
+    rank, world = distributed.rank(), distributed.world_size()
+    if shard and world > 1:
+        x, y, idx = x[rank::world], y[rank::world], idx[rank::world]
     for start in range(0, len(y), batch_size):
         sl = slice(start, start + batch_size)
-        with taps(model, heads.layers) as outs:
-            logits = model(x[sl])
-        correct += (logits.argmax(1) == y[sl]).sum().item()
-        for layer in heads.layers:
-            pred = heads.head(layer)(pool(outs[layer])).argmax(1)
-            hits[layer] += (pred == random[sl]).sum().item()
-    model.train(was_training)
-    n = max(1, len(y))
-    return {"train_acc": correct / n, **{f"rlp_{k}": v / n for k, v in hits.items()}}
+        yield x[sl], y[sl], idx[sl]
+
+
+def eval_loader(dataset, batch_size: int, workers: int = 0, shard: bool = True):
+    """Ordered batches of a dataset yielding (x, y, idx) (memlib.imagenet with the eval
+    transform; workers start per pass, none idle between epochs). Sharded: this rank's every
+    world-th sample and none twice (a DistributedSampler would pad with repeats), so
+    all-reduced sums count each sample once."""
+    from torch.utils.data import DataLoader, Subset
+
+    rank, world = distributed.rank(), distributed.world_size()
+    if shard and world > 1:
+        dataset = Subset(dataset, range(rank, len(dataset), world))
+    return DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=workers,
+                      pin_memory=torch.cuda.is_available())
+
+
+def _device(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device
 
 
 @torch.no_grad()
-def pooled_features(model: nn.Module, x: torch.Tensor, layers: Sequence[str],
-                    batch_size: int = 2048) -> dict[str, torch.Tensor]:
+def measure(model: nn.Module, heads: RLPHeads | None, data: EvalData,
+            random: torch.Tensor | None = None, batch_size: int = 2048) -> dict[str, float]:
+    """Eval-mode accuracy and mean cross-entropy on `data` and, with `heads`, each head's
+    accuracy on the random labels `random[idx]`. Sums are all-reduced over ranks."""
+    layers = heads.layers if heads is not None else ()
     was_training = model.training
     model.eval()
-    parts: dict[str, list[torch.Tensor]] = {n: [] for n in layers}
-    for start in range(0, len(x), batch_size):
+    device = _device(model)
+    sums = torch.zeros(3 + len(layers), dtype=torch.float64, device=device)
+    for batch in eval_batches(data, batch_size):
+        x, y, idx = to_device(batch, device)
         with taps(model, layers) as outs:
-            model(x[start:start + batch_size])
+            logits = model(x)
+        hits = [(heads.head(name)(pool(outs[name])).argmax(1) == random[idx]).sum()
+                for name in layers]
+        sums += torch.stack([(logits.argmax(1) == y).sum(), torch.tensor(len(y), device=device),
+                             F.cross_entropy(logits.float(), y, reduction="sum"), *hits])
+    model.train(was_training)
+    correct, n, loss, *hits = distributed.all_sum(sums.tolist())
+    n = max(1.0, n)
+    return {"acc": correct / n, "loss": loss / n,
+            **{f"rlp_{layer}": h / n for layer, h in zip(layers, hits, strict=True)}}
+
+
+@torch.no_grad()
+def pooled_features(model: nn.Module, data: EvalData, layers: Sequence[str],
+                    batch_size: int = 2048) -> dict[str, torch.Tensor]:
+    """Every sample's pooled eval-mode features, on every rank (not sharded)."""
+    was_training = model.training
+    model.eval()
+    device = _device(model)
+    parts: dict[str, list[torch.Tensor]] = {n: [] for n in layers}
+    for batch in eval_batches(data, batch_size, shard=False):
+        with taps(model, layers) as outs:
+            model(to_device(batch, device)[0])
         for n in layers:
             parts[n].append(pool(outs[n]))
     model.train(was_training)
     return {n: torch.cat(p) for n, p in parts.items()}
 
 
-def per_class_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, num_classes: int,
+@torch.no_grad()
+def per_class_accuracy(model: nn.Module, data: EvalData, num_classes: int,
                        batch_size: int = 2048) -> list[float]:
+    """Eval-mode accuracy of each class (0 for a class without samples), all-reduced."""
     was_training = model.training
     model.eval()
-    with torch.no_grad():
-        pred = torch.cat([model(x[s:s + batch_size]).argmax(1)
-                          for s in range(0, len(x), batch_size)])
+    device = _device(model)
+    sums = torch.zeros(2, num_classes, dtype=torch.float64, device=device)
+    for batch in eval_batches(data, batch_size):
+        x, y, _ = to_device(batch, device)
+        pred = model(x).argmax(1)
+        sums[0] += torch.bincount(y[pred == y], minlength=num_classes)
+        sums[1] += torch.bincount(y, minlength=num_classes)
     model.train(was_training)
-    hits = torch.bincount(y[pred == y], minlength=num_classes).float()
-    return (hits / torch.bincount(y, minlength=num_classes).clamp(min=1)).tolist()
+    correct, counts = torch.tensor(distributed.all_sum(sums.flatten().tolist())).view(2, -1)
+    return (correct / counts.clamp(min=1)).tolist()
 
 
 # --- configuration ------------------------------------------------------------------------
@@ -184,14 +250,19 @@ def per_class_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, num_c
 
 @dataclass(frozen=True)
 class Config:
-    dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "digits"] = "fashion_mnist"
+    dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "digits", "imagenet",
+                     "imagenet_lt"] = "fashion_mnist"
     train_samples: int | None = 4000  # class-stratified subset of the train split; None: all
     test_samples: int | None = 2000
+    # train accuracy and RLP accuracy on a fixed class-stratified subset of the training
+    # samples (None: all of them); an estimate that spares ImageNet a second pass per epoch
+    measure_samples: int | None = None
     model: str = "mlp"  # the default model of every sweep
     widths: tuple[int, ...] = (128, 128, 128, 128)  # MLP hidden widths
     cnn_channels: tuple[int, ...] = (16, 32, 64)  # SmallCNN
     wrn_depth: int = 16
     wrn_width: int = 4
+    vit_depth: int | None = None  # blocks of every ViT; None: the named model's own
     layer_models: tuple[str, ...] = ("mlp", "smallcnn", "vit_tiny")  # experiment 1
     layer_model_epochs: int = 8  # epochs for layer_models other than `model`
     n_random: int | None = None  # None: the number of classes
@@ -217,6 +288,11 @@ class Config:
     label_seed: int = 12345
     data_seed: int = 0
     device: str = "cpu"  # "cpu", "cuda", "cuda:N" or "auto" (cuda when available)
+    # image folders (imagenet, imagenet_lt) only: the crop size and DataLoader worker processes
+    image_size: int = 224
+    workers: int = 8
+    precision: Literal["fp32", "bf16"] = "fp32"  # bf16: autocast the training forward pass
+    channels_last: bool = False  # NHWC convolutions (GPUs)
 
     def __post_init__(self):
         check(self.device in ("cpu", "auto") or self.device.startswith("cuda"),
@@ -230,6 +306,12 @@ class Config:
               f"train_samples must be >= 20 or None, got {self.train_samples}")
         check(self.test_samples is None or self.test_samples >= 10,
               f"test_samples must be >= 10 or None, got {self.test_samples}")
+        check(self.measure_samples is None or self.measure_samples >= 10,
+              f"measure_samples must be >= 10 or None, got {self.measure_samples}")
+        check(self.vit_depth is None or self.vit_depth >= 1,
+              f"vit_depth must be >= 1 or None, got {self.vit_depth}")
+        check(self.image_size >= 8 and self.workers >= 0,
+              f"image_size must be >= 8 and workers >= 0, got {self.image_size}, {self.workers}")
         check(self.n_random is None or self.n_random >= 2,
               f"n_random must be >= 2 or None, got {self.n_random}")
         check(self.epochs >= 1 and self.layer_model_epochs >= 1, "epochs must be >= 1")
@@ -266,6 +348,7 @@ class RunSpec:
     cnn_channels: tuple[int, ...]
     wrn_depth: int
     wrn_width: int
+    vit_depth: int | None
     n_random: int | None
     head_hidden: int
     head_lr: float | None
@@ -280,6 +363,11 @@ class RunSpec:
     label_seed: int
     data_seed: int
     device: str
+    measure_samples: int | None = None
+    image_size: int = 224
+    workers: int = 8
+    precision: str = "fp32"
+    channels_last: bool = False
     dropout: float = 0.0
     label_smoothing: float = 0.0
     lam: float = 0.0
@@ -313,7 +401,8 @@ def make_model(s: RunSpec, num_classes: int, in_shape) -> tuple[nn.Module, tuple
               "smallcnn": dict(channels=s.cnn_channels, dropout=s.dropout),
               "wrn": dict(depth=s.wrn_depth, width=s.wrn_width, dropout=s.dropout)}
     if s.model.startswith("vit"):
-        kwargs[s.model] = dict(drop_rate=s.dropout, proj_drop_rate=s.dropout)
+        depth = {} if s.vit_depth is None else {"depth": s.vit_depth}
+        kwargs[s.model] = dict(drop_rate=s.dropout, proj_drop_rate=s.dropout, **depth)
     elif s.model not in kwargs and s.dropout > 0:
         raise ValueError(f"dropout is not available for {s.model!r}; use mlp, smallcnn, wrn "
                          "or a vit")
@@ -325,31 +414,91 @@ def make_model(s: RunSpec, num_classes: int, in_shape) -> tuple[nn.Module, tuple
     return model, layers
 
 
-def load_data(s: RunSpec) -> dict[str, torch.Tensor | int]:
-    """Train subset (with its original indices, random labels and noisy labels) and test set."""
+def _splits(s: RunSpec):
+    """(train, test, train labels, test labels, number of classes): in-memory Splits, or
+    image-folder datasets whose images stay on disk."""
+    if s.dataset in FOLDER_DATASETS:
+        load = imagenet.imagenet if s.dataset == "imagenet" else imagenet.imagenet_lt
+        full = load("train", transform_fn=imagenet.transform(True, s.image_size))
+        test = load("val" if s.dataset == "imagenet" else "test",
+                    transform_fn=imagenet.transform(False, s.image_size))
+        return (full, test, torch.tensor(full.targets), torch.tensor(test.targets),
+                len(full.classes))
     full, test = datasets.load(s.dataset, "train"), datasets.load(s.dataset, "test")
-    num_classes = full.num_classes
-    idx = torch.arange(len(full))
-    if s.train_samples is not None and s.train_samples < len(full):
-        idx = datasets.stratified_subset(full.y, count=s.train_samples, seed=s.data_seed)
+    return full, test, full.y, test.y, full.num_classes
+
+
+def train_indices(s: RunSpec, labels: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """Original indices of the run's training samples: stratified subset, fraction, long tail."""
+    idx = torch.arange(len(labels))
+    if s.train_samples is not None and s.train_samples < len(labels):
+        idx = datasets.stratified_subset(labels, count=s.train_samples, seed=s.data_seed)
     if s.fraction < 1:
-        idx = idx[datasets.stratified_subset(full.y[idx], s.fraction, seed=s.data_seed + 1)]
+        idx = idx[datasets.stratified_subset(labels[idx], s.fraction, seed=s.data_seed + 1)]
     if s.long_tail_ratio > 1:
-        idx = idx[datasets.long_tail_subset(full.y[idx], s.long_tail_ratio, s.data_seed + 2,
+        idx = idx[datasets.long_tail_subset(labels[idx], s.long_tail_ratio, s.data_seed + 2,
                                             num_classes)]
-    y = full.y[idx]
+    return idx
+
+
+def load_data(s: RunSpec) -> dict:
+    """Train subset (its original indices, random labels, noisy labels) and test set.
+
+    Labels are tensors by subset position. The images come as data for `train` ("train":
+    (x, y) tensors, or a shuffled DataLoader with augmentation) and for `measure` and
+    friends ("train_eval", "clean_eval" (clean labels), "test", "features" (every training
+    sample on every rank): tensors, or eval-transform loaders whose idx are positions).
+    """
+    full, test, labels, test_labels, num_classes = _splits(s)
+    idx = train_indices(s, labels, num_classes)
+    clean_y = labels[idx]
+    y = clean_y
     if s.noise > 0:
-        y, _ = datasets.symmetric_noise(y, s.noise, num_classes, seed=1000 + s.seed)
+        y, _ = datasets.symmetric_noise(clean_y, s.noise, num_classes, seed=1000 + s.seed)
     n_random = s.n_random or num_classes
-    test_idx = torch.arange(len(test))
-    if s.test_samples is not None and s.test_samples < len(test):
-        test_idx = datasets.stratified_subset(test.y, count=s.test_samples, seed=s.data_seed)
+    test_idx = torch.arange(len(test_labels))
+    if s.test_samples is not None and s.test_samples < len(test_labels):
+        test_idx = datasets.stratified_subset(test_labels, count=s.test_samples,
+                                              seed=s.data_seed)
+    measured = None  # positions whose train and RLP accuracy are measured; None: all
+    if s.measure_samples is not None and s.measure_samples < len(idx):
+        measured = datasets.stratified_subset(clean_y, count=s.measure_samples,
+                                              seed=s.data_seed + 3)
     device = resolve_device(s.device)
-    tensors = {"x": full.x[idx], "y": y, "clean_y": full.y[idx], "index": idx,
-               "random": random_labels(len(full), n_random, s.label_seed)[idx],
-               "x_test": test.x[test_idx], "y_test": test.y[test_idx]}
-    return {**{k: v.to(device) for k, v in tensors.items()}, "device": device,
-            "num_classes": num_classes, "n_random": n_random}
+    labels_by_position = {"y": y, "clean_y": clean_y, "index": idx,
+                          "random": random_labels(len(labels), n_random, s.label_seed)[idx]}
+    d = {**{k: v.to(device) for k, v in labels_by_position.items()}, "device": device,
+         "num_classes": num_classes, "n_random": n_random}
+    if s.dataset in FOLDER_DATASETS:
+        return {**d, **_folder_sources(s, full, test, idx, y, test_idx, measured)}
+    x = full.x[idx].to(device)
+    pick = (lambda t: (x, t)) if measured is None else (
+        lambda t: (x[measured.to(device)], t[measured.to(device)], measured.to(device)))
+    return {**d, "train": (x, d["y"]), "train_eval": pick(d["y"]),
+            "clean_eval": pick(d["clean_y"]), "features": (x, d["y"]),
+            "test": (test.x[test_idx].to(device), test.y[test_idx].to(device)),
+            "example": x[:2]}
+
+
+def _folder_sources(s: RunSpec, full, test, idx, y, test_idx, measured) -> dict:
+    """load_data's image data for an image folder: each sample is read from disk per batch."""
+    from torch.utils.data import Subset
+
+    plain = imagenet.transform(False, s.image_size)
+    noisy = imagenet.select(full, idx, y, plain)
+    clean = imagenet.select(full, idx, None, plain)
+    if measured is not None:  # torch's Subset keeps the dataset's own (position) index
+        noisy, clean = Subset(noisy, measured.tolist()), Subset(clean, measured.tolist())
+
+    def loader(dataset, shard=True):
+        return eval_loader(dataset, s.batch_size, s.workers, shard)
+
+    return {"train": dataset_batches(imagenet.select(full, idx, y), s.batch_size, seed=s.seed,
+                                     workers=s.workers),
+            "train_eval": loader(noisy), "clean_eval": loader(clean),
+            "features": loader(imagenet.select(full, idx, y, plain), shard=False),
+            "test": loader(imagenet.select(test, test_idx, None, plain)),
+            "example": torch.stack([noisy[i][0] for i in range(min(2, len(noisy)))])}
 
 
 def train_spec(s: RunSpec, heads: bool = False) -> TrainSpec:
@@ -360,16 +509,18 @@ def train_spec(s: RunSpec, heads: bool = False) -> TrainSpec:
                      momentum=s.momentum,
                      weight_decay=weight_decay,
                      schedule=s.schedule, warmup_epochs=s.warmup_epochs,
-                     label_smoothing=s.label_smoothing, seed=s.seed)
+                     label_smoothing=s.label_smoothing, seed=s.seed,
+                     precision=s.precision, channels_last=s.channels_last)
 
 
 def train_run(s: RunSpec) -> dict:
     """Train model + RLP heads; history has train/test accuracy and rlp_<layer> per epoch."""
     d = load_data(s)
     seed_everything(s.seed)
-    model, layers = make_model(s, d["num_classes"], tuple(d["x"].shape[1:]))
+    model, layers = make_model(s, d["num_classes"], tuple(d["example"].shape[1:]))
     model.to(d["device"])
-    heads = RLPHeads(feature_dims(model, layers, d["x"]), d["n_random"], s.head_hidden)
+    heads = RLPHeads(feature_dims(model, layers, d["example"].to(d["device"])), d["n_random"],
+                     s.head_hidden)
     heads.to(d["device"])
     reg_layers = layers[-1:] if s.regularize == "last" else layers
     ts = train_spec(s)
@@ -377,15 +528,19 @@ def train_run(s: RunSpec) -> dict:
                   + make_optimizers(heads.parameters(), train_spec(s, heads=True)))
 
     def record(state) -> None:
-        state.row.update(measure(model, heads, d["x"], d["y"], d["random"]))
+        test = measure(model, None, d["test"])
+        state.row.update(test_acc=test["acc"], test_loss=test["loss"])
+        train_scores = measure(model, heads, d["train_eval"], d["random"])
+        state.row["train_acc"] = train_scores.pop("acc")
+        del train_scores["loss"]
+        state.row.update(train_scores)
 
-    history = train(model, (d["x"], d["y"]), ts,
+    history = train(model, d["train"], ts,
                     step=rlp_step(heads, d["random"], s.lam, reg_layers, s.label_smoothing),
-                    optimizers=optimizers, eval_sets={"test": (d["x_test"], d["y_test"])},
-                    callbacks=[record], desc=f"{s.model} λ={s.lam:g}")
-    history["clean_train_acc"] = evaluate(model, d["x"], d["clean_y"])["acc"]
+                    optimizers=optimizers, callbacks=[record], desc=f"{s.model} λ={s.lam:g}")
+    history["clean_train_acc"] = measure(model, None, d["clean_eval"])["acc"]
     return {"history": history, "layers": list(layers), "n_random": d["n_random"],
-            "class_acc": per_class_accuracy(model, d["x_test"], d["y_test"], d["num_classes"]),
+            "class_acc": per_class_accuracy(model, d["test"], d["num_classes"]),
             "class_counts": torch.bincount(d["y"].cpu(), minlength=d["num_classes"]).tolist()}
 
 
@@ -395,16 +550,24 @@ def frozen_baseline(s: RunSpec) -> pd.DataFrame:
     memorizes by itself."""
     d = load_data(s)
     seed_everything(s.seed)
-    model, layers = make_model(s, d["num_classes"], tuple(d["x"].shape[1:]))
-    feats = pooled_features(model.to(d["device"]), d["x"], layers)
+    model, layers = make_model(s, d["num_classes"], tuple(d["example"].shape[1:]))
+    model.to(d["device"])
+    # in memory: all layers in one pass; from disk: one pass per layer, so that only one
+    # layer's features (samples x width) are held at a time
+    groups = [layers] if isinstance(d["features"], tuple) else [(n,) for n in layers]
+    # the features are fixed: bf16 and channels_last would gain nothing for linear heads
+    head_spec = dataclasses.replace(train_spec(s, heads=True), label_smoothing=0.0,
+                                    precision="fp32", channels_last=False)
     history = pd.DataFrame({"epoch": range(s.epochs + 1)})
-    for layer in layers:
-        seed_everything(s.seed)
-        head = make_head(feats[layer].shape[1], d["n_random"], s.head_hidden).to(d["device"])
-        h = train(head, TensorBatches(feats[layer], d["random"], s.batch_size, s.seed),
-                  dataclasses.replace(train_spec(s, heads=True), label_smoothing=0.0),
-                  eval_sets={"random": (feats[layer], d["random"])})
-        history[f"rlp_{layer}"] = h["random_acc"].to_numpy()
+    for group in groups:
+        feats = pooled_features(model, d["features"], group)
+        for layer in group:
+            seed_everything(s.seed)
+            head = make_head(feats[layer].shape[1], d["n_random"], s.head_hidden)
+            h = train(head.to(d["device"]), TensorBatches(feats[layer], d["random"],
+                                                          s.batch_size, s.seed),
+                      head_spec, eval_sets={"random": (feats[layer], d["random"])})
+            history[f"rlp_{layer}"] = h["random_acc"].to_numpy()
     return history
 
 

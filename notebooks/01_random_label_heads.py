@@ -56,6 +56,10 @@
 #
 # ## What differs from the paper, and why
 # The paper trains ViT-B/32 on ImageNet (90 epochs) and WRN-16-4 on CIFAR-100 (200 epochs).
+# Both arms run at full scale: `params/full/` holds the CIFAR-100 arm, and its header gives
+# the `memlib run rlp --scale full --set dataset=imagenet --set model=vit_base_patch32_224 ...`
+# command of the ImageNet arm (ImageFolder images read from disk by a DataLoader; random
+# labels and label noise stay keyed by sample index).
 # The default (small) scale must run in about 8 minutes on two shared CPU cores, so:
 # - **Data:** a class-stratified 4k-sample subset of Fashion-MNIST (offline), test on a 2k subset.
 #   The paper's regime needs two things this scale cannot give together: the network must
@@ -134,14 +138,17 @@ from matplotlib.ticker import MaxNLocator
 
 from memlib.claims import evaluate, write
 from memlib.config import from_namespace
+from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.rlp import CLAIMS, Config, gap_epoch, measure_claims, onset_epoch, run
+from memlib.rlp import CLAIMS, Config, gap_epoch, measure_claims, onset_epoch
 from memlib.tables import save_table
 
 STUDY = "01_random_label_heads"
 config = from_namespace(Config, globals())
 start = time.time()
-results = run(config)
+# At full scale this reads what `memlib run` computed (see the README) and names the
+# command to run if a result is missing; below full scale it computes, cached.
+results = study_results("rlp", config, scale)
 print(f"experiments: {time.time() - start:.1f} s (cached runs load instantly)")
 chance, layers, last = results["chance"], results["layers"], results["last_layer"]
 measured = measure_claims(results)

@@ -75,3 +75,11 @@ def test_full_scale_notebooks_read_the_cache_and_name_the_command():
     assert cli.parse_sets(["seeds=[4, 5]"]) == {"seeds": "[4, 5]"}
     with pytest.raises(MissingResultError, match="compute it first with: torchrun"):
         study_results("fisher", config, "full")
+
+
+def test_notebook_overrides_are_checked_before_the_kernel_starts(capsys):
+    notebook = str(paths.repo_root() / "notebooks" / "03_fisher_rank_inflation.py")
+    code = cli.main(["notebook", notebook, "--scale", "smoke",
+                     "--set", "epochs_typo=3"])
+    assert code == 2
+    assert "unknown parameter 'epochs_typo'" in capsys.readouterr().err

@@ -206,7 +206,7 @@ def train_tiny(lam):
     opts = [torch.optim.Adam(model.parameters(), lr=1e-2),
             torch.optim.Adam(heads.parameters(), lr=3e-2)]
     train(model, (x, y), spec, step=rlp.rlp_step(heads, r, lam, ("act2",)), optimizers=opts)
-    return rlp.measure(model, heads, x, y, r)
+    return rlp.measure(model, heads, (x, y), r)
 
 
 def test_positive_lambda_lowers_head_accuracy_on_a_tiny_problem():
@@ -218,11 +218,21 @@ def test_positive_lambda_lowers_head_accuracy_on_a_tiny_problem():
 def test_measure_and_per_class_accuracy():
     x, y, model, heads = tiny_setup()
     r = torch.randint(0, 4, (len(x),))
-    out = rlp.measure(model, heads, x, y, r, batch_size=10)
-    assert set(out) == {"train_acc", "rlp_act1", "rlp_act2"}
-    assert all(0 <= v <= 1 for v in out.values())
-    acc = rlp.per_class_accuracy(model, x, y, 3, batch_size=7)
-    pred = model(x).argmax(1)
+    out = rlp.measure(model, heads, (x, y), r, batch_size=10)
+    assert set(out) == {"acc", "loss", "rlp_act1", "rlp_act2"}
+    with torch.no_grad(), taps(model, ["act2"]) as outs:
+        logits = model(x)
+        hits = (heads.head("act2")(outs["act2"]).argmax(1) == r).float().mean()
+    assert out["loss"] == pytest.approx(F.cross_entropy(logits, y).item(), rel=1e-5)
+    assert out["acc"] == pytest.approx((logits.argmax(1) == y).float().mean().item())
+    assert out["rlp_act2"] == pytest.approx(hits.item())
+    # (x, y, idx): a subset of samples, scored against the random labels of its indices
+    part = torch.tensor([1, 5, 6, 40])
+    sub = rlp.measure(model, heads, (x[part], y[part], part), r, batch_size=3)
+    assert sub["rlp_act1"] == pytest.approx(rlp.measure(
+        model, heads, (x[part], y[part]), r[part])["rlp_act1"])
+    acc = rlp.per_class_accuracy(model, (x, y), 3, batch_size=7)
+    pred = logits.argmax(1)
     assert acc == pytest.approx([((pred == y) & (y == c)).sum().item() / (y == c).sum().item()
                                  for c in range(3)])
 
@@ -293,3 +303,132 @@ def test_train_run_and_frozen_baseline_on_digits():
     frozen = rlp.frozen_baseline(s)
     assert list(frozen.columns) == ["epoch", "rlp_act1", "rlp_act2"] and len(frozen) == 3
     assert frozen.iloc[1:, 1:].to_numpy().min() >= 0
+
+
+# --- image folders (ImageNet layout): the DataLoader path ------------------------------------
+
+
+def write_gray_imagefolder(root, classes=3, per_class=8):
+    """ImageFolder train/val of flat gray JPEGs, each with its own gray level (image k of the
+    train split: 10 k), so any crop or flip of an image still tells which file it came from."""
+    from PIL import Image
+
+    for split in ("train", "val"):
+        for c in range(classes):
+            folder = root / split / f"n0000{c}"
+            folder.mkdir(parents=True)
+            for i in range(per_class):
+                Image.new("RGB", (40, 40), (10 * (c * per_class + i),) * 3).save(
+                    folder / f"img{i}.JPEG", format="JPEG")
+
+
+def gray_level(x: torch.Tensor) -> torch.Tensor:
+    """The gray level (0..255) of each normalised flat image in a batch (red channel)."""
+    from memlib.imagenet import MEAN, STD
+
+    return (x[:, 0].mean((1, 2)) * STD[0] + MEAN[0]) * 255
+
+
+@pytest.fixture
+def imagefolder(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMLIB_DATA", str(tmp_path))
+    torch.set_num_threads(1)
+    write_gray_imagefolder(tmp_path / "imagenet")
+    return tmp_path
+
+
+IMAGENET = dict(dataset="imagenet", model="vit_tiny", layer_models=("vit_tiny",),
+                image_size=28, workers=0, epochs=1, batch_size=8, train_samples=21,
+                test_samples=None)
+
+
+def test_imagenet_indices_survive_the_loader(imagefolder):
+    """Shuffled, augmented loader batches carry the index of the image they show: its random
+    label is random_labels(len(train folder))[original index], its label the noisy label."""
+    from memlib import imagenet
+
+    config = build(rlp.Config, IMAGENET)
+    d = rlp.load_data(rlp.spec(config, noise=0.4))
+    full = imagenet.imagenet("train")
+    table = rlp.random_labels(len(full), 3, config.label_seed)
+    assert d["n_random"] == 3 and len(d["index"]) == 21
+    seen = set()
+    for x, y, idx in d["train"]:
+        original = d["index"][idx]
+        assert torch.allclose(gray_level(x), 10.0 * original, atol=4)  # the file it came from
+        assert torch.equal(d["random"][idx], table[original])
+        assert torch.equal(y, d["y"][idx])
+        assert torch.equal(d["clean_y"][idx], original // 8)  # class = folder
+        seen.update(idx.tolist())
+    assert seen == set(range(21)) and (d["y"] != d["clean_y"]).any()
+    for x, _, idx in d["train_eval"]:  # eval transform: a centre crop, in order
+        assert torch.allclose(gray_level(x), 10.0 * d["index"][idx], atol=4)
+
+
+def test_loader_and_tensors_give_the_same_measures(imagefolder):
+    from torch.utils.data import Subset
+
+    from memlib import imagenet
+    from memlib.models import vit
+
+    data = imagenet.imagenet("train", transform_fn=imagenet.transform(False, 28))
+    x, y, _ = (torch.stack([torch.as_tensor(v) for v in column])
+               for column in zip(*(data[i] for i in range(len(data)))))
+    torch.manual_seed(0)
+    model = vit("vit_tiny", 3, 28, 3)
+    layers = model.probe_layers
+    heads = rlp.RLPHeads(rlp.feature_dims(model, layers, x), 3)
+    r = rlp.random_labels(len(y), 3, seed=1)
+    loader = rlp.eval_loader(data, batch_size=5)
+    by_tensor, by_loader = rlp.measure(model, heads, (x, y), r, 5), rlp.measure(model, heads,
+                                                                                  loader, r)
+    assert by_loader == pytest.approx(by_tensor, abs=1e-6) and len(by_loader) == 2 + len(layers)
+    part = torch.tensor([0, 3, 4, 9, 17, 23])
+    assert rlp.measure(model, heads, rlp.eval_loader(Subset(data, part.tolist()), 4), r) == \
+        pytest.approx(rlp.measure(model, heads, (x[part], y[part], part), r), abs=1e-6)
+    assert rlp.per_class_accuracy(model, loader, 3) == pytest.approx(
+        rlp.per_class_accuracy(model, (x, y), 3))
+    feats = rlp.pooled_features(model, loader, layers[-1:])[layers[-1]]
+    assert torch.allclose(feats, rlp.pooled_features(model, (x, y), layers[-1:])[layers[-1]],
+                          atol=1e-5)
+
+
+def test_train_run_and_frozen_baseline_on_an_imagefolder(imagefolder):
+    config = build(rlp.Config, {**IMAGENET, "measure_samples": 12, "precision": "bf16"})
+    s = rlp.spec(config, lam=10.0, noise=0.2)
+    result = rlp.train_run(s)
+    h = result["history"]
+    columns = [f"rlp_blocks.{i}" for i in range(4)]
+    assert result["layers"] == [c[4:] for c in columns] and list(h["epoch"]) == [0, 1]
+    assert {"train_acc", "test_acc", "test_loss", "clean_train_acc", *columns} <= set(h.columns)
+    scores = h[["train_acc", "test_acc", "clean_train_acc", *columns]].to_numpy()
+    assert ((scores >= 0) & (scores <= 1)).all()
+    # measured on 12 samples: every accuracy is a multiple of 1/12
+    assert ((h[columns].to_numpy() * 12).round(6) % 1 == 0).all()
+    assert sum(result["class_counts"]) == 21 and len(result["class_acc"]) == 3
+    frozen = rlp.frozen_baseline(s)
+    assert list(frozen.columns) == ["epoch", *columns] and len(frozen) == 2
+    assert frozen[columns].to_numpy().min() >= 0 and frozen[columns].to_numpy().max() <= 1
+
+
+def test_missing_imagenet_is_one_line(tmp_path, monkeypatch):
+    from memlib.data import MissingDataError
+
+    monkeypatch.setenv("MEMLIB_DATA", str(tmp_path))
+    with pytest.raises(MissingDataError, match="ImageNet train folder") as err:
+        rlp.train_run(rlp.spec(build(rlp.Config, IMAGENET)))
+    assert "\n" not in str(err.value)
+
+
+def test_imagenet_lt_reads_its_lists_over_the_imagenet_images(imagefolder):
+    lists = imagefolder / "imagenet_lt"
+    lists.mkdir()
+    train = [f"train/n0000{c}/img{i}.JPEG {c}" for c in range(3) for i in range(8 - 3 * c)]
+    lists.joinpath("ImageNet_LT_train.txt").write_text("\n".join(train) + "\n")
+    lists.joinpath("ImageNet_LT_test.txt").write_text(
+        "".join(f"val/n0000{c}/img{i}.JPEG {c}\n" for c in range(3) for i in range(4)))
+    d = rlp.load_data(rlp.spec(build(rlp.Config, {**IMAGENET, "dataset": "imagenet_lt",
+                                                  "train_samples": None})))
+    assert d["num_classes"] == 3 and d["clean_y"].bincount().tolist() == [8, 5, 2]
+    x, y, idx = next(iter(d["test"]))
+    assert x.shape[1:] == (3, 28, 28) and len(y) == 8 and idx.tolist() == list(range(8))
