@@ -30,6 +30,7 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 _FRAME = "__dataframe__"
 _ONLY_CACHED: list[str] = []  # the command that computes missing entries, inside only_cached()
+_COMPUTING: list[list] = []  # [entry path, training runs so far] of computations in progress
 
 
 class MissingResultError(RuntimeError):
@@ -128,10 +129,30 @@ def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
         raise MissingResultError(
             f"no cached result {path.name} for this configuration; compute it first with: "
             f"{_ONLY_CACHED[-1]}")
-    value = compute()
+    _COMPUTING.append([path, 0])
+    try:
+        value = compute()
+    finally:
+        _COMPUTING.pop()
     if distributed.is_main():
         save(path, value)
+        for checkpoint in checkpoint_dir().glob(f"{path.stem}.*.ckpt"):
+            checkpoint.unlink(missing_ok=True)
     return value
+
+
+def checkpoint_dir() -> Path:
+    return paths.cache_dir() / "checkpoints"
+
+
+def next_checkpoint() -> Path | None:
+    """The checkpoint file of the next training run inside the cached computation in
+    progress (runs are numbered in the order the computation starts them), or None."""
+    if not _COMPUTING:
+        return None
+    entry = _COMPUTING[-1]
+    entry[1] += 1
+    return checkpoint_dir() / f"{entry[0].stem}.{entry[1]}.ckpt"
 
 
 @contextlib.contextmanager

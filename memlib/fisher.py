@@ -563,6 +563,7 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
     model = build_model(config, model_name, num_classes, tuple(train_split.x.shape[1:]))
     spec = TrainSpec(epochs=epochs, batch_size=config.batch_size, optimizer=config.optimizer,
                      lr=config.lr, weight_decay=config.weight_decay, seed=seed)
+    # the callback's running state, checkpointed with the model so a resumed run keeps it
     state = {"best": -math.inf, "margin_sum": torch.zeros(len(ys), dtype=torch.float64)}
     flip_s = flipped[scatter]
 
@@ -588,7 +589,7 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
         state["final_loss_true"] = F.cross_entropy(z.double(), true[scatter], reduction="none")
 
     start = time.perf_counter()
-    history = train(model, (train_split.x, labels), spec, callbacks=[track],
+    history = train(model, (train_split.x, labels), spec, callbacks=[track], memo=state,
                     eval_sets={"test": (test_split.x, test_split.y)},
                     desc=f"{model_name} {noise} {corruption:g} seed {seed}")
     train_seconds = time.perf_counter() - start

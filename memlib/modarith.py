@@ -322,21 +322,22 @@ def train_runs(task: Task, alphas: Sequence[float], seeds: Sequence[int], width:
     task = replace(task, **{f: getattr(task, f).to(device)
                             for f in ("pairs", "labels", "train_idx", "test_idx")})
     train_pairs = train_pairs.to(device)
-    logged = []
+    memo = {"logged": []}  # checkpointed with the model: a resumed run keeps its log
 
     def log(state):
         if state.epoch % log_every and state.epoch != spec.epochs:
             return
         frame = subset_accuracies({k: v.detach() for k, v in model.weights().items()}, task,
                                   noisy, mask, activation)
-        logged.append(frame.assign(epoch=state.epoch))
+        memo["logged"].append(frame.assign(epoch=state.epoch))
 
     def step(net, batch):
         return per_run_cross_entropy(net(batch[0]), batch[1])
 
     batch = (train_pairs, noisy, torch.arange(len(train_y), device=device))
-    train(model, (batch,), spec, step=step, callbacks=[log], desc=f"modarith M={width}")
-    history = pd.concat(logged, ignore_index=True)
+    train(model, (batch,), spec, step=step, callbacks=[log], memo=memo,
+          desc=f"modarith M={width}")
+    history = pd.concat(memo["logged"], ignore_index=True)
     history["alpha"] = history["run"].map(dict(enumerate(alphas)))
     history["seed"] = history["run"].map(dict(enumerate(seeds)))
     weights = {k: v.detach().cpu().clone() for k, v in model.weights().items()}
@@ -408,15 +409,17 @@ def image_learning_order(x: Tensor, y: Tensor, num_classes: int, alphas: Sequenc
     from memlib.data import symmetric_noise
     from memlib.models import MLP
 
+    device = resolve_device()  # where train() puts the model: the log evaluates there
+    x, y = x.to(device), y.to(device)
     frames = []
     for alpha in alphas:
-        noisy, mask = symmetric_noise(y, alpha, num_classes, seed)
+        noisy, mask = (t.to(device) for t in symmetric_noise(y.cpu(), alpha, num_classes, seed))
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             model = MLP(x[0].numel(), (width,), num_classes)
-        rows = []
+        memo = {"rows": []}  # checkpointed with the model
 
-        def log(state, model=model, noisy=noisy, mask=mask, rows=rows):
+        def log(state, model=model, noisy=noisy, mask=mask, memo=memo):
             if state.epoch % log_every and state.epoch != spec.epochs:
                 return
             with torch.no_grad():
@@ -424,11 +427,11 @@ def image_learning_order(x: Tensor, y: Tensor, num_classes: int, alphas: Sequenc
             hits = {"clean_train": predicted[~mask] == y[~mask],
                     "noisy_memorized": predicted[mask] == noisy[mask],
                     "noisy_true": predicted[mask] == y[mask]}
-            rows.extend({"epoch": state.epoch, "subset": s, "acc": h.float().mean().item()}
-                        for s, h in hits.items())
+            memo["rows"].extend({"epoch": state.epoch, "subset": s,
+                                 "acc": h.float().mean().item()} for s, h in hits.items())
 
-        train(model, (x, noisy), spec, callbacks=[log], desc=f"image alpha={alpha}")
-        frames.append(pd.DataFrame(rows).assign(alpha=alpha))
+        train(model, (x, noisy), spec, callbacks=[log], memo=memo, desc=f"image alpha={alpha}")
+        frames.append(pd.DataFrame(memo["rows"]).assign(alpha=alpha))
     return pd.concat(frames, ignore_index=True)
 
 

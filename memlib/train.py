@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,6 +185,12 @@ def lr_factor(spec: TrainSpec, steps_per_epoch: int) -> Callable[[int], float] |
     return factor
 
 
+def loader_generators(loader) -> list[torch.Generator]:
+    """The generators that order (and augment) a loader's batches: checkpointed for resume."""
+    found = getattr(loader, "generators", None) or [getattr(loader, "generator", None)]
+    return [g for g in found if g is not None]
+
+
 def to_device(batch: Batch, device: torch.device, channels_last: bool = False) -> Batch:
     x, *rest = (t.to(device, non_blocking=True) for t in batch)
     if channels_last and x.ndim == 4:
@@ -240,6 +247,7 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
           step_callbacks: Sequence[Callable[[State], None]] = (),
           optimizers: Sequence[torch.optim.Optimizer] | None = None,
           checkpoint: str | Path | None = None,
+          memo: dict | None = None,
           desc: str = "train") -> pd.DataFrame:
     """Train `model` in place and return the per-epoch history.
 
@@ -248,8 +256,13 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
     then whatever the callbacks add.
 
     `checkpoint`: a file written (atomically, by rank 0) after every epoch with the
-    model, optimizers, RNG states, epoch, step and history; if it exists, training
-    resumes from it and ends bit-for-bit where an uninterrupted run would (on CPU).
+    model, optimizers, RNG states, epoch, step, history and `memo` (a dict in which the
+    callbacks keep their running state: sums, the best epoch's tensors, logged frames); if
+    it exists, training resumes from it, `memo` is restored in place, and the run ends
+    bit-for-bit where an uninterrupted run would (on CPU). Inside a `memlib.cache.cached`
+    computation a checkpoint is automatic: written every MEMLIB_CHECKPOINT_MINUTES (10)
+    minutes and removed once the result is cached, so a killed study run restarts from its
+    last checkpoint. Random labels and noise masks are functions of their seeds.
     Under torch.distributed (torchrun) gradients are averaged over ranks every step.
     """
     from tqdm.auto import tqdm
@@ -288,24 +301,46 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
             callback(state)
         history.append(state.row)
 
-    def save_checkpoint() -> None:
-        if checkpoint is not None and distributed.is_main():
-            save_entry(Path(checkpoint), {
-                "model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
-                "epoch": state.epoch, "step": state.step, "history": history,
-                "torch_rng": torch.get_rng_state(),
-                "loader_rng": getattr(loader, "generator", torch.Generator()).get_state(),
-            })
+    every = 0.0
+    if checkpoint is None:  # inside a cached computation: its automatic checkpoint, if any
+        from memlib.cache import next_checkpoint
 
-    if checkpoint is not None and Path(checkpoint).exists():
+        checkpoint = next_checkpoint()
+        every = 60 * float(os.environ.get("MEMLIB_CHECKPOINT_MINUTES", "10"))
+    memo = memo if memo is not None else {}
+    start = last_save = time.monotonic()
+
+    def save_checkpoint(final: bool = False) -> None:
+        """Every epoch for an explicit checkpoint; every `every` seconds, and at the end of a
+        run longer than that, for an automatic one."""
+        nonlocal last_save
+        if checkpoint is None or not distributed.is_main():
+            return
+        now = time.monotonic()
+        if not (every > 0 and now - start >= every if final else now - last_save >= every):
+            return
+        last_save = now
+        save_entry(Path(checkpoint), {
+            "model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
+            "epoch": state.epoch, "step": state.step, "history": history, "memo": memo,
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "loader_rng": [g.get_state() for g in loader_generators(loader)],
+        })
+
+    if checkpoint is not None and distributed.broadcast_flag(Path(checkpoint).exists()):
         saved = load_entry(Path(checkpoint))
         model.load_state_dict(saved["model"])
         for opt, opt_state in zip(optimizers, saved["optimizers"]):
             opt.load_state_dict(opt_state)
         state.epoch, state.step, history = saved["epoch"], saved["step"], saved["history"]
+        memo.clear()
+        memo.update(saved["memo"])
         torch.set_rng_state(saved["torch_rng"])
-        if hasattr(loader, "generator"):
-            loader.generator.set_state(saved["loader_rng"])
+        if saved["cuda_rng"]:
+            torch.cuda.set_rng_state_all(saved["cuda_rng"])
+        for g, rng in zip(loader_generators(loader), saved["loader_rng"], strict=True):
+            g.set_state(rng)
     else:
         end_epoch([])
         save_checkpoint()
@@ -350,5 +385,6 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
         bar.set_postfix(loss=f"{history[-1]['train_loss']:.3g}")
         if spec.max_steps is not None and state.step >= spec.max_steps:
             break
+    save_checkpoint(final=True)  # a finished long run is not repeated if a later one is killed
     model.eval()
     return pd.DataFrame(history)

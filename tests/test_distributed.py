@@ -92,3 +92,44 @@ def test_study_runner_under_torchrun_matches_one_process(tmp_path, monkeypatch):
         torch.testing.assert_close(torch.tensor(ddp["examples"][column].to_numpy()),
                                    torch.tensor(one["examples"][column].to_numpy()),
                                    rtol=1e-3, atol=1e-6)
+
+
+def test_killed_cached_computation_resumes_its_runs_from_checkpoints(monkeypatch):
+    """A study computation (several training runs, callbacks with running state) killed in
+    its second run restarts from the checkpoints and gives the uninterrupted result."""
+    from memlib import cache
+
+    monkeypatch.setenv("MEMLIB_CHECKPOINT_MINUTES", "0")  # checkpoint every epoch
+    g = torch.Generator().manual_seed(2)
+    x, y = torch.randn(96, 10, generator=g), torch.randint(0, 3, (96,), generator=g)
+
+    def compute(stop=None):
+        runs = []
+        for r in range(2):
+            seed_everything(r)
+            model = MLP(10, (16,), 3, dropout=0.2)
+            memo = {"norms": []}
+
+            def track(state, model=model, memo=memo, r=r):
+                memo["norms"].append(sum(p.norm() for p in model.parameters()).item())
+                if (r, state.epoch) == stop:
+                    raise Interrupt
+
+            history = train(model, (x, y), TrainSpec(epochs=4, batch_size=16, seed=r),
+                            callbacks=[track], memo=memo)
+            runs.append({"history": history, "norms": memo["norms"],
+                         "weights": dict(model.state_dict())})
+        return runs
+
+    reference = compute()
+    with pytest.raises(Interrupt):
+        cache.cached("study", {"a": 1}, lambda: compute(stop=(1, 2)))
+    stem = cache.entry_path("study", {"a": 1}).stem
+    assert sorted(p.name for p in cache.checkpoint_dir().iterdir()) == [
+        f"{stem}.1.ckpt", f"{stem}.2.ckpt"]
+    resumed = cache.cached("study", {"a": 1}, compute)
+    for ref, res in zip(reference, resumed):
+        assert res["history"].equals(ref["history"]) and res["norms"] == ref["norms"]
+        for name, value in ref["weights"].items():
+            assert torch.equal(res["weights"][name], value)
+    assert not any(cache.checkpoint_dir().iterdir())  # removed once the result is cached
