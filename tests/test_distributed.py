@@ -63,35 +63,65 @@ def test_two_gloo_processes_match_one(tmp_path):
                                    torch.tensor(history[key].tolist()), rtol=1e-5, atol=1e-6)
 
 
-def test_study_runner_under_torchrun_matches_one_process(tmp_path, monkeypatch):
-    """`torchrun -m memlib run fisher`: sharded batches, gathered per-example features, one
-    writer; the cached run equals the single-process one."""
-    from memlib import cache, cli
+def run_in_two_processes_and_one(study, sets, tmp_path, monkeypatch):
+    """`torchrun --nproc_per_node=2 -m memlib run STUDY` and the same run in this process,
+    each into its own cache directory; returns the two directories."""
+    from memlib import cli
+
+    args = ["run", study, "--scale", "smoke", *[a for s in sets for a in ("--set", s)]]
+    torchrun = Path(sys.executable).with_name("torchrun")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MEMLIB_CACHE": str(tmp_path / "ddp")}
+    result = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node=2", "-m",
+                             "memlib", *args], env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path / "one"))
+    assert cli.main(args) == 0
+    return tmp_path / "ddp", tmp_path / "one"
+
+
+def assert_columns_close(a, b, columns, **tolerance):
+    for column in columns:
+        torch.testing.assert_close(torch.tensor(a[column].to_numpy()),
+                                   torch.tensor(b[column].to_numpy()), equal_nan=True,
+                                   **tolerance)
+
+
+def test_fisher_runner_under_torchrun_matches_one_process(tmp_path, monkeypatch):
+    """Sharded batches, gathered per-example features, one writer: the cached run equals
+    the single-process one."""
+    from memlib import cache
 
     sets = ["n_train=256", "n_test=128", "n_scatter=100", "corruptions=[0.4]", "epochs=2",
             "arch_models=[]", "direct_checks=0", "synthetic_n=60", "top_k=20"]
-    torchrun = Path(sys.executable).with_name("torchrun")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MEMLIB_CACHE": str(tmp_path / "ddp")}
-    result = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc_per_node=2", "-m", "memlib", "run", "fisher",
-         "--scale", "smoke", *[a for s in sets for a in ("--set", s)]],
-        env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
-    monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path / "one"))
-    assert cli.main(["run", "fisher", "--scale", "smoke",
-                     *[a for s in sets for a in ("--set", s)]]) == 0
-    [ddp_file] = (tmp_path / "ddp").glob("fisher-run-*.pt")
-    [one_file] = (tmp_path / "one").glob("fisher-run-*.pt")
+    ddp_dir, one_dir = run_in_two_processes_and_one("fisher", sets, tmp_path, monkeypatch)
+    [ddp_file] = ddp_dir.glob("fisher-run-*.pt")
+    [one_file] = one_dir.glob("fisher-run-*.pt")
     assert ddp_file.name == one_file.name  # same config and code: the same cache key
     ddp, one = cache.load(ddp_file), cache.load(one_file)
-    for column in ("train_loss", "test_acc", "er", "noisy_fit"):
-        torch.testing.assert_close(torch.tensor(ddp["history"][column].to_numpy()),
-                                   torch.tensor(one["history"][column].to_numpy()),
-                                   rtol=1e-4, atol=1e-5, equal_nan=True)
-    for column in ("delta_exact", "loss_peak", "grad_norm"):
-        torch.testing.assert_close(torch.tensor(ddp["examples"][column].to_numpy()),
-                                   torch.tensor(one["examples"][column].to_numpy()),
-                                   rtol=1e-3, atol=1e-6)
+    assert_columns_close(ddp["history"], one["history"], ("train_loss", "test_acc", "er",
+                                                          "noisy_fit"), rtol=1e-4, atol=1e-5)
+    assert_columns_close(ddp["examples"], one["examples"], ("delta_exact", "loss_peak",
+                                                            "grad_norm"), rtol=1e-3, atol=1e-6)
+
+
+def test_rlp_runner_under_torchrun_matches_one_process(tmp_path, monkeypatch):
+    """Random-label heads trained with averaged gradients, labels looked up by global sample
+    index, accuracies summed over ranks: the default run equals the single-process one."""
+    from memlib import cache, rlp
+    from memlib.config import build
+    from memlib.pipeline import params_file, read_params
+
+    sets = ["train_samples=256", "test_samples=128", "layer_models=[mlp]", "epochs=2",
+            "batch_size=32", "fractions=[1.0]", "seeds=[0]"]
+    ddp_dir, one_dir = run_in_two_processes_and_one("rlp", sets, tmp_path, monkeypatch)
+    params = read_params(params_file(Path("01_random_label_heads.py"), "smoke"))
+    config = build(rlp.Config, {**params, **dict(s.split("=", 1) for s in sets)})
+    name = cache.entry_path("rlp_run", rlp.spec(config), rlp._code()).name
+    ddp, one = cache.load(ddp_dir / name), cache.load(one_dir / name)
+    columns = [c for c in one["history"].columns if c.startswith(("rlp_", "train_", "test_"))]
+    assert len(columns) >= 6
+    assert_columns_close(ddp["history"], one["history"], columns, rtol=1e-4, atol=1e-5)
 
 
 def test_killed_cached_computation_resumes_its_runs_from_checkpoints(monkeypatch):
