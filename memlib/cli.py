@@ -33,10 +33,23 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
     return values
 
 
-def run_study(study: str, scale: str, sets: dict[str, str]):
+def preset(stem: str, scale: str, overrides: Path | None, sets: dict[str, str]) -> dict:
+    """The scale's parameter file, then an overrides file (`--params`), then `--set`s."""
+    from memlib.pipeline import NotebookError, params_file, read_params
+
+    if overrides is not None and not overrides.is_file():
+        raise UsageError(f"no overrides file {overrides}; --params takes a YAML file of "
+                         "parameters, e.g. params/full/01_random_label_heads.imagenet.yaml")
+    try:
+        extra = read_params(overrides) if overrides is not None else {}
+        return {**read_params(params_file(Path(stem), scale)), **extra, **sets}
+    except NotebookError as err:
+        raise UsageError(str(err)) from None
+
+
+def run_study(study: str, scale: str, sets: dict[str, str], overrides: Path | None = None):
     """Run a study from its params file plus overrides (shares the notebook's cache)."""
     from memlib.config import ConfigError, build
-    from memlib.pipeline import params_file, read_params
 
     study = {stem: key for key, stem in STUDIES.items()}.get(study, study)  # stems work too
     if study not in STUDIES:
@@ -45,9 +58,9 @@ def run_study(study: str, scale: str, sets: dict[str, str]):
 
     distributed.init_from_env()  # no-op unless launched by torchrun
     module = importlib.import_module(f"memlib.{study}")
-    params = read_params(params_file(Path(STUDIES[study] + ".py"), scale))
+    params = preset(STUDIES[study], scale, overrides, sets)
     try:
-        config = build(module.Config, {**params, **sets})
+        config = build(module.Config, params)
     except ConfigError as err:
         raise UsageError(str(err)) from None
     return module.run(config)
@@ -73,11 +86,15 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("study")
     run.add_argument("--scale", default=DEFAULT_SCALE)
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    run.add_argument("--params", type=Path, metavar="FILE",
+                     help="a YAML file of overrides, applied before --set")
     nb = sub.add_parser("notebook", help="execute a notebook headlessly (papermill)")
     nb.add_argument("path", type=Path)
     nb.add_argument("--scale", default=DEFAULT_SCALE)
     nb.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a parameter of the scale's preset")
+    nb.add_argument("--params", type=Path, metavar="FILE",
+                    help="a YAML file of overrides, applied before --set")
     claims = sub.add_parser("claims", help="collect the claims tables into CLAIMS.md")
     claims.add_argument("--scale", default=DEFAULT_SCALE)
 
@@ -86,15 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.scale not in SCALES:
             raise UsageError(f"unknown scale {args.scale!r}; choose one of: {', '.join(SCALES)}")
         if args.command == "run":
-            run_study(args.study, args.scale, parse_sets(args.set))
+            run_study(args.study, args.scale, parse_sets(args.set), args.params)
         elif args.command == "notebook":
-            from memlib.pipeline import NotebookError, params_file, read_params, run_notebook
+            from memlib.pipeline import NotebookError, run_notebook
 
+            params = preset(args.path.stem, args.scale, args.params, parse_sets(args.set))
+            check_params(args.path.stem, params)
             try:
-                params = {**read_params(params_file(args.path, args.scale)),
-                          **parse_sets(args.set)}
-                if args.set:
-                    check_params(args.path.stem, params)
                 out = run_notebook(args.path, args.scale, params=params)
             except NotebookError as err:
                 print(f"memlib: {err}", file=sys.stderr)

@@ -56,10 +56,10 @@
 #
 # ## What differs from the paper, and why
 # The paper trains ViT-B/32 on ImageNet (90 epochs) and WRN-16-4 on CIFAR-100 (200 epochs).
-# Both arms run at full scale: `params/full/` holds the CIFAR-100 arm, and its header gives
-# the `memlib run rlp --scale full --set dataset=imagenet --set model=vit_base_patch32_224 ...`
-# command of the ImageNet arm (ImageFolder images read from disk by a DataLoader; random
-# labels and label noise stay keyed by sample index).
+# Both arms run at full scale: `params/full/01_random_label_heads.yaml` holds the CIFAR-100
+# arm, and `--params params/full/01_random_label_heads.imagenet.yaml` switches to the
+# ImageNet arm (ImageFolder images read from disk by a DataLoader; random labels and label
+# noise stay keyed by sample index).
 # The default (small) scale must run in about 8 minutes on two shared CPU cores, so:
 # - **Data:** a class-stratified 4k-sample subset of Fashion-MNIST (offline), test on a 2k subset.
 #   The paper's regime needs two things this scale cannot give together: the network must

@@ -131,7 +131,7 @@ def test_rlp_full_preset(data_root):
     assert resnet.conv1.kernel_size == (3, 3)  # the CIFAR stem on 32 x 32 inputs
 
 
-# The ImageNet / ViT-B/32 arm shares the rlp preset file: its header gives the `--set`s.
+# The ImageNet / ViT-B/32 arm: the rlp preset plus its overrides file (`--params`).
 RLP_IMAGENET = {  # ViT-B/32 at 2 of its 12 blocks on 32 x 32 crops (one patch), in-process
     # loading, fewer epochs, one value per sweep, 12 of the 24 training images measured
     "vit_depth": 2, "image_size": 32, "workers": 0, "epochs": 1, "layer_model_epochs": 1,
@@ -140,17 +140,10 @@ RLP_IMAGENET = {  # ViT-B/32 at 2 of its 12 blocks on 32 x 32 crops (one patch),
 }
 
 
-def imagenet_arm_sets() -> dict[str, str]:
-    """The `--set key=value` pairs of the command in the rlp full preset's header."""
-    import shlex
-
-    from memlib.cli import parse_sets
-
-    header = (paths.repo_root() / "params" / "full" / "01_random_label_heads.yaml").read_text()
-    command = " ".join(line.lstrip("# ").rstrip("\\ ") for line in header.splitlines()
-                       if line.startswith("#") and "--set" in line)
-    words = shlex.split(command)
-    return parse_sets([value for flag, value in zip(words, words[1:]) if flag == "--set"])
+def imagenet_arm_sets() -> dict:
+    """The overrides file of the ImageNet arm, as `memlib run rlp --params` reads it."""
+    return read_params(paths.repo_root() / "params" / "full" /
+                       "01_random_label_heads.imagenet.yaml")
 
 
 def test_rlp_full_preset_imagenet_arm(data_root):

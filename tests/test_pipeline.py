@@ -83,3 +83,12 @@ def test_notebook_overrides_are_checked_before_the_kernel_starts(capsys):
                      "--set", "epochs_typo=3"])
     assert code == 2
     assert "unknown parameter 'epochs_typo'" in capsys.readouterr().err
+
+
+def test_overrides_file_is_applied_before_sets_and_checked(tmp_path, capsys):
+    overrides = tmp_path / "arm.yaml"
+    overrides.write_text("epochs: 3\nseeds: [7]\n")
+    params = cli.preset("03_fisher_rank_inflation", "smoke", overrides, {"epochs": "4"})
+    assert params["seeds"] == [7] and params["epochs"] == "4"
+    code = cli.main(["run", "fisher", "--scale", "smoke", "--params", str(tmp_path / "no.yaml")])
+    assert code == 2 and "no overrides file" in capsys.readouterr().err
