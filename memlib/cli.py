@@ -1,7 +1,7 @@
 """Command line: `python -m memlib run|notebook|claims ...`.
 
 Bad input (unknown study, scale, key, value) exits with code 2 and one line naming
-the valid choices; a failing notebook exits with code 1 and one line.
+the valid choices; missing data or a failing notebook exits with code 1 and one line.
 """
 
 from __future__ import annotations
@@ -103,7 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.scale not in SCALES:
             raise UsageError(f"unknown scale {args.scale!r}; choose one of: {', '.join(SCALES)}")
         if args.command == "run":
-            run_study(args.study, args.scale, parse_sets(args.set), args.params)
+            from memlib.data import MissingDataError
+
+            try:
+                run_study(args.study, args.scale, parse_sets(args.set), args.params)
+            except MissingDataError as err:  # one actionable sentence, not a traceback
+                print(f"memlib: error: {err}", file=sys.stderr)
+                return 1
         elif args.command == "notebook":
             from memlib.pipeline import NotebookError, run_notebook
 

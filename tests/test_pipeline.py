@@ -92,3 +92,11 @@ def test_overrides_file_is_applied_before_sets_and_checked(tmp_path, capsys):
     assert params["seeds"] == [7] and params["epochs"] == "4"
     code = cli.main(["run", "fisher", "--scale", "smoke", "--params", str(tmp_path / "no.yaml")])
     assert code == 2 and "no overrides file" in capsys.readouterr().err
+
+
+def test_missing_data_stops_a_run_with_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLIB_DATA", str(tmp_path))
+    arm = paths.repo_root() / "params" / "full" / "01_random_label_heads.imagenet.yaml"
+    assert cli.main(["run", "rlp", "--scale", "full", "--params", str(arm)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("memlib: error: ImageNet train folder") and err.count("\n") == 1
