@@ -446,6 +446,9 @@ class Config:
     arch_epochs: int = 15
     human_label_sets: tuple[str, ...] = ()  # CIFAR-10N: aggre, random1, worst
     synthetic_n: int = 300
+    # seeded batched crop + flip (+ cutout) of the training batches (memlib.augment); er and
+    # the attribution are measured on the un-augmented scatter set in eval mode
+    augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
 
     def __post_init__(self):
         check(all(0 <= c < 1 for c in self.corruptions),
@@ -562,7 +565,8 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
     seed_everything(seed)
     model = build_model(config, model_name, num_classes, tuple(train_split.x.shape[1:]))
     spec = TrainSpec(epochs=epochs, batch_size=config.batch_size, optimizer=config.optimizer,
-                     lr=config.lr, weight_decay=config.weight_decay, seed=seed)
+                     lr=config.lr, weight_decay=config.weight_decay, seed=seed,
+                     augment=config.augment)
     # the callback's running state, checkpointed with the model so a resumed run keeps it
     state = {"best": -math.inf, "margin_sum": torch.zeros(len(ys), dtype=torch.float64)}
     flip_s = flipped[scatter]

@@ -293,6 +293,9 @@ class Config:
     workers: int = 8
     precision: Literal["fp32", "bf16"] = "fp32"  # bf16: autocast the training forward pass
     channels_last: bool = False  # NHWC convolutions (GPUs)
+    # in-memory images: seeded batched crop + flip, + cutout (memlib.augment); image folders
+    # bring their own (random-resized crop + flip). RLP accuracy is measured without it.
+    augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
 
     def __post_init__(self):
         check(self.device in ("cpu", "auto") or self.device.startswith("cuda"),
@@ -367,6 +370,7 @@ class RunSpec:
     image_size: int = 224
     workers: int = 8
     precision: str = "fp32"
+    augment: str = "none"
     channels_last: bool = False
     dropout: float = 0.0
     label_smoothing: float = 0.0
@@ -510,7 +514,8 @@ def train_spec(s: RunSpec, heads: bool = False) -> TrainSpec:
                      weight_decay=weight_decay,
                      schedule=s.schedule, warmup_epochs=s.warmup_epochs,
                      label_smoothing=s.label_smoothing, seed=s.seed,
-                     precision=s.precision, channels_last=s.channels_last)
+                     precision=s.precision, channels_last=s.channels_last,
+                     augment=s.augment if s.dataset not in FOLDER_DATASETS else "none")
 
 
 def train_run(s: RunSpec) -> dict:
@@ -557,7 +562,7 @@ def frozen_baseline(s: RunSpec) -> pd.DataFrame:
     groups = [layers] if isinstance(d["features"], tuple) else [(n,) for n in layers]
     # the features are fixed: bf16 and channels_last would gain nothing for linear heads
     head_spec = dataclasses.replace(train_spec(s, heads=True), label_smoothing=0.0,
-                                    precision="fp32", channels_last=False)
+                                    precision="fp32", channels_last=False, augment="none")
     history = pd.DataFrame({"epoch": range(s.epochs + 1)})
     for group in groups:
         feats = pooled_features(model, d["features"], group)

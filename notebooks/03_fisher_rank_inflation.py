@@ -70,6 +70,7 @@ arch_models = ["smallcnn"]
 arch_epochs = 15
 human_label_sets = []
 synthetic_n = 300
+augment = "none"
 
 # %%
 import numpy as np

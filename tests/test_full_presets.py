@@ -124,6 +124,7 @@ def test_rlp_full_preset(data_root):
     balance_labels(data_root / "cifar100" / "cifar-100-python", 100)
     config = full_config(rlp, "01_random_label_heads", RLP)
     assert config.dataset == "cifar100" and config.model == "wrn"
+    assert rlp.train_spec(rlp.spec(config)).augment == "cifar_cutout"  # crop, flip, cutout
     results, table, _ = run_and_claim(rlp, config, rlp.measure_claims)
     assert results["chance"] == pytest.approx(1 / 100)
     assert set(results["layerwise"]["model"]) == {"wrn", "resnet18"}
@@ -157,6 +158,7 @@ def test_rlp_full_preset_imagenet_arm(data_root):
     config = full_config(rlp, "01_random_label_heads", {**arm, **RLP_IMAGENET})
     assert (config.optimizer, config.lr, config.weight_decay, config.schedule,
             config.precision) == ("adamw", 1e-3, 0.1, "warmup_cosine", "bf16")
+    assert rlp.train_spec(rlp.spec(config)).augment == "none"  # the loader's own transform
     results, table, _ = run_and_claim(rlp, config, rlp.measure_claims)
     assert results["layers"] == ["blocks.0", "blocks.1"] and results["chance"] == 1 / 3
     assert set(results["layerwise"]["model"]) == {"vit_base_patch32_224"}
@@ -184,6 +186,7 @@ def test_fisher_full_preset(data_root):
     write_cifar10n(data_root, CIFAR10_TRAIN)
     config = full_config(fisher, "03_fisher_rank_inflation", FISHER)
     assert config.dataset == "cifar10" and config.human_label_sets
+    assert config.augment == "cifar_cutout"
     results, table, _ = run_and_claim(fisher, config, lambda r: fisher.measure(r, config))
     summary = results["summary"]
     assert set(summary["model"]) == {"smallcnn", "resnet18", "vit_tiny"}
