@@ -21,16 +21,13 @@ import argparse
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from memlib import STUDIES
-from memlib.config import build
 from memlib.models import build as build_model
-from memlib.pipeline import params_file, read_params
+from memlib.pipeline import preset_config
 
 CIFAR, IMAGENET = (3, 32, 32), (3, 224, 224)
 
@@ -47,15 +44,8 @@ class Work:
     model_kwargs: dict | None = None
 
 
-def preset(study: str):
-    import importlib
-
-    module = importlib.import_module(f"memlib.{study}")
-    return build(module.Config, read_params(params_file(Path(STUDIES[study]), "full")))
-
-
 def rlp_work() -> list[Work]:
-    c = preset("rlp")
+    c = preset_config("rlp", "full")
     n = 50_000  # CIFAR-100 train
     full = (1 + len(c.dropouts) + len(c.weight_decays) + len(c.label_smoothings)  # base, regs
             + 2 * len(c.lambdas)  # λ sweep, last layer and all layers
@@ -75,7 +65,7 @@ def rlp_work() -> list[Work]:
 
 
 def fisher_work() -> list[Work]:
-    c = preset("fisher")
+    c = preset_config("fisher", "full")
     n = 50_000  # CIFAR-10 train
     grid = len(c.corruptions) * len(c.seeds) + len(c.human_label_sets)
     kwargs = {"smallcnn": dict(channels=c.cnn_channels), "resnet18": dict(cifar_stem=True)}
@@ -86,7 +76,7 @@ def fisher_work() -> list[Work]:
 
 
 def modarith_work() -> list[Work]:
-    c = preset("modarith")
+    c = preset_config("modarith", "full")
     pairs = int(c.train_fraction * c.p ** 2)
     main = len(c.alphas) * len(c.seeds)
     work = [Work("modarith (main)", "modarith", (2 * c.p,), c.p, main,
@@ -98,7 +88,7 @@ def modarith_work() -> list[Work]:
 
 
 def probes_work() -> list[Work]:
-    c = preset("probes")
+    c = preset_config("probes", "full")
     per_pair = 12_000  # two MNIST classes
     tasks = 2 * c.runs * len(c.datasets)  # easy and hard pair
     heatmap = 45 * c.heatmap_runs * len(c.datasets)

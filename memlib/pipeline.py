@@ -115,13 +115,20 @@ def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = 
 
 
 
+def preset_config(study: str, scale: str):
+    """The study's Config as its parameter file for `scale` sets it."""
+    from memlib.config import build
+
+    module = importlib.import_module(f"memlib.{study}")
+    return build(module.Config, read_params(params_file(Path(STUDIES[study]), scale)))
+
+
 def run_command(study: str, config, scale: str) -> str:
     """The shell command that computes `config`'s results outside a notebook: the preset plus
     a `--set` for every value that differs from it."""
-    from memlib.config import build, to_dict
+    from memlib.config import to_dict
 
-    module = importlib.import_module(f"memlib.{study}")
-    preset = to_dict(build(module.Config, read_params(params_file(Path(STUDIES[study]), scale))))
+    preset = to_dict(preset_config(study, scale))
     sets = [f"--set {shlex.quote(f'{k}={json.dumps(v) if isinstance(v, list) else v}')}"
             for k, v in to_dict(config).items() if preset.get(k) != v]
     launcher = "torchrun --standalone --nproc_per_node=<GPUs>" if scale == "full" else "python"
