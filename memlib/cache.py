@@ -37,11 +37,18 @@ class MissingResultError(RuntimeError):
     """A result that must come from the cache is not there; the message names the command."""
 
 
+CLAIMS_SECTION = b"\n# --- claims"
+
+
 def code_version(*modules) -> str:
-    """memlib's version plus a hash of the source of `modules`: edits invalidate entries."""
+    """memlib's version plus a hash of the source of `modules`: edits invalidate entries.
+
+    A module's claims section (from a line starting `# --- claims` to the end) is left out:
+    claims are evaluated from cached results, so editing a rule must not retrain anything.
+    """
     h = hashlib.sha256(memlib.__version__.encode())
     for module in modules:
-        h.update(Path(module.__file__).read_bytes())
+        h.update(Path(module.__file__).read_bytes().split(CLAIMS_SECTION)[0])
     return h.hexdigest()[:16]
 
 
