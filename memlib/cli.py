@@ -58,6 +58,10 @@ def run_study(study: str, scale: str, sets: dict[str, str], overrides: Path | No
 
     distributed.init_from_env()  # no-op unless launched by torchrun
     module = importlib.import_module(f"memlib.{study}")
+    if scale != "full":
+        from memlib.pipeline import one_cpu_thread
+
+        one_cpu_thread()  # as the notebooks do: the same results as theirs
     params = preset(STUDIES[study], scale, overrides, sets)
     try:
         config = build(module.Config, params)

@@ -135,6 +135,16 @@ def run_command(study: str, config, scale: str) -> str:
     return " ".join([launcher, "-m memlib run", study, "--scale", scale, *sets])
 
 
+def one_cpu_thread() -> None:
+    """Below full scale memlib computes on one CPU thread: the models are small, two threads on
+    two shared cores ran several times slower than one (waiting for each other), and the
+    results then do not depend on the machine's core count (the order of floating-point sums
+    is the same everywhere), so a fresh clone elsewhere reproduces them bit for bit."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def study_results(study: str, config, scale: str) -> dict:
     """What a notebook calls for its results: `memlib.<study>.run(config)`.
 
@@ -146,6 +156,7 @@ def study_results(study: str, config, scale: str) -> dict:
 
     run = importlib.import_module(f"memlib.{study}").run
     if scale != "full":
+        one_cpu_thread()
         return run(config)
     with only_cached(run_command(study, config, scale)):
         return run(config)

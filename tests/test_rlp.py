@@ -481,3 +481,16 @@ def test_imagenet_lt_reads_its_lists_over_the_imagenet_images(imagefolder):
     assert d["num_classes"] == 3 and d["clean_y"].bincount().tolist() == [8, 5, 2]
     x, y, idx = next(iter(d["test"]))
     assert x.shape[1:] == (3, 28, 28) and len(y) == 8 and idx.tolist() == list(range(8))
+
+
+def test_small_preset_interpolates_its_noisy_labels():
+    """The default scale is a study of memorization only while its model fits every training
+    label, the 40% flipped ones included: one seed of the small preset's default run (measured
+    once, at the end) must stay at >= 99% train accuracy and >= 95% of flipped labels."""
+    from memlib.pipeline import preset_config
+
+    config = preset_config("rlp", "small")
+    s = dataclasses.replace(rlp.spec(config), measure_every=config.epochs, test_samples=100)
+    result = rlp.train_run(s)
+    assert s.noise >= 0.4 and result["history"]["train_acc"].iloc[-1] >= 0.99
+    assert result["noisy_fit"] >= 0.95
