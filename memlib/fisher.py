@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,16 @@ from memlib import data as mdata
 from memlib import distributed, models, paths
 from memlib.cache import cached, code_version
 from memlib.claims import Claim
-from memlib.config import check, to_dict
+from memlib.config import (
+    AtLeast,
+    NonEmpty,
+    NonNegative,
+    Positive,
+    Rate,
+    check,
+    check_fields,
+    to_dict,
+)
 from memlib.seed import generator, seed_everything
 from memlib.train import TrainSpec, train
 
@@ -423,49 +432,44 @@ HUMAN_SETS = {"aggre": "aggre_label", "random1": "random_label1", "worst": "wors
 @dataclass(frozen=True)
 class Config:
     dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "digits"] = "fashion_mnist"
-    n_train: int = 2000  # 0: the whole training set
-    n_test: int = 2000  # 0: the whole test set
-    n_scatter: int = 1000  # the fixed scatter (and attribution) set, a subset of training
+    n_train: Annotated[int, NonNegative] = 2000  # 0: the whole training set
+    n_test: Annotated[int, NonNegative] = 2000  # 0: the whole test set
+    # the fixed scatter (and attribution) set, a subset of training
+    n_scatter: Annotated[int, AtLeast(10)] = 1000
     model: Literal["mlp", "smallcnn", "resnet18", "vit_tiny", "vit_base_patch32_224"] = "mlp"
-    mlp_widths: tuple[int, ...] = (256, 64)
-    cnn_channels: tuple[int, ...] = (8, 16, 32)
-    corruptions: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6)
-    seeds: tuple[int, ...] = (0, 1, 2)
-    epochs: int = 50
-    batch_size: int = 32
+    mlp_widths: Annotated[tuple[int, ...], NonEmpty, Positive] = (256, 64)
+    cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive] = (8, 16, 32)
+    corruptions: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.4, 0.6)
+    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0, 1, 2)
+    epochs: Annotated[int, AtLeast(2)] = 50
+    batch_size: Annotated[int, Positive] = 32
     optimizer: Literal["sgd", "adam", "adamw"] = "adam"
-    lr: float = 1e-3
-    weight_decay: float = 0.0
+    lr: Annotated[float, Positive] = 1e-3
+    weight_decay: Annotated[float, NonNegative] = 0.0
     bias: bool = True
     spectrum: Literal["eig", "sv"] = "eig"
-    attribution_corruption: float = 0.4
-    early_epoch: int = 2
-    top_k: int = 100
-    direct_checks: int = 10  # examples re-solved by direct eigensolve in the attribution run
+    attribution_corruption: Annotated[float, Rate] = 0.4
+    early_epoch: Annotated[int, Positive] = 2
+    top_k: Annotated[int, Positive] = 100
+    # examples re-solved by direct eigensolve in the attribution run
+    direct_checks: Annotated[int, NonNegative] = 10
     arch_models: tuple[str, ...] = ("smallcnn",)  # at attribution_corruption, first seed
-    arch_epochs: int = 15
+    arch_epochs: Annotated[int, AtLeast(2)] = 15
     human_label_sets: tuple[str, ...] = ()  # CIFAR-10N: aggre, random1, worst
-    synthetic_n: int = 300
+    synthetic_n: Annotated[int, AtLeast(20)] = 300
     # seeded batched crop + flip (+ cutout) of the training batches (memlib.augment); er and
     # the attribution are measured on the un-augmented scatter set in eval mode
     augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
 
     def __post_init__(self):
-        check(all(0 <= c < 1 for c in self.corruptions),
-              f"corruptions must lie in [0, 1), got {self.corruptions}")
-        check(len(self.corruptions) > 0 and len(self.seeds) > 0, "need corruptions and seeds")
+        check_fields(self)
         check(self.attribution_corruption in self.corruptions,
               f"attribution_corruption={self.attribution_corruption} must be one of "
               f"corruptions {self.corruptions}")
-        check(self.n_train >= 0 and self.n_test >= 0, "n_train and n_test must be >= 0")
-        check(self.n_scatter >= 10, f"n_scatter must be >= 10, got {self.n_scatter}")
         check(self.n_train == 0 or self.n_scatter <= self.n_train,
               f"n_scatter={self.n_scatter} exceeds n_train={self.n_train}")
-        check(self.epochs >= 2 and self.arch_epochs >= 2, "need at least 2 epochs")
-        check(1 <= self.early_epoch <= self.epochs,
+        check(self.early_epoch <= self.epochs,
               f"early_epoch must be in 1..epochs, got {self.early_epoch}")
-        check(self.lr > 0 and self.batch_size > 0, "lr and batch_size must be positive")
-        check(self.top_k >= 1 and self.synthetic_n >= 20, "top_k >= 1, synthetic_n >= 20")
         bad = [m for m in self.arch_models if m not in MODEL_NAMES]
         check(not bad, f"unknown model {bad[:1]}; choose from: {', '.join(MODEL_NAMES)}")
         bad = [s for s in self.human_label_sets if s not in HUMAN_SETS]
