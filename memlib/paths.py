@@ -48,6 +48,12 @@ def figures_dir(study: str, scale: str = DEFAULT_SCALE) -> Path:
     return root / study if scale == DEFAULT_SCALE else root / scale / study
 
 
+def build_dir(scale: str = DEFAULT_SCALE) -> Path:
+    """Executed notebooks and each run's working folder: $MEMLIB_BUILD/<scale>, else
+    <repo>/build/<scale>."""
+    return _env_dir("MEMLIB_BUILD", ROOT / "build") / scale
+
+
 def claims_report(scale: str = DEFAULT_SCALE) -> Path:
     root = figures_root()
     return (root if scale == DEFAULT_SCALE else root / scale) / "CLAIMS.md"

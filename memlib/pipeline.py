@@ -4,15 +4,23 @@ jupytext `.py` -> temporary `.ipynb` (kernel python3) -> papermill with the scal
 parameters -> on success the executed notebook lands in build/<scale>/ and the
 figures it wrote (into a staging directory) replace figures/<study>/ together with a
 manifest.json. A failing cell leaves the previous outputs untouched.
+
+Runs of the same notebook may overlap (`make -j`, two terminals, a notebook server beside
+`make figures`): each run works in a folder of its own under build/<scale>/, and publishing
+is one locked swap of whole folders, so the last run to finish wins with its complete set
+of outputs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib
 import json
 import os
 import shlex
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -45,28 +53,34 @@ def read_params(path: Path) -> dict[str, Any]:
 def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = None,
                  build_dir: Path | None = None) -> Path:
     """Execute `notebook` at `scale`; return the executed notebook's path."""
+    if scale not in SCALES:
+        raise NotebookError(f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
+    notebook = Path(notebook).resolve()
+    if not notebook.is_file():
+        raise NotebookError(f"no such notebook {notebook}")
+    if params is None:
+        params = read_params(params_file(notebook, scale))
+    build_dir = Path(build_dir or paths.build_dir(scale))
+    build_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{notebook.stem}.", suffix=".run", dir=build_dir))
+    sockets = Path(tempfile.mkdtemp(prefix="memlib-kernel-"))  # short: a Unix socket path
+    try:
+        return _execute(notebook, scale, {**params, "scale": scale}, build_dir, work, sockets)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(sockets, ignore_errors=True)
+
+
+def _execute(notebook: Path, scale: str, params: dict[str, Any], build_dir: Path, work: Path,
+             sockets: Path) -> Path:
     import jupytext
     import papermill
 
     from memlib.provenance import manifest, write_manifest
     from memlib.train import show_progress
 
-    if scale not in SCALES:
-        raise NotebookError(f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
-    notebook = Path(notebook).resolve()
-    if not notebook.exists():
-        raise NotebookError(f"notebook {notebook} does not exist")
     study = notebook.stem
-    if params is None:
-        params = read_params(params_file(notebook, scale))
-    params = {**params, "scale": scale}
-    build_dir = Path(build_dir or paths.repo_root() / "build" / scale)
-    build_dir.mkdir(parents=True, exist_ok=True)
-    source = build_dir / f".{study}.input.ipynb"
-    executed = build_dir / f".{study}.output.ipynb"
-    staging = build_dir / f".{study}.figures"
-    shutil.rmtree(staging, ignore_errors=True)
-
+    source, executed, staging = work / "input.ipynb", work / "output.ipynb", work / "figures"
     nb = jupytext.read(notebook)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
@@ -81,12 +95,14 @@ def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = 
         papermill.execute_notebook(
             str(source), str(executed), parameters=params, kernel_name="python3",
             cwd=str(notebook.parent), progress_bar=progress_bar,
-            log_output=False,
+            log_output=False, kernel_manager_class=_ipc_kernel_manager(sockets),
         )
     except papermill.PapermillExecutionError as err:
+        if err.ename == "KeyboardInterrupt":  # Ctrl-C reached the kernel too
+            raise KeyboardInterrupt from None
         failed = build_dir / f"{study}.failed.ipynb"
-        os.replace(executed, failed)
-        shutil.rmtree(staging, ignore_errors=True)
+        with _publishing(build_dir):
+            os.replace(executed, failed)
         raise NotebookError(
             f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue} "
             f"(see {failed})"
@@ -97,22 +113,68 @@ def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = 
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-        source.unlink(missing_ok=True)
 
     staged = staging / paths.figures_dir(study, scale).relative_to(paths.figures_root())
-    target = paths.figures_dir(study, scale)
-    staged.mkdir(parents=True, exist_ok=True)
+    if not staged.is_dir():
+        raise NotebookError(f"{notebook.name} ran but saved no figure or table (nothing in "
+                            f"{staged}); the published outputs were left as they were")
     write_manifest(staged, manifest(study, scale, params, time.time() - start))
-    if target.exists():
-        shutil.rmtree(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(staged), str(target))
-    shutil.rmtree(staging, ignore_errors=True)
-    (build_dir / f"{study}.failed.ipynb").unlink(missing_ok=True)
     final = build_dir / f"{study}.ipynb"
-    os.replace(executed, final)
+    with _publishing(build_dir):
+        _swap_in(staged, paths.figures_dir(study, scale))
+        (build_dir / f"{study}.failed.ipynb").unlink(missing_ok=True)
+        os.replace(executed, final)
     return final
 
+
+@contextlib.contextmanager
+def _publishing(build_dir: Path):
+    """One run at a time publishes its outputs: an exclusive lock on the build folder (no
+    lock file to leave behind)."""
+    fd = os.open(build_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _swap_in(staged: Path, target: Path) -> None:
+    """Replace the folder `target` by `staged` whole: move it next to the target (same file
+    system), then two renames. Call it holding the publishing lock."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in target.parent.glob(f".{target.name}.*.publish"):  # of a killed run
+        if not target.exists() and (leftover / "old").is_dir():
+            os.rename(leftover / "old", target)
+        shutil.rmtree(leftover, ignore_errors=True)
+    swap = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".publish",
+                                 dir=target.parent))
+    try:
+        shutil.move(str(staged), str(swap / "new"))
+        if target.exists():
+            os.rename(target, swap / "old")
+        os.rename(swap / "new", target)
+    finally:
+        shutil.rmtree(swap, ignore_errors=True)
+
+
+def _ipc_kernel_manager(sockets: Path):
+    """A kernel manager whose kernel listens on Unix sockets in the private folder `sockets`,
+    not on TCP ports: nothing on the network to eavesdrop on, no clash between overlapping
+    runs, and no "Kernel is running over TCP without encryption" warning on every run."""
+    from jupyter_client import AsyncKernelManager
+    from traitlets import default
+
+    class Manager(AsyncKernelManager):
+        @default("transport")
+        def _default_transport(self):
+            return "ipc"
+
+        @default("ip")
+        def _default_ip(self):
+            return str(sockets / "kernel")
+
+    return Manager
 
 
 def preset_config(study: str, scale: str):
