@@ -253,7 +253,10 @@ int downdate_roots(int n, int K, const double *p, const double *w, double *out) 
 @functools.lru_cache(maxsize=1)
 def _kernel():
     """The compiled secular kernel (ctypes), built once per machine into the cache; None when
-    no C compiler is available (MEMLIB_NO_CC=1 forces the torch fallback)."""
+    no C compiler is available (MEMLIB_NO_CC=1 forces the torch fallback) or the build fails.
+    A library whose bytes do not match the digest written beside it (a truncated file would
+    crash the process when loaded), that does not load, or that solves a small problem
+    wrongly is rebuilt; a read-only cache gets a build of this process's own."""
     if os.environ.get("MEMLIB_NO_CC"):
         return None
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
@@ -261,24 +264,66 @@ def _kernel():
         return None
     tag = hashlib.sha256((SECULAR_C + platform.node() + platform.machine()).encode())
     library = paths.cache_dir() / "kernels" / f"secular-{tag.hexdigest()[:16]}.so"
-    if not library.exists():
-        library.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory() as tmp:
-            source, built = Path(tmp) / "secular.c", Path(tmp) / "secular.so"
-            source.write_text(SECULAR_C)
-            # Reassociation lets gcc vectorise the sums; no other fast-math liberties.
-            flags = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math",
-                     "-fassociative-math", "-fno-signed-zeros", "-shared", "-fPIC"]
+    lib = _load_kernel(library) if library.exists() else None
+    if lib is None:
+        try:
+            built = _build_kernel(compiler, library)
+            lib = built and _load_kernel(built)
+        except OSError:  # a read-only cache: a build for this process alone
+            with tempfile.TemporaryDirectory() as tmp:
+                built = _build_kernel(compiler, Path(tmp) / library.name)
+                lib = built and _load_kernel(built)  # loaded before its folder goes
+    return lib or None
+
+
+def _build_kernel(compiler: str, library: Path) -> Path | None:
+    """Compile SECULAR_C into `library` (atomically); None if the compiler fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source, built = Path(tmp) / "secular.c", Path(tmp) / "secular.so"
+        source.write_text(SECULAR_C)
+        # Reassociation lets gcc vectorise the sums; no other fast-math liberties.
+        flags = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math",
+                 "-fassociative-math", "-fno-signed-zeros", "-shared", "-fPIC"]
+        try:
             result = subprocess.run([compiler, *flags, str(source), "-o", str(built), "-lm"],
                                     capture_output=True, text=True)
-            if result.returncode:
-                return None
-            shutil.move(str(built), str(library.with_suffix(".tmp")))
-            os.replace(library.with_suffix(".tmp"), library)
-    lib = ctypes.CDLL(str(library))
-    lib.downdate_roots.restype = ctypes.c_int
-    lib.downdate_roots.argtypes = [ctypes.c_int, ctypes.c_int] + [ctypes.c_void_p] * 3
-    return lib
+        except OSError:  # CC names no program
+            return None
+        if result.returncode:
+            return None
+        library.parent.mkdir(parents=True, exist_ok=True)
+        staged = library.with_name(f".{library.name}.{os.getpid()}.tmp")
+        shutil.move(str(built), str(staged))
+        digest = hashlib.sha256(staged.read_bytes()).hexdigest()
+        os.replace(staged, library)
+        staged.write_text(digest)
+        os.replace(staged, _digest_file(library))
+    return library
+
+
+def _digest_file(library: Path) -> Path:
+    return library.with_name(library.name + ".sha256")
+
+
+def _load_kernel(library: Path):
+    """The kernel in `library`, or None unless its bytes match their digest, it loads and it
+    matches the torch path on a small problem."""
+    try:
+        intact = (hashlib.sha256(library.read_bytes()).hexdigest()
+                  == _digest_file(library).read_text().strip())
+        if not intact:
+            return None
+        lib = ctypes.CDLL(str(library))
+        lib.downdate_roots.restype = ctypes.c_int
+        lib.downdate_roots.argtypes = [ctypes.c_int, ctypes.c_int] + [ctypes.c_void_p] * 3
+    except (OSError, AttributeError):
+        return None
+    poles = torch.tensor([0.5, 1.0, 2.0, 4.0], dtype=torch.float64)
+    weights = torch.tensor([[0.1, 0.2, 0.3, 0.4]], dtype=torch.float64)
+    out = torch.empty_like(weights)
+    status = lib.downdate_roots(1, 4, poles.data_ptr(), weights.data_ptr(), out.data_ptr())
+    ok = status == 0 and torch.allclose(out[0], _roots_torch(poles, weights[0]), rtol=1e-9)
+    return lib if ok else None
 
 
 def _roots_torch(p: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
