@@ -8,6 +8,7 @@ half-written entry and a corrupted one is detected and recomputed. Loading uses
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import io
@@ -33,6 +34,7 @@ _ONLY_CACHED: list[str] = []  # the command that computes missing entries, insid
 _COMPUTING: list[list] = []  # [entry path, training runs so far] of computations in progress
 _UNWRITTEN: dict[Path, Any] = {}  # results whose entry could not be written: kept in memory
 _WARNED: set[str] = set()
+activity: collections.Counter = collections.Counter()  # entries "loaded" / "computed" so far
 
 
 class MissingResultError(RuntimeError):
@@ -120,6 +122,7 @@ def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
     """
     path = entry_path(name, config, code)
     if path in _UNWRITTEN and not refresh and not distributed.active():
+        activity["kept in memory"] += 1
         return _UNWRITTEN[path]
     value, found = None, False
     if path.exists() and not refresh and distributed.is_main():
@@ -128,6 +131,7 @@ def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
         except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed
             warnings.warn(f"recomputing {path.name}: {err}", stacklevel=2)
     if distributed.broadcast_flag(found):
+        activity["loaded"] += 1
         return value if distributed.is_main() else load(path)
     if _ONLY_CACHED:
         raise MissingResultError(
@@ -138,6 +142,7 @@ def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
         value = compute()
     finally:
         _COMPUTING.pop()
+    activity["computed"] += 1
     if distributed.is_main():
         try:
             save(path, value)
