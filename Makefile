@@ -45,10 +45,18 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
-# Pair every .py notebook with an .ipynb for interactive use (the .ipynb is not committed).
+# Pair every .py notebook with an .ipynb for interactive use (the .ipynb is not committed;
+# jupytext.toml pairs them, and Jupyter with jupytext saves both). The .py is the source and
+# is only read: the .ipynb is (re)made from it, outputs kept, and both keep the .py's time
+# (jupytext would touch a paired .py), so a sync leaves git clean and `make figures` with
+# nothing to do. An .ipynb edited elsewhere (newer than its .py) is synced into the .py.
 sync: $(STAMP)
-	$(VENV)/bin/jupytext --set-formats ipynb,py:percent $(NOTEBOOKS)
-	$(VENV)/bin/jupytext --sync $(NOTEBOOKS)
+	@time=$$(mktemp); trap 'rm -f "$$time"' EXIT; \
+	for py in $(NOTEBOOKS); do ipynb="$${py%.py}.ipynb"; \
+	  if [ "$$ipynb" -nt "$$py" ]; then $(VENV)/bin/jupytext --sync "$$ipynb" || exit 1; \
+	  else touch -r "$$py" "$$time" && $(VENV)/bin/jupytext --quiet --to ipynb --update "$$py" \
+	    && touch -r "$$time" "$$py" "$$ipynb" || exit 1; fi; \
+	done
 
 clean:
 	rm -rf build results/cache figures/smoke .pytest_cache .ruff_cache
