@@ -182,6 +182,7 @@ def _run(args) -> int:
     from memlib.data import DataError
 
     start = time.monotonic()
+    cache.activity.clear()
     try:
         run_study(args.study, args.scale, parse_sets(args.set), args.params)
     except DataError as err:  # one actionable sentence, not a traceback

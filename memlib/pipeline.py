@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import importlib
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -75,6 +76,7 @@ def _execute(notebook: Path, scale: str, params: dict[str, Any], build_dir: Path
              sockets: Path) -> Path:
     import jupytext
     import papermill
+    from nbclient.exceptions import DeadKernelError
 
     from memlib.provenance import manifest, write_manifest
     from memlib.train import show_progress
@@ -90,13 +92,20 @@ def _execute(notebook: Path, scale: str, params: dict[str, Any], build_dir: Path
     saved_env = {k: os.environ.get(k) for k in ("MEMLIB_FIGURES", "MEMLIB_PROGRESS")}
     os.environ["MEMLIB_FIGURES"] = str(staging)
     os.environ["MEMLIB_PROGRESS"] = "0"  # the kernel inherits this: no bars in saved outputs
+    _quiet_kernel_deaths()
     start = time.time()
     try:
-        papermill.execute_notebook(
-            str(source), str(executed), parameters=params, kernel_name="python3",
-            cwd=str(notebook.parent), progress_bar=progress_bar,
-            log_output=False, kernel_manager_class=_ipc_kernel_manager(sockets),
-        )
+        with open(work / "kernel.log", "w") as log:
+            papermill.execute_notebook(
+                str(source), str(executed), parameters=params, kernel_name="python3",
+                cwd=str(notebook.parent), progress_bar=progress_bar,
+                log_output=False, kernel_manager_class=_kernel_manager(sockets, log),
+            )
+    except DeadKernelError:
+        kept = build_dir / f"{study}.kernel.log"
+        shutil.copyfile(work / "kernel.log", kept)
+        raise NotebookError(f"the kernel running {notebook.name} died (out of memory?); "
+                            f"its log is {kept}") from None
     except papermill.PapermillExecutionError as err:
         if err.ename == "KeyboardInterrupt":  # Ctrl-C reached the kernel too
             raise KeyboardInterrupt from None
@@ -158,10 +167,12 @@ def _swap_in(staged: Path, target: Path) -> None:
         shutil.rmtree(swap, ignore_errors=True)
 
 
-def _ipc_kernel_manager(sockets: Path):
+def _kernel_manager(sockets: Path, log):
     """A kernel manager whose kernel listens on Unix sockets in the private folder `sockets`,
-    not on TCP ports: nothing on the network to eavesdrop on, no clash between overlapping
-    runs, and no "Kernel is running over TCP without encryption" warning on every run."""
+    not on TCP ports (nothing on the network to eavesdrop on, no clash between overlapping
+    runs, no "Kernel is running over TCP without encryption" warning on every run), and
+    whose own stdout and stderr, the kernel's log rather than the cells' outputs, go to the
+    file `log` instead of the terminal."""
     from jupyter_client import AsyncKernelManager
     from traitlets import default
 
@@ -174,7 +185,28 @@ def _ipc_kernel_manager(sockets: Path):
         def _default_ip(self):
             return str(sockets / "kernel")
 
+        async def start_kernel(self, **kwargs):
+            return await super().start_kernel(**{"stdout": log, "stderr": log, **kwargs})
+
     return Manager
+
+
+class _KernelDeathReported(logging.Filter):
+    """run_notebook reports a dead kernel itself in one line (Ctrl-C included): drop the
+    multi-line echoes papermill and asyncio would print of it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        error = record.exc_info[1] if record.exc_info else None
+        return not ("Kernel died" in text or "DeadKernelError" in text
+                    or type(error).__name__ == "DeadKernelError")
+
+
+def _quiet_kernel_deaths() -> None:
+    for name in ("papermill", "asyncio"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _KernelDeathReported) for f in logger.filters):
+            logger.addFilter(_KernelDeathReported())
 
 
 def preset_config(study: str, scale: str):
