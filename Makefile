@@ -51,12 +51,14 @@ lint: $(STAMP)
 # (jupytext would touch a paired .py), so a sync leaves git clean and `make figures` with
 # nothing to do. An .ipynb edited elsewhere (newer than its .py) is synced into the .py.
 sync: $(STAMP)
-	@time=$$(mktemp); trap 'rm -f "$$time"' EXIT; \
-	for py in $(NOTEBOOKS); do ipynb="$${py%.py}.ipynb"; \
-	  if [ "$$ipynb" -nt "$$py" ]; then $(VENV)/bin/jupytext --sync "$$ipynb" || exit 1; \
-	  else touch -r "$$py" "$$time" && $(VENV)/bin/jupytext --quiet --to ipynb --update "$$py" \
-	    && touch -r "$$time" "$$py" "$$ipynb" || exit 1; fi; \
-	done
+	@times=$$(mktemp -d); trap 'rm -rf "$$times"' EXIT; edited=; fresh=; \
+	for py in $(NOTEBOOKS); do \
+	  if [ "$${py%.py}.ipynb" -nt "$$py" ]; then edited="$$edited $${py%.py}.ipynb"; \
+	  else fresh="$$fresh $$py"; touch -r "$$py" "$$times/$${py##*/}"; fi; \
+	done; \
+	if [ -n "$$edited" ]; then $(VENV)/bin/jupytext --sync $$edited || exit 1; fi; \
+	if [ -n "$$fresh" ]; then $(VENV)/bin/jupytext --quiet --to ipynb --update $$fresh || exit 1; \
+	  for py in $$fresh; do touch -r "$$times/$${py##*/}" "$$py" "$${py%.py}.ipynb"; done; fi
 
 clean:
 	rm -rf build results/cache figures/smoke .pytest_cache .ruff_cache

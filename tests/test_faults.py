@@ -72,25 +72,27 @@ def no_work(monkeypatch):
 
 @pytest.mark.notebook
 def test_overlapping_runs_of_a_notebook_keep_every_output(tmp_path):
-    """Run A saves its first figure and waits; run B starts, runs and publishes; A finishes
-    last and must publish its complete set (B used to delete A's staged files)."""
-    build_dir, ready, go = tmp_path / "build", tmp_path / "ready", tmp_path / "go"
+    """Runs A and B of one notebook start together; B waits until A has saved its first
+    figure, then finishes and publishes; A finishes last and must publish its complete set
+    (B used to delete the staging folder the two shared, and A's first figure with it)."""
+    build_dir, saved, go = tmp_path / "build", tmp_path / "a_saved", tmp_path / "go"
     script = ("import sys; from memlib.pipeline import run_notebook; "
               f"run_notebook({str(FIXTURE)!r}, 'smoke', build_dir={str(build_dir)!r}, "
               "params={'n': int(sys.argv[1]), 'ready_file': sys.argv[2], 'go_file': sys.argv[3]})")
-    first = memlib_process("-c", script, "5", str(ready), str(go))
-    wait_for(lambda: ready.exists() or first.poll() is not None)
-    second = memlib_process("-c", script, "7", "", "")
-    assert second.wait(120) == 0, second.stderr.read()
+    first = memlib_process("-c", script, "5", str(saved), str(go))
+    second = memlib_process("-c", script, "7", "", str(saved))
+    _, second_err = second.communicate(timeout=180)
+    assert second.returncode == 0, second_err
     go.touch()
-    assert first.wait(120) == 0, first.stderr.read()
+    _, first_err = first.communicate(timeout=180)
+    assert first.returncode == 0, first_err
     out = paths.figures_dir("tiny_notebook", "smoke")
     assert {p.name for p in out.iterdir()} == OUTPUTS
     assert json.loads((out / "manifest.json").read_text())["parameters"]["n"] == 5
     assert sorted(p.name for p in build_dir.iterdir()) == ["tiny_notebook.ipynb"]
     assert sorted(p.name for p in out.parent.iterdir()) == ["tiny_notebook"]
-    for run in (first, second):  # the kernel talks over private Unix sockets, not TCP
-        assert "without encryption" not in run.stderr.read()
+    for err in (first_err, second_err):  # the kernel talks over private Unix sockets
+        assert "without encryption" not in err and "IPKernelApp" not in err
 
 
 # --- 2. read-only or full cache --------------------------------------------------------------
@@ -298,8 +300,10 @@ def test_make_sync_leaves_git_clean_and_nothing_to_rebuild(tmp_path):
         return "Nothing to be done" in out.stdout and "memlib" not in out.stdout
 
     assert nothing_to_do()
-    for _ in range(2):
-        subprocess.run([*make, "sync"], check=True, capture_output=True)
+    # all four notebooks, then again two of them, with and without a header, over their .ipynb
+    for notebooks in ([], ["NOTEBOOKS=notebooks/01_random_label_heads.py "
+                           "notebooks/03_fisher_rank_inflation.py"]):
+        subprocess.run([*make, "sync", *notebooks], check=True, capture_output=True)
         status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True)
         assert status.stdout == ""
         assert nothing_to_do()
