@@ -63,13 +63,33 @@ def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = 
         params = read_params(params_file(notebook, scale))
     build_dir = Path(build_dir or paths.build_dir(scale))
     build_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{notebook.stem}.", suffix=".run", dir=build_dir))
+    work, held = _working_folder(build_dir, notebook.stem)
     sockets = Path(tempfile.mkdtemp(prefix="memlib-kernel-"))  # short: a Unix socket path
     try:
         return _execute(notebook, scale, {**params, "scale": scale}, build_dir, work, sockets)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(sockets, ignore_errors=True)
+        os.close(held)
+
+
+def _working_folder(build_dir: Path, stem: str) -> tuple[Path, int]:
+    """A new folder `.<stem>.*.run` of this run's own, locked for as long as the returned
+    descriptor is open; the folders of killed runs (no longer locked) are removed."""
+    for old in build_dir.glob(f".{stem}.*.run"):
+        with contextlib.suppress(OSError):
+            fd = os.open(old, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while its run lives
+                shutil.rmtree(old, ignore_errors=True)
+            finally:
+                os.close(fd)
+    new = Path(tempfile.mkdtemp(prefix=f".{stem}.", suffix=".new", dir=build_dir))
+    fd = os.open(new, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    work = new.with_suffix(".run")  # only locked folders carry the name others clean up
+    os.rename(new, work)
+    return work, fd
 
 
 def _execute(notebook: Path, scale: str, params: dict[str, Any], build_dir: Path, work: Path,

@@ -74,8 +74,12 @@ def no_work(monkeypatch):
 def test_overlapping_runs_of_a_notebook_keep_every_output(tmp_path):
     """Runs A and B of one notebook start together; B waits until A has saved its first
     figure, then finishes and publishes; A finishes last and must publish its complete set
-    (B used to delete the staging folder the two shared, and A's first figure with it)."""
+    (B used to delete the staging folder the two shared, and A's first figure with it).
+    The working folder a killed run left behind goes; the live run's stays until it ends."""
     build_dir, saved, go = tmp_path / "build", tmp_path / "a_saved", tmp_path / "go"
+    killed = build_dir / ".tiny_notebook.killed.run"  # the folder of a run killed by SIGKILL
+    killed.mkdir(parents=True)
+    (killed / "output.ipynb").touch()
     script = ("import sys; from memlib.pipeline import run_notebook; "
               f"run_notebook({str(FIXTURE)!r}, 'smoke', build_dir={str(build_dir)!r}, "
               "params={'n': int(sys.argv[1]), 'ready_file': sys.argv[2], 'go_file': sys.argv[3]})")
