@@ -32,9 +32,7 @@ from memlib.seed import seed_everything
 from memlib.train import TrainSpec, train
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = Path(__file__).parent / "fixtures" / "tiny_notebook.py"
-OUTPUTS = {"line.pdf", "line.png", "numbers.csv", "numbers.md", "claims.csv", "claims.md",
-           "manifest.json"}
+HANDSHAKE = Path(__file__).parent / "fixtures" / "handshake_notebook.py"
 
 
 def memlib_process(*args: str, **kwargs) -> subprocess.Popen:
@@ -77,11 +75,11 @@ def test_overlapping_runs_of_a_notebook_keep_every_output(tmp_path):
     (B used to delete the staging folder the two shared, and A's first figure with it).
     The working folder a killed run left behind goes; the live run's stays until it ends."""
     build_dir, saved, go = tmp_path / "build", tmp_path / "a_saved", tmp_path / "go"
-    killed = build_dir / ".tiny_notebook.killed.run"  # the folder of a run killed by SIGKILL
+    killed = build_dir / ".handshake_notebook.killed.run"  # the folder of a run killed by SIGKILL
     killed.mkdir(parents=True)
     (killed / "output.ipynb").touch()
     script = ("import sys; from memlib.pipeline import run_notebook; "
-              f"run_notebook({str(FIXTURE)!r}, 'smoke', build_dir={str(build_dir)!r}, "
+              f"run_notebook({str(HANDSHAKE)!r}, 'smoke', build_dir={str(build_dir)!r}, "
               "params={'n': int(sys.argv[1]), 'ready_file': sys.argv[2], 'go_file': sys.argv[3]})")
     first = memlib_process("-c", script, "5", str(saved), str(go))
     second = memlib_process("-c", script, "7", "", str(saved))
@@ -90,11 +88,12 @@ def test_overlapping_runs_of_a_notebook_keep_every_output(tmp_path):
     go.touch()
     _, first_err = first.communicate(timeout=180)
     assert first.returncode == 0, first_err
-    out = paths.figures_dir("tiny_notebook", "smoke")
-    assert {p.name for p in out.iterdir()} == OUTPUTS
+    out = paths.figures_dir("handshake_notebook", "smoke")
+    assert {p.name for p in out.iterdir()} == {"first.txt", "second.txt", "manifest.json"}
     assert json.loads((out / "manifest.json").read_text())["parameters"]["n"] == 5
-    assert sorted(p.name for p in build_dir.iterdir()) == ["tiny_notebook.ipynb"]
-    assert sorted(p.name for p in out.parent.iterdir()) == ["tiny_notebook"]
+    assert (out / "first.txt").read_text() == (out / "second.txt").read_text() == "5\n"
+    assert sorted(p.name for p in build_dir.iterdir()) == ["handshake_notebook.ipynb"]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["handshake_notebook"]
     for err in (first_err, second_err):  # the kernel talks over private Unix sockets
         assert "without encryption" not in err and "IPKernelApp" not in err
 
