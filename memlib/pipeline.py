@@ -205,6 +205,10 @@ def _kernel_manager(sockets: Path, log):
         def _default_ip(self):
             return str(sockets / "kernel")
 
+        @default("connection_file")  # with its key, removed with the folder, come what may
+        def _default_connection_file(self):
+            return str(sockets / "kernel.json")
+
         async def start_kernel(self, **kwargs):
             return await super().start_kernel(**{"stdout": log, "stderr": log, **kwargs})
 
