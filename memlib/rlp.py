@@ -17,7 +17,7 @@ import math
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import pandas as pd
 import torch
@@ -29,7 +29,18 @@ from memlib import data as datasets
 from memlib import distributed, imagenet
 from memlib.cache import cached, code_version
 from memlib.claims import Claim, Estimate, estimates, paired
-from memlib.config import check
+from memlib.config import (
+    AtLeast,
+    Domain,
+    Fraction,
+    MinLength,
+    NonEmpty,
+    NonNegative,
+    Positive,
+    Rate,
+    check,
+    check_fields,
+)
 from memlib.models import MODELS, build, pool, taps
 from memlib.seed import generator, seed_everything
 from memlib.train import (
@@ -306,50 +317,56 @@ def per_class_accuracy(model: nn.Module, data: EvalData, num_classes: int,
 class Config:
     dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "digits", "imagenet",
                      "imagenet_lt"] = "fashion_mnist"
-    train_samples: int | None = 4000  # class-stratified subset of the train split; None: all
-    test_samples: int | None = 2000
+    # class-stratified subset of the train split; None: all
+    train_samples: Annotated[int | None, AtLeast(20)] = 4000
+    test_samples: Annotated[int | None, AtLeast(10)] = 2000
     # train accuracy and RLP accuracy on a fixed class-stratified subset of the training
     # samples (None: all of them); an estimate that spares ImageNet a second pass per epoch
-    measure_samples: int | None = None
+    measure_samples: Annotated[int | None, AtLeast(10)] = None
     model: str = "mlp"  # the default model of every sweep
-    widths: tuple[int, ...] = (128, 128, 128, 128)  # MLP hidden widths
-    cnn_channels: tuple[int, ...] = (16, 32, 64)  # SmallCNN
-    wrn_depth: int = 16
-    wrn_width: int = 4
-    vit_depth: int | None = None  # blocks of every ViT; None: the named model's own
-    layer_models: tuple[str, ...] = ("mlp", "smallcnn", "vit_tiny")  # experiment 1
-    layer_model_epochs: int = 8  # epochs for layer_models other than `model`
-    n_random: int | None = None  # None: the number of classes
-    head_hidden: int = 0  # 0: linear heads
+    widths: Annotated[tuple[int, ...], MinLength(2), Positive] = (128, 128, 128, 128)  # MLP
+    cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive] = (16, 32, 64)  # SmallCNN
+    wrn_depth: Annotated[int, Domain(lambda d: d >= 10 and (d - 4) % 6 == 0,
+                                     "6n + 4 with n >= 1 (10, 16, 22, 28...)")] = 16
+    wrn_width: Annotated[int, Positive] = 4
+    vit_depth: Annotated[int | None, Positive] = None  # blocks of every ViT; None: the model's
+    layer_models: Annotated[tuple[str, ...], NonEmpty] = ("mlp", "smallcnn", "vit_tiny")
+    layer_model_epochs: Annotated[int, Positive] = 8  # epochs for layer_models other than model
+    n_random: Annotated[int | None, AtLeast(2)] = None  # None: the number of classes
+    head_hidden: Annotated[int, NonNegative] = 0  # 0: linear heads
     # > 0: also a capacity-matched control head per layer, reading it through a fixed random
     # projection to this many dimensions (rlpproj_<layer>)
-    head_project: int = 0
-    head_lr: float | None = 1e-2  # None: lr
-    epochs: int = 20
-    measure_every: int = 1  # epochs between measurements of train/test/RLP accuracy
-    batch_size: int = 128
+    head_project: Annotated[int, NonNegative] = 0
+    head_lr: Annotated[float | None, Positive] = 1e-2  # None: lr
+    epochs: Annotated[int, Positive] = 20
+    # epochs between measurements of train/test/RLP accuracy (and always the last)
+    measure_every: Annotated[int, Positive] = 1
+    batch_size: Annotated[int, Positive] = 128
     optimizer: Literal["sgd", "adam", "adamw", "muon"] = "adam"
-    lr: float = 2e-3
-    momentum: float = 0.9
-    weight_decay: float = 0.0  # extractor and task head only; RLP heads never decay
+    lr: Annotated[float, Positive] = 2e-3
+    momentum: Annotated[float, Rate] = 0.9
+    weight_decay: Annotated[float, NonNegative] = 0.0  # extractor and task head; RLP heads never
     schedule: Literal["constant", "cosine", "warmup_cosine"] = "constant"
-    warmup_epochs: float = 0.0
-    dropouts: tuple[float, ...] = (0.1, 0.3, 0.5)
-    weight_decays: tuple[float, ...] = (1e-4, 1e-3, 1e-2)
-    label_smoothings: tuple[float, ...] = (0.1, 0.2, 0.3)
-    lambdas: tuple[float, ...] = (1.0, 10.0, 100.0)  # λ > 0 of the sweep (λ = 0 always runs)
-    fractions: tuple[float, ...] = (0.1, 0.3, 1.0)  # of train_samples
-    long_tail_ratio: float = 10.0  # largest / smallest class size
-    noise: float = 0.0  # label-noise rate of the default setting (every sweep but 6.)
-    noise_rates: tuple[float, ...] = (0.2, 0.4)
-    noise_lambdas: tuple[float, ...] = (1.0, 10.0)
-    seeds: tuple[int, ...] = (0, 1, 2)  # noise experiment only; the rest use seeds[0]
-    label_seed: int = 12345
-    data_seed: int = 0
+    warmup_epochs: Annotated[float, NonNegative] = 0.0
+    dropouts: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.3, 0.5)
+    weight_decays: Annotated[tuple[float, ...], NonEmpty, NonNegative] = (1e-4, 1e-3, 1e-2)
+    label_smoothings: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.2, 0.3)
+    # λ > 0 of the sweep (λ = 0 always runs)
+    lambdas: Annotated[tuple[float, ...], NonEmpty, Positive] = (1.0, 10.0, 100.0)
+    fractions: Annotated[tuple[float, ...], NonEmpty, Fraction] = (0.1, 0.3, 1.0)  # of train
+    long_tail_ratio: Annotated[float, AtLeast(1)] = 10.0  # largest / smallest class size
+    # label-noise rate of the default setting (every experiment but the noise sweep)
+    noise: Annotated[float, Rate] = 0.0
+    noise_rates: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.2, 0.4)
+    noise_lambdas: Annotated[tuple[float, ...], NonEmpty, Positive] = (1.0, 10.0)
+    # every condition runs once per seed
+    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0, 1, 2)
+    label_seed: Annotated[int, NonNegative] = 12345
+    data_seed: Annotated[int, NonNegative] = 0
     device: str = "cpu"  # "cpu", "cuda", "cuda:N" or "auto" (cuda when available)
     # image folders (imagenet, imagenet_lt) only: the crop size and DataLoader worker processes
-    image_size: int = 224
-    workers: int = 8
+    image_size: Annotated[int, AtLeast(8)] = 224
+    workers: Annotated[int, NonNegative] = 8
     precision: Literal["fp32", "bf16"] = "fp32"  # bf16: autocast the training forward pass
     channels_last: bool = False  # NHWC convolutions (GPUs)
     # in-memory images: seeded batched crop + flip, + cutout (memlib.augment); image folders
@@ -357,6 +374,7 @@ class Config:
     augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
 
     def __post_init__(self):
+        check_fields(self)
         check(self.device in ("cpu", "auto") or self.device.startswith("cuda"),
               f"device={self.device!r} is not valid; choose cpu, cuda, cuda:N or auto")
         for name in (self.model, *self.layer_models):
@@ -364,41 +382,6 @@ class Config:
                   f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
         check(self.model in self.layer_models,
               f"layer_models {self.layer_models} must include model {self.model!r}")
-        check(self.train_samples is None or self.train_samples >= 20,
-              f"train_samples must be >= 20 or None, got {self.train_samples}")
-        check(self.test_samples is None or self.test_samples >= 10,
-              f"test_samples must be >= 10 or None, got {self.test_samples}")
-        check(self.measure_samples is None or self.measure_samples >= 10,
-              f"measure_samples must be >= 10 or None, got {self.measure_samples}")
-        check(self.vit_depth is None or self.vit_depth >= 1,
-              f"vit_depth must be >= 1 or None, got {self.vit_depth}")
-        check(self.image_size >= 8 and self.workers >= 0,
-              f"image_size must be >= 8 and workers >= 0, got {self.image_size}, {self.workers}")
-        check(self.head_hidden >= 0 and self.head_project >= 0,
-              "head_hidden and head_project must be >= 0 (0: off)")
-        check(self.n_random is None or self.n_random >= 2,
-              f"n_random must be >= 2 or None, got {self.n_random}")
-        check(self.epochs >= 1 and self.layer_model_epochs >= 1, "epochs must be >= 1")
-        check(self.measure_every >= 1, f"measure_every must be >= 1, got {self.measure_every}")
-        check(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
-        check(self.lr > 0, f"lr must be positive, got {self.lr}")
-        check(len(self.widths) >= 2, f"the MLP needs >= 2 hidden layers, got {self.widths}")
-        check(all(0 <= p < 1 for p in self.dropouts),
-              f"dropouts must be in [0, 1), got {self.dropouts}")
-        check(all(w >= 0 for w in self.weight_decays), "weight_decays must be >= 0")
-        check(all(0 <= s < 1 for s in self.label_smoothings),
-              f"label_smoothings must be in [0, 1): {self.label_smoothings}")
-        for name in ("dropouts", "weight_decays", "label_smoothings", "lambdas", "fractions",
-                     "noise_rates", "noise_lambdas", "seeds"):
-            check(len(getattr(self, name)) >= 1, f"{name} must not be empty")
-        check(all(lam > 0 for lam in self.lambdas + self.noise_lambdas),
-              "lambdas and noise_lambdas hold the λ > 0 values; λ = 0 always runs")
-        check(all(0 < f <= 1 for f in self.fractions),
-              f"fractions must be in (0, 1], got {self.fractions}")
-        check(self.long_tail_ratio >= 1,
-              f"long_tail_ratio must be >= 1, got {self.long_tail_ratio}")
-        check(all(0 <= r < 1 for r in (self.noise, *self.noise_rates)),
-              f"noise rates must be in [0, 1), got {self.noise_rates}")
 
 
 @dataclass(frozen=True)
