@@ -1,5 +1,7 @@
-"""Pilot that chose study 1's default setting: `python pilots/rlp_pilot.py` (about 10 minutes
-on one CPU core) writes pilots/01_random_label_heads.csv, which notebook 01 shows.
+"""Pilot that chose study 1's default setting: `python pilots/rlp_pilot.py` (about 12 minutes
+on one CPU core) writes pilots/01_random_label_heads.csv, which notebook 01 shows. Rows
+already in the file are kept (a resumed or extended pilot reruns only what is new); `--all`
+reruns every row.
 
 Each row is one training run of the default model (seed 0) with one setting changed: train
 accuracy, fit of the flipped labels, per-layer random-label accuracy of the trained network
@@ -44,6 +46,9 @@ STEPS = [
     ("+ 5 random classes (head LR 3e-2)", dict(head_lr=3e-2, n_random=5)),
     ("+ 500 samples, batch 32", dict(n_random=None, train_samples=500, batch_size=32)),
     ("8x256, 1k samples, batch 64", dict(train_samples=1000, batch_size=64, widths=[256] * 8)),
+    ("SmallCNN 32/64/128, 40 epochs, 40% noise (6x256 settings otherwise)",
+     dict(widths=[256] * 6, model="smallcnn", layer_models=["smallcnn"],
+          cnn_channels=[32, 64, 128], epochs=40)),
 ]
 
 
@@ -67,12 +72,15 @@ def pilot_row(name: str, params: dict) -> dict:
 
 
 def main() -> int:
+    done = {}
+    if OUT.exists() and "--all" not in sys.argv:
+        done = {row["setting"]: row for row in pd.read_csv(OUT).to_dict("records")}
     params, rows = dict(START), []
     for name, change in STEPS:
         params = {**params, **change}
         params = {k: v for k, v in params.items() if v is not None}
-        rows.append(pilot_row(name, params))
-        print(json.dumps(rows[-1]), flush=True)
+        rows.append(done.get(name) or pilot_row(name, params))
+        print(json.dumps(rows[-1], default=str), flush=True)
     atomic_write_bytes(OUT, pd.DataFrame(rows).to_csv(index=False).encode())
     print(f"wrote {OUT}")
     return 0
