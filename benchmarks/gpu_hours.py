@@ -49,7 +49,7 @@ def rlp_work() -> list[Work]:
     n = 50_000  # CIFAR-100 train
     seeds = len(c.seeds)  # every condition runs once per seed
     full = seeds * (1 + len(c.dropouts) + len(c.weight_decays) + len(c.label_smoothings)
-                    + 2 * len(c.lambdas)  # λ sweep, last layer and all layers
+                    + len(c.lambdas) + 1  # λ sweep: last layer; all layers at the largest λ
                     + len(c.noise_rates) * (1 + len(c.noise_lambdas)))
     fractions = seeds * (sum(2 * f for f in c.fractions) - 1)  # λ in {0, best}; 1, λ 0 = base
     # 2 runs per seed on a long-tailed subset of 100 classes
