@@ -47,6 +47,8 @@ AUTHORS_PAIRS = {"fashion_mnist": {"easy": (3, 2), "hard": (3, 1)},
 # results carry that name; its claims keep the ids of MNIST and say "data=mnist-5k".
 MNIST_5K = "mnist-5k"
 AUTHORS_PAIRS[MNIST_5K] = AUTHORS_PAIRS["mnist"]
+MNIST_PER_CLASS = 6000  # training images per class of the full MNIST (60,000 / 10)
+MNIST_5K_PER_CLASS = 400  # of the bundled subset's 4,000 training images
 MODES = ("smallest", "largest", "random")
 NULL_MODELS = ("A", "B", "C", "D", "E", "F", "G")
 DISTILBERT = "dslim/distilbert-NER"
@@ -545,8 +547,20 @@ def _train_version() -> str:
                            train_runs) + code_version(training)
 
 
+def pair_epochs(dataset: str, epochs: int, per_class: int | None) -> int:
+    """Epochs for a pair: `epochs`, except that a pair of the bundled MNIST subset (400
+    training images per class) trains for proportionally more epochs, so that it takes as
+    many optimizer steps as `epochs` would on the images the preset asks for from the full
+    set (`per_class`, or all of them)."""
+    if dataset != MNIST_5K:
+        return epochs
+    wanted = MNIST_PER_CLASS if per_class is None else min(per_class, MNIST_PER_CLASS)
+    return math.ceil(epochs * max(wanted, MNIST_5K_PER_CLASS) / MNIST_5K_PER_CLASS)
+
+
 def trained_pair(dataset: str, pair: tuple[int, int], seeds: Sequence[int], config: Config,
                  epochs: int, per_class: int | None) -> dict[str, Tensor]:
+    epochs = pair_epochs(dataset, epochs, per_class)
     key = {"dataset": dataset, "pair": list(pair), "seeds": list(seeds), "width": config.width,
            "activation": config.activation, "epochs": epochs, "batch_size": config.batch_size,
            "lr": config.lr, "per_class": per_class, "reinit_biases": config.reinit_biases}
@@ -1196,9 +1210,9 @@ def _dataset_claims(dataset: str, paper: dict[str, str]) -> list[Claim]:
         Claim(f"phase_transition_{dataset}",
               "Pruning small weights of a binarized hard model gives a sharp transition back "
               "to high accuracy.", paper["transition"],
-              "each run's signed hard accuracy vs p (smallest |w| pruned): rise from p = 0 to "
-              "the max over p <= 0.7 (points) and the p-width of its 10%-90% part (over the "
-              "runs that rise); mean ± 2 SE over runs",
+              "each run's signed hard accuracy vs p (smallest magnitudes pruned): rise from "
+              "p = 0 to the max over p <= 0.7 (points) and the p-width of its 10%-90% part "
+              "(over the runs that rise); mean ± 2 SE over runs",
               "rise >= 25 and width <= 0.25",
               **all_of(lambda v: [margin(v["rise"], 25),
                                   margin(v["width"], 0.25, at_least=False)]),
@@ -1255,7 +1269,7 @@ CLAIMS: list[Claim] = [
                           f"<= {HEADROOM:g}%)", lambda v: v["lowest_start"] <= HEADROOM),)),
     Claim("flips_mirror_noise",
           "The best sign-flip fraction improves signed accuracy where noise does.", "",
-          "per task: [noise gain, best flip gain] (points; flips of the smallest |w|), "
+          "per task: [noise gain, best flip gain] (points; flips of the smallest magnitudes), "
           "mean ± 2 SE over runs",
           "every task with noise gain >= 5 has flip gain >= 5",
           **all_of(_resonant_margins),

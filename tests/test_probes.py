@@ -441,6 +441,14 @@ def test_measure_on_a_synthetic_result():
     assert v["binarization_separates_mnist"] == NOT_RUN
 
 
+def test_pairs_of_the_bundled_subset_take_the_full_sets_steps():
+    assert probes.pair_epochs("fashion_mnist", 10, None) == 10
+    assert probes.pair_epochs("mnist", 10, None) == 10
+    assert probes.pair_epochs("mnist-5k", 10, None) == 150  # 6,000 vs 400 images per class
+    assert probes.pair_epochs("mnist-5k", 5, 2000) == 25
+    assert probes.pair_epochs("mnist-5k", 2, 200) == 2  # a smaller request: no scaling
+
+
 def test_the_bundled_subset_answers_the_mnist_claims():
     measured = probes.measure(synthetic_results("mnist-5k"))
     assert probes.claim_dataset("mnist-5k") == "mnist"
