@@ -83,7 +83,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from memlib.claims import evaluate, write
+from memlib.claims import describe, evaluate, write
 from memlib.config import from_namespace
 from memlib.fisher import CLAIMS, Config, measure
 from memlib.pipeline import study_results
@@ -304,7 +304,7 @@ arch_table.round(3)
 
 # %%
 measured = measure(results, config)
-measured
+{claim: describe(value) for claim, value in measured.items()}
 
 # %%
 table = evaluate(CLAIMS, measured)

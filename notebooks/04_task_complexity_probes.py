@@ -153,14 +153,22 @@ start = time.time()
 # command to run if a result is missing; below full scale it computes, cached.
 results = study_results("probes", config, scale)
 print(f"experiments: {time.time() - start:.0f} s (cached runs load in seconds)")
-sweep, nulls, pairs = results["sweep"], results["nulls"], results["pairs"]
+sweep_all, pairs = results["sweep"], results["pairs"]
 datasets = results["datasets"]  # the data actually used: "mnist-5k" without the MNIST IDX files
 for name in datasets:
     print(data.source(name))
+# Runs at chance before any probe never trained: shown in the phase-transition figure, left
+# out of the bands, boxes and claims below (see memlib.probes.UNTRAINED).
+baseline = results["baseline"]
+print("runs that never trained:", baseline.loc[~baseline["trained"], ["dataset", "task", "run",
+                                                                     "acc"]].to_dict("records"))
+sweep = sweep_all[sweep_all["trained"]]
+nulls = results["nulls"][results["nulls"]["trained"]]
+baseline = baseline[baseline["trained"]]
 classes = {name: data.load(name, "test").classes for name in datasets}
 label = {(r.dataset, r.task): f"{r.task}: {classes[r.dataset][r.a]} / {classes[r.dataset][r.b]}"
          for r in pairs.itertuples()}
-print(results["baseline"].groupby(["dataset", "task"])["acc"].describe()[["mean", "min", "max"]])
+print(baseline.groupby(["dataset", "task"])["acc"].describe()[["mean", "min", "max"]])
 
 # %% [markdown]
 # ## Task difficulty: the 1 − SSIM distance matrix
@@ -262,18 +270,27 @@ from memlib.probes import transition_points
 fig, axes = figure("wide", 1, len(datasets), sharey=True)
 axes = np.atleast_1d(axes)
 transition_rows = []
+signed_all = sweep_all.query("probe == 'prune' and mode == 'smallest' and form == 'signed'")
 for ax, name in zip(axes, datasets, strict=True):
-    hard = signed.query("dataset == @name and task == 'hard'").pivot_table(
+    hard = signed_all.query("dataset == @name and task == 'hard'").pivot_table(
         index="level", columns="run", values="acc")
+    dead = set(results["baseline"].query("dataset == @name and task == 'hard' and not trained")
+               ["run"])
     easy = signed.query("dataset == @name and task == 'easy'").groupby("level")["acc"].median()
     ax.plot(easy.index, easy.to_numpy(), ":", color=TASK_COLORS["easy"],
             label=f"{label[(name, 'easy')]} (median)")
-    for i, run in enumerate(hard.columns):
+    for run in hard.columns:
         rise, p10, p90 = transition_points(hard.index.to_numpy(), hard[run].to_numpy())
-        transition_rows.append({"dataset": name, "run": run, "signed_p0": hard[run].iloc[0],
-                                "rise": rise, "p10": p10, "p90": p90, "width": p90 - p10})
+        transition_rows.append({"dataset": name, "run": run, "trained": run not in dead,
+                                "signed_p0": hard[run].iloc[0], "rise": rise, "p10": p10,
+                                "p90": p90, "width": p90 - p10})
+        if run in dead:
+            ax.plot(hard.index, hard[run], color="0.6", lw=0.8, ls="--",
+                    label="a run that never trained" if run == min(dead) else None)
+            continue
+        first = run == min(set(hard.columns) - dead)
         ax.plot(hard.index, hard[run], color=TASK_COLORS["hard"], lw=0.8, alpha=0.7,
-                label=f"{label[(name, 'hard')]} (each run)" if i == 0 else None)
+                label=f"{label[(name, 'hard')]} (each run)" if first else None)
         for p_cross, fill in ((p10, "none"), (p90, TASK_COLORS["hard"])):
             if not np.isnan(p_cross):
                 ax.plot(p_cross, np.interp(p_cross, hard.index, hard[run]), "o", ms=4,
@@ -286,7 +303,8 @@ axes[0].set_ylabel("signed test accuracy (%)")
 savefig(fig, "fig1_phase_transition", STUDY, scale)
 transitions = pd.DataFrame(transition_rows)
 save_table(transitions.round(3), "phase_transition_runs", STUDY, scale)
-transitions.groupby("dataset")[["signed_p0", "rise", "width"]].agg(["mean", "min", "max"]).round(2)
+transitions.query("trained").groupby("dataset")[["signed_p0", "rise", "width"]].agg(
+    ["mean", "min", "max"]).round(2)
 
 # %% [markdown]
 # PHASE_TEXT
@@ -317,7 +335,7 @@ def fig_variants(dataset):
             ax.set_xlabel("pruned fraction p" if probe == "prune" else "flipped fraction q")
             ax.set_title(label[(dataset, task)], fontsize=8)
         ax = axes[row, 2]
-        base = results["baseline"].query("dataset == @dataset and task == @task")
+        base = baseline.query("dataset == @dataset and task == @task")
         sigma = base["sigma_fc1"].median()
         s = d.query("task == @task and probe == 'noise'")
         for form, ls in (("float", "-"), ("signed", "--")):
@@ -379,7 +397,7 @@ for ax, name in zip(axes[:, 0], datasets, strict=True):
     sns.boxplot(data=zero, x="null", y="acc", hue="task", ax=ax, whis=(0, 100), fliersize=0,
                 hue_order=[label[(name, "easy")], label[(name, "hard")]],
                 palette=[TASK_COLORS["easy"], TASK_COLORS["hard"]])
-    base = results["baseline"].query("dataset == @name").groupby("task")["acc"].median()
+    base = baseline.query("dataset == @name").groupby("task")["acc"].median()
     for task, value in base.items():
         ax.axhline(value, color=TASK_COLORS[task], lw=0.8, ls=":",
                    label=f"{task}: trained weights ({value:.1f}%)")

@@ -318,7 +318,8 @@ def verdicts(measured):
     return dict(zip(table["id"], table["verdict"], strict=True))
 
 
-TRAINED = {"float_easy": 99.0, "float_hard": 98.0, "dist_easy": 0.6, "dist_hard": 0.4}
+TRAINED = {"runs_easy": "3/3", "runs_hard": "3/3", "float_easy": 99.0, "float_hard": 98.0,
+           "dist_easy": 0.6, "dist_hard": 0.4}
 
 
 def test_claim_rules_preconditions_and_noise():
@@ -336,11 +337,14 @@ def test_claim_rules_preconditions_and_noise():
                   "binarization_separates_fashion_mnist": untrained})
     assert v["binarization_separates_mnist"] == FAILS
     assert v["binarization_separates_fashion_mnist"].startswith("precondition failed: hard models")
-    v = verdicts({"binarization_separates_mnist": swapped})
+    v = verdicts({"binarization_separates_mnist": swapped,
+                  "binarization_separates_fashion_mnist": {**clear_sep, "runs_hard": "1/3"}})
     assert v["binarization_separates_mnist"].startswith("precondition failed: the hard pair")
+    assert v["binarization_separates_fashion_mnist"].startswith("precondition failed: hard models")
 
     sharp = {"data": "mnist", "rise": estimate([40, 42, 44]), "width": estimate([0.1, 0.12, 0.1]),
-             "rising_runs": "3/3", "signed_hard_p0": estimate([50, 51, 52]), "float_hard": 98.0}
+             "rising_runs": "3/3", "signed_hard_p0": estimate([50, 51, 52]), "runs_hard": "3/3",
+             "float_hard": 98.0}
     v = verdicts({"phase_transition_mnist": sharp,
                   "phase_transition_fashion_mnist": {**sharp,
                                                      "signed_hard_p0": estimate([80, 80])}})
@@ -382,7 +386,7 @@ def test_bootstrap_spearman_spread_over_runs():
     assert abs(rho.mean) < 0.5 and rho.se > 0.05
 
 
-def synthetic_results(dataset="fashion_mnist", runs=3):
+def synthetic_results(dataset="fashion_mnist", runs=3, dead_hard_run=None):
     rows = []
     for run in range(runs):
         for task, signed0 in (("easy", 85.0), ("hard", 50.0)):
@@ -400,10 +404,10 @@ def synthetic_results(dataset="fashion_mnist", runs=3):
                            "acc": (90.0 if k in "BEFG" else 50.0) - (t == "hard") * 5 * (k in "B")}
                           for t in ("easy", "hard") for k in probes.NULL_MODELS
                           for r in range(runs) for d in range(2)])
-    baseline = pd.DataFrame([{"task": t, "acc": 98.0 + 0.1 * r, "run": r}
-                             for t in ("easy", "hard") for r in range(runs)])
+    baseline = pd.DataFrame([{"task": t, "run": r, "acc": 50.0 if (t, r) == ("hard", dead_hard_run)
+                              else 98.0 + 0.1 * r} for t in ("easy", "hard") for r in range(runs)])
     heatmap_runs = pd.DataFrame([{"a": a, "b": b, "run": r, "delta_bin": a + b + r,
-                                  "delta_rand": 2 * (a + b) + r}
+                                  "delta_rand": 2 * (a + b) + r, "acc": 95.0}
                                  for a in range(10) for b in range(a + 1, 10) for r in range(3)])
     pairs = pd.DataFrame({"task": ["easy", "hard"], "distance": [0.6, 0.4]})
     tag = {"dataset": dataset}
@@ -447,6 +451,16 @@ def test_pairs_of_the_bundled_subset_take_the_full_sets_steps():
     assert probes.pair_epochs("mnist-5k", 10, None) == 150  # 6,000 vs 400 images per class
     assert probes.pair_epochs("mnist-5k", 5, 2000) == 25
     assert probes.pair_epochs("mnist-5k", 2, 200) == 2  # a smaller request: no scaling
+
+
+def test_runs_that_never_trained_are_left_out():
+    measured = probes.measure(synthetic_results(runs=4, dead_hard_run=1))
+    sep = measured["binarization_separates_fashion_mnist"]
+    assert sep["runs_hard"] == "3/4" and sep["runs_easy"] == "4/4"
+    assert sep["hard"] == Estimate.of([50.0, 52.0, 53.0]) and sep["gap"].n == 3
+    assert sep["float_hard"] == pytest.approx((98.0 + 98.2 + 98.3) / 3)
+    assert measured["phase_transition_fashion_mnist"]["rising_runs"] == "3/3"
+    assert measured["hard_needs_magnitudes_fashion_mnist"]["B"].n == 3
 
 
 def test_the_bundled_subset_answers_the_mnist_claims():
