@@ -437,6 +437,7 @@ def test_measure_on_a_synthetic_result():
     assert measured["transformer_layers_standin"] == {"float": 90, "first": 80,
                                                       "last_block_1": 10, "last_block_2": 5}
     assert measured["complexity_measure_fashion_mnist"]["rho"].mean == pytest.approx(1.0)
+    assert measured["complexity_measure_fashion_mnist"]["pairs"] == 45
     assert "transformer_layers_distilbert" not in measured
     assert "binarization_separates_mnist" not in measured
     v = verdicts(measured)
