@@ -45,10 +45,20 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
-# Pair every .py notebook with an .ipynb for interactive use (the .ipynb is not committed).
+# Pair every .py notebook with an .ipynb for interactive use (the .ipynb is not committed;
+# jupytext.toml pairs them, and Jupyter with jupytext saves both). The .py is the source and
+# is only read: the .ipynb is (re)made from it, outputs kept, and both keep the .py's time
+# (jupytext would touch a paired .py), so a sync leaves git clean and `make figures` with
+# nothing to do. An .ipynb edited elsewhere (newer than its .py) is synced into the .py.
 sync: $(STAMP)
-	$(VENV)/bin/jupytext --set-formats ipynb,py:percent $(NOTEBOOKS)
-	$(VENV)/bin/jupytext --sync $(NOTEBOOKS)
+	@times=$$(mktemp -d); trap 'rm -rf "$$times"' EXIT; edited=; fresh=; \
+	for py in $(NOTEBOOKS); do \
+	  if [ "$${py%.py}.ipynb" -nt "$$py" ]; then edited="$$edited $${py%.py}.ipynb"; \
+	  else fresh="$$fresh $$py"; touch -r "$$py" "$$times/$${py##*/}"; fi; \
+	done; \
+	if [ -n "$$edited" ]; then $(VENV)/bin/jupytext --sync $$edited || exit 1; fi; \
+	if [ -n "$$fresh" ]; then $(VENV)/bin/jupytext --quiet --to ipynb --update $$fresh || exit 1; \
+	  for py in $$fresh; do touch -r "$$times/$${py##*/}" "$$py" "$${py%.py}.ipynb"; done; fi
 
 clean:
 	rm -rf build results/cache figures/smoke .pytest_cache .ruff_cache

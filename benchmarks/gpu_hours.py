@@ -47,17 +47,19 @@ class Work:
 def rlp_work() -> list[Work]:
     c = preset_config("rlp", "full")
     n = 50_000  # CIFAR-100 train
-    full = (1 + len(c.dropouts) + len(c.weight_decays) + len(c.label_smoothings)  # base, regs
-            + 2 * len(c.lambdas)  # λ sweep, last layer and all layers
-            + len(c.noise_rates) * (1 + len(c.noise_lambdas)) * len(c.seeds))
-    fractions = sum(2 * f for f in c.fractions) - 1  # λ in {0, best}; fraction 1, λ 0 = base
-    tail = 2 * sum(c.long_tail_ratio ** (-k / 99) for k in range(100)) / 100  # 2 runs, 100 classes
-    runs = full + 2 * len(c.fractions) - 1 + 2
+    seeds = len(c.seeds)  # every condition runs once per seed
+    full = seeds * (1 + len(c.dropouts) + len(c.weight_decays) + len(c.label_smoothings)
+                    + 2 * len(c.lambdas)  # λ sweep, last layer and all layers
+                    + len(c.noise_rates) * (1 + len(c.noise_lambdas)))
+    fractions = seeds * (sum(2 * f for f in c.fractions) - 1)  # λ in {0, best}; 1, λ 0 = base
+    # 2 runs per seed on a long-tailed subset of 100 classes
+    tail = seeds * 2 * sum(c.long_tail_ratio ** (-k / 99) for k in range(100)) / 100
+    runs = full + seeds * (2 * len(c.fractions) - 1 + 2)
     main = Work("rlp (CIFAR-100)", c.model, CIFAR, 100, runs, n * c.epochs * (full + fractions
                                                                             + tail),
                 c.batch_size, dict(depth=c.wrn_depth, width=c.wrn_width))
-    others = [Work("rlp (CIFAR-100)", m, CIFAR, 100, 1, n * c.layer_model_epochs, c.batch_size,
-                   dict(cifar_stem=True) if m == "resnet18" else None)
+    others = [Work("rlp (CIFAR-100)", m, CIFAR, 100, seeds, seeds * n * c.layer_model_epochs,
+                   c.batch_size, dict(cifar_stem=True) if m == "resnet18" else None)
               for m in c.layer_models if m != c.model]
     vit = Work("rlp (ImageNet, per run)", "vit_base_patch32_224", IMAGENET, 1000, 1,
                1_281_167 * 90, 1024)

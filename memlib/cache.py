@@ -8,6 +8,7 @@ half-written entry and a corrupted one is detected and recomputed. Loading uses
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import io
@@ -31,17 +32,27 @@ os.umask(_UMASK)
 _FRAME = "__dataframe__"
 _ONLY_CACHED: list[str] = []  # the command that computes missing entries, inside only_cached()
 _COMPUTING: list[list] = []  # [entry path, training runs so far] of computations in progress
+_UNWRITTEN: dict[Path, Any] = {}  # results whose entry could not be written: kept in memory
+_WARNED: set[str] = set()
+activity: collections.Counter = collections.Counter()  # entries "loaded" / "computed" so far
 
 
 class MissingResultError(RuntimeError):
     """A result that must come from the cache is not there; the message names the command."""
 
 
+CLAIMS_SECTION = b"\n# --- claims"
+
+
 def code_version(*modules) -> str:
-    """memlib's version plus a hash of the source of `modules`: edits invalidate entries."""
+    """memlib's version plus a hash of the source of `modules`: edits invalidate entries.
+
+    A module's claims section (from a line starting `# --- claims` to the end) is left out:
+    claims are evaluated from cached results, so editing a rule must not retrain anything.
+    """
     h = hashlib.sha256(memlib.__version__.encode())
     for module in modules:
-        h.update(Path(module.__file__).read_bytes())
+        h.update(Path(module.__file__).read_bytes().split(CLAIMS_SECTION)[0])
     return h.hexdigest()[:16]
 
 
@@ -117,6 +128,9 @@ def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
     (computing runs collectives, so every rank must take the same branch) and writes.
     """
     path = entry_path(name, config, code)
+    if path in _UNWRITTEN and not refresh and not distributed.active():
+        activity["kept in memory"] += 1
+        return _UNWRITTEN[path]
     value, found = None, False
     if path.exists() and not refresh and distributed.is_main():
         try:
@@ -124,6 +138,7 @@ def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
         except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed
             warnings.warn(f"recomputing {path.name}: {err}", stacklevel=2)
     if distributed.broadcast_flag(found):
+        activity["loaded"] += 1
         return value if distributed.is_main() else load(path)
     if _ONLY_CACHED:
         raise MissingResultError(
@@ -134,11 +149,25 @@ def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
         value = compute()
     finally:
         _COMPUTING.pop()
+    activity["computed"] += 1
     if distributed.is_main():
-        save(path, value)
+        try:
+            save(path, value)
+        except OSError as err:  # read-only or full: the result is not lost, only not kept
+            _UNWRITTEN[path] = value
+            warn_once("cache", f"could not write the cache entry {path} ({err.strerror or err}); "
+                      "results are kept in memory for this run only")
+            return value
         for checkpoint in checkpoint_dir().glob(f"{path.stem}.*.ckpt"):
             checkpoint.unlink(missing_ok=True)
     return value
+
+
+def warn_once(topic: str, message: str) -> None:
+    """A RuntimeWarning the first time `topic` comes up in this process, then silence."""
+    if topic not in _WARNED:
+        _WARNED.add(topic)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def checkpoint_dir() -> Path:

@@ -149,7 +149,8 @@ def describe(value: Any) -> str:
     if isinstance(value, (float, np.floating)):
         return "nan" if math.isnan(value) else f"{value:.4g}"
     if isinstance(value, Mapping):
-        return ", ".join(f"{k}={describe(v)}" for k, v in value.items())
+        return ", ".join(f"{k}=({describe(v)})" if isinstance(v, Mapping) else
+                         f"{k}={describe(v)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(describe(v) for v in value) + "]"
     return str(value)

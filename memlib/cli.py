@@ -1,7 +1,9 @@
 """Command line: `python -m memlib run|notebook|claims ...`.
 
-Bad input (unknown study, scale, key, value) exits with code 2 and one line naming
-the valid choices; missing data or a failing notebook exits with code 1 and one line.
+Every mistake ends in one line on stderr and an exit code: 0 done, 1 data or environment
+(missing or damaged data, a folder that cannot be written, a failing notebook), 2 bad input
+(unknown study, scale, key or notebook, a value outside its domain, a bad
+MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
 """
 
 from __future__ import annotations
@@ -9,9 +11,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import time
+import warnings
 from pathlib import Path
 
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
+
+INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
 
 class UsageError(Exception):
@@ -47,36 +53,73 @@ def preset(stem: str, scale: str, overrides: Path | None, sets: dict[str, str]) 
         raise UsageError(str(err)) from None
 
 
-def run_study(study: str, scale: str, sets: dict[str, str], overrides: Path | None = None):
-    """Run a study from its params file plus overrides (shares the notebook's cache)."""
+def study_config(study: str, params: dict):
+    """The study's Config built from `params`; bad values are a UsageError."""
     from memlib.config import ConfigError, build
 
+    try:
+        return build(importlib.import_module(f"memlib.{study}").Config, params)
+    except ConfigError as err:
+        raise UsageError(str(err)) from None
+
+
+def check_environment(*folders: tuple[Path, str]) -> None:
+    """Before any work: MEMLIB_CHECKPOINT_MINUTES is a number > 0 (else UsageError) and every
+    (folder, variable naming it) can be written (else paths.NotWritableError)."""
+    from memlib.config import ConfigError
+    from memlib.train import checkpoint_minutes
+
+    try:
+        checkpoint_minutes()
+    except ConfigError as err:
+        raise UsageError(str(err)) from None
+    for folder, variable in folders:
+        paths.require_writable(folder, variable)
+
+
+def run_study(study: str, scale: str, sets: dict[str, str], overrides: Path | None = None):
+    """Run a study from its params file plus overrides (shares the notebook's cache)."""
     study = {stem: key for key, stem in STUDIES.items()}.get(study, study)  # stems work too
     if study not in STUDIES:
         raise UsageError(f"unknown study {study!r}; choose one of: {', '.join(STUDIES)}")
     from memlib import distributed
 
     distributed.init_from_env()  # no-op unless launched by torchrun
-    module = importlib.import_module(f"memlib.{study}")
-    params = preset(STUDIES[study], scale, overrides, sets)
-    try:
-        config = build(module.Config, params)
-    except ConfigError as err:
-        raise UsageError(str(err)) from None
-    return module.run(config)
+    config = study_config(study, preset(STUDIES[study], scale, overrides, sets))
+    check_environment((paths.cache_dir(), "MEMLIB_CACHE"))
+    if scale != "full":
+        from memlib.pipeline import one_cpu_thread
+
+        one_cpu_thread()  # as the notebooks do: the same results as theirs
+    return importlib.import_module(f"memlib.{study}").run(config)
 
 
-def check_params(stem: str, params: dict) -> None:
-    """Validate a study notebook's parameters before the kernel starts: a mistyped --set key
-    must fail here, not be ignored by the notebook."""
-    from memlib.config import ConfigError, build
+def check_params(stem: str, params: dict) -> dict:
+    """Validate a study notebook's parameters before the kernel starts (a mistyped --set key
+    must fail here, not be ignored by the notebook); return them typed as the study's Config
+    reads them, so the notebook and its manifest see 3, not "3"."""
+    from memlib.config import to_dict
 
     study = {s: key for key, s in STUDIES.items()}.get(stem)
-    if study is not None:
-        try:
-            build(importlib.import_module(f"memlib.{study}").Config, params)
-        except ConfigError as err:
-            raise UsageError(str(err)) from None
+    if study is None:
+        return params
+    typed = to_dict(study_config(study, params))
+    return {key: typed.get(key, value) for key, value in params.items()}
+
+
+def find_notebook(path: Path) -> Path:
+    """`path` if it is a notebook file; else a UsageError naming the notebooks there are."""
+    if path.is_file():
+        return path
+    known = [_shown(p) for p in sorted((paths.repo_root() / "notebooks").glob("[0-9]*.py"))]
+    match = [p for p in known if p.stem == path.stem]
+    hint = (f"did you mean {match[0]}?" if match else
+            f"the notebooks are {', '.join(map(str, known))}")
+    raise UsageError(f"no such notebook {path}; {hint}")
+
+
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"memlib: warning: {message}\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,35 +141,79 @@ def main(argv: list[str] | None = None) -> int:
     claims = sub.add_parser("claims", help="collect the claims tables into CLAIMS.md")
     claims.add_argument("--scale", default=DEFAULT_SCALE)
 
+    warnings.formatwarning = _one_line_warning
+    interrupted = "memlib"
     try:
         args = parser.parse_args(argv)
         if args.scale not in SCALES:
             raise UsageError(f"unknown scale {args.scale!r}; choose one of: {', '.join(SCALES)}")
         if args.command == "run":
-            from memlib.data import MissingDataError
+            interrupted = (f"run {args.study} at {args.scale} scale (finished results are in "
+                           "the cache)")
+            return _run(args)
+        if args.command == "notebook":
+            interrupted = (f"notebook {args.path.name} at {args.scale} scale (its published "
+                           "outputs are unchanged)")
+            return _notebook(args)
+        from memlib.claims import collect
 
-            try:
-                run_study(args.study, args.scale, parse_sets(args.set), args.params)
-            except MissingDataError as err:  # one actionable sentence, not a traceback
-                print(f"memlib: error: {err}", file=sys.stderr)
-                return 1
-        elif args.command == "notebook":
-            from memlib.pipeline import NotebookError, run_notebook
-
-            params = preset(args.path.stem, args.scale, args.params, parse_sets(args.set))
-            check_params(args.path.stem, params)
-            try:
-                out = run_notebook(args.path, args.scale, params=params)
-            except NotebookError as err:
-                print(f"memlib: {err}", file=sys.stderr)
-                return 1
-            print(f"memlib: executed {args.path} -> {out.relative_to(paths.repo_root())}")
-        else:
-            from memlib.claims import collect
-
-            collect(args.scale)
-            print(f"memlib: wrote {paths.claims_report(args.scale)}")
+        paths.require_writable(paths.figures_root(), "MEMLIB_FIGURES")
+        collect(args.scale)
+        print(f"memlib: wrote {paths.claims_report(args.scale)}")
     except UsageError as err:
         print(f"memlib: error: {err}", file=sys.stderr)
         return 2
+    except paths.NotWritableError as err:
+        print(f"memlib: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"memlib: interrupted {interrupted}; rerun the same command to resume from the "
+              "last checkpoint", file=sys.stderr)
+        return INTERRUPTED
+    return 0
+
+
+def _shown(path: Path) -> Path:
+    """`path` relative to the repository when it lies inside it."""
+    try:
+        return path.relative_to(paths.repo_root())
+    except ValueError:
+        return path
+
+
+def _run(args) -> int:
+    from memlib import cache, distributed
+    from memlib.data import DataError
+
+    start = time.monotonic()
+    cache.activity.clear()
+    try:
+        run_study(args.study, args.scale, parse_sets(args.set), args.params)
+    except DataError as err:  # one actionable sentence, not a traceback
+        print(f"memlib: error: {err}", file=sys.stderr)
+        return 1
+    if distributed.is_main():
+        done = ", ".join(f"{n} {how}" for how, n in sorted(cache.activity.items())) or "nothing"
+        print(f"memlib: {args.study} at {args.scale} scale done in "
+              f"{time.monotonic() - start:.1f} s; results ({done}) are in "
+              f"{_shown(paths.cache_dir())}, where its notebook reads them")
+    return 0
+
+
+def _notebook(args) -> int:
+    from memlib.pipeline import NotebookError, run_notebook
+
+    path = find_notebook(args.path)
+    params = check_params(path.stem, preset(path.stem, args.scale, args.params,
+                                            parse_sets(args.set)))
+    check_environment((paths.cache_dir(), "MEMLIB_CACHE"),
+                      (paths.figures_root(), "MEMLIB_FIGURES"),
+                      (paths.build_dir(args.scale), "MEMLIB_BUILD"))
+    start = time.monotonic()
+    try:
+        out = run_notebook(path, args.scale, params=params)
+    except NotebookError as err:
+        print(f"memlib: {err}", file=sys.stderr)
+        return 1
+    print(f"memlib: executed {path} -> {_shown(out)} in {time.monotonic() - start:.0f} s")
     return 0

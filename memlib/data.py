@@ -3,11 +3,13 @@
 Loaders parse the original on-disk formats themselves (IDX for (Fashion-)MNIST, the
 python pickles for CIFAR), so loading is fast, offline and torchvision-free; torchvision
 is only used to download when a dataset is absent. Missing data raises `MissingDataError`
-with one actionable sentence. Every image split is float32 N x C x H x W in [0, 1].
+and a file that is there but unreadable `CorruptDataError`, each with one actionable
+sentence. Every image split is float32 N x C x H x W in [0, 1].
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import hashlib
@@ -15,6 +17,7 @@ import importlib.util
 import math
 import pickle
 import textwrap
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,8 +65,17 @@ _HOW_TO_GET = {
 }
 
 
-class MissingDataError(RuntimeError):
+class DataError(RuntimeError):
+    """Data that cannot be used; the message is one line saying how to get it right."""
+
+
+class MissingDataError(DataError):
     """A dataset is neither on disk nor downloadable; the message says how to get it."""
+
+
+class CorruptDataError(DataError, ValueError):
+    """A data file that is there but cannot be read (truncated, not in its format); the
+    message names it, says what is wrong and how to get it again."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,7 +147,11 @@ def load(name: str, split: str = "train", root=None, download: bool | None = Non
             how = _HOW_TO_GET[name].format(base=dirs[0])
             raise MissingDataError(f"{name} {split} files ({files}) not found in {where} "
                                    f"({reason}); {how}, or set MEMLIB_DATA.")
-    return _load_cached(name, split, str(found.resolve()))
+    try:
+        return _load_cached(name, split, str(found.resolve()))
+    except CorruptDataError as err:
+        how = _HOW_TO_GET[name].format(base=found)
+        raise CorruptDataError(f"{err}; delete it and get it again: {how}") from None
 
 
 def clear_cache() -> None:
@@ -211,34 +227,48 @@ def _open(path: Path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
+@contextlib.contextmanager
+def _reading(path: Path):
+    """Turn the ways a damaged file fails to parse into one CorruptDataError naming it."""
+    try:
+        yield
+    except CorruptDataError:
+        raise
+    except (EOFError, OSError, zlib.error, pickle.UnpicklingError, ValueError, KeyError,
+            TypeError, IndexError) as err:
+        what = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise CorruptDataError(f"{path} cannot be read ({what})") from None
+
+
 def _read_idx(path: Path, ndim: int) -> np.ndarray:
     """Parse an IDX uint8 file: magic 0x00 0x00 0x08 ndim, ndim big-endian sizes, data."""
-    with _open(path) as f:
+    with _reading(path), _open(path) as f:
         raw = f.read()
     magic = int.from_bytes(raw[:4], "big") if len(raw) >= 4 else -1
     if magic != 0x800 + ndim:
-        raise ValueError(f"{path} is not an IDX uint8 file of {ndim} dimension(s) "
-                         f"(magic {magic}, expected {0x800 + ndim}); delete it and get it again")
+        raise CorruptDataError(f"{path} is not an IDX uint8 file of {ndim} dimension(s) "
+                               f"(magic {magic}, expected {0x800 + ndim})")
     shape = tuple(int(s) for s in np.frombuffer(raw, ">u4", ndim, 4))
     data = np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim)
     if data.size != math.prod(shape):
-        raise ValueError(f"{path} holds {data.size} values, its header says {shape}; "
-                         "it is truncated: delete it and get it again")
+        raise CorruptDataError(f"{path} holds {data.size} values, its header says {shape}: "
+                               "it is truncated")
     return data.reshape(shape)
 
 
 def _unpickle(path: Path) -> dict:
     # The CIFAR pickles were written by Python 2: keys and strings are bytes.
-    with _open(path) as f:
+    with _reading(path), _open(path) as f:
         return pickle.load(f, encoding="bytes")
 
 
 def _read_cifar(name: str, split: str, directory: Path) -> Split:
     batches, meta, label_key, names_key = _CIFAR[name]
     parts = [_unpickle(_locate(directory, f)) for f in batches[split]]
-    images = np.concatenate([p[b"data"] for p in parts]).reshape(-1, 3, 32, 32)
-    labels = np.concatenate([p[label_key] for p in parts])
-    classes = tuple(n.decode() for n in _unpickle(_locate(directory, meta))[names_key])
+    with _reading(directory):  # pickles that load but lack CIFAR's keys or shapes
+        images = np.concatenate([p[b"data"] for p in parts]).reshape(-1, 3, 32, 32)
+        labels = np.concatenate([p[label_key] for p in parts])
+        classes = tuple(n.decode() for n in _unpickle(_locate(directory, meta))[names_key])
     return _make_split(images, labels, classes, 255, directory)
 
 
@@ -322,8 +352,8 @@ def _make_split(images: np.ndarray, labels, classes, max_value: float, source) -
     labels = np.asarray(labels, dtype=np.int64)
     if len(images) != len(labels) or (labels.size and not 0 <= labels.min() <= labels.max()
                                       < len(classes)):
-        raise ValueError(f"{source}: {len(images)} images but {len(labels)} labels, or labels "
-                         f"outside 0..{len(classes) - 1}; the files are inconsistent")
+        raise CorruptDataError(f"{source}: {len(images)} images but {len(labels)} labels, or "
+                               f"labels outside 0..{len(classes) - 1}; the files disagree")
     x = torch.from_numpy(images.astype(np.float32)).div_(max_value)
     return Split(x, torch.from_numpy(labels), tuple(classes))
 

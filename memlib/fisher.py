@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,16 @@ from memlib import data as mdata
 from memlib import distributed, models, paths
 from memlib.cache import cached, code_version
 from memlib.claims import Claim, Estimate, all_of, margin, paired
-from memlib.config import check, to_dict
+from memlib.config import (
+    AtLeast,
+    NonEmpty,
+    NonNegative,
+    Positive,
+    Rate,
+    check,
+    check_fields,
+    to_dict,
+)
 from memlib.seed import generator, seed_everything
 from memlib.train import TrainSpec, train
 
@@ -244,7 +253,10 @@ int downdate_roots(int n, int K, const double *p, const double *w, double *out) 
 @functools.lru_cache(maxsize=1)
 def _kernel():
     """The compiled secular kernel (ctypes), built once per machine into the cache; None when
-    no C compiler is available (MEMLIB_NO_CC=1 forces the torch fallback)."""
+    no C compiler is available (MEMLIB_NO_CC=1 forces the torch fallback) or the build fails.
+    A library whose bytes do not match the digest written beside it (a truncated file would
+    crash the process when loaded), that does not load, or that solves a small problem
+    wrongly is rebuilt; a read-only cache gets a build of this process's own."""
     if os.environ.get("MEMLIB_NO_CC"):
         return None
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
@@ -252,24 +264,66 @@ def _kernel():
         return None
     tag = hashlib.sha256((SECULAR_C + platform.node() + platform.machine()).encode())
     library = paths.cache_dir() / "kernels" / f"secular-{tag.hexdigest()[:16]}.so"
-    if not library.exists():
-        library.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory() as tmp:
-            source, built = Path(tmp) / "secular.c", Path(tmp) / "secular.so"
-            source.write_text(SECULAR_C)
-            # Reassociation lets gcc vectorise the sums; no other fast-math liberties.
-            flags = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math",
-                     "-fassociative-math", "-fno-signed-zeros", "-shared", "-fPIC"]
+    lib = _load_kernel(library) if library.exists() else None
+    if lib is None:
+        try:
+            built = _build_kernel(compiler, library)
+            lib = built and _load_kernel(built)
+        except OSError:  # a read-only cache: a build for this process alone
+            with tempfile.TemporaryDirectory() as tmp:
+                built = _build_kernel(compiler, Path(tmp) / library.name)
+                lib = built and _load_kernel(built)  # loaded before its folder goes
+    return lib or None
+
+
+def _build_kernel(compiler: str, library: Path) -> Path | None:
+    """Compile SECULAR_C into `library` (atomically); None if the compiler fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source, built = Path(tmp) / "secular.c", Path(tmp) / "secular.so"
+        source.write_text(SECULAR_C)
+        # Reassociation lets gcc vectorise the sums; no other fast-math liberties.
+        flags = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math",
+                 "-fassociative-math", "-fno-signed-zeros", "-shared", "-fPIC"]
+        try:
             result = subprocess.run([compiler, *flags, str(source), "-o", str(built), "-lm"],
                                     capture_output=True, text=True)
-            if result.returncode:
-                return None
-            shutil.move(str(built), str(library.with_suffix(".tmp")))
-            os.replace(library.with_suffix(".tmp"), library)
-    lib = ctypes.CDLL(str(library))
-    lib.downdate_roots.restype = ctypes.c_int
-    lib.downdate_roots.argtypes = [ctypes.c_int, ctypes.c_int] + [ctypes.c_void_p] * 3
-    return lib
+        except OSError:  # CC names no program
+            return None
+        if result.returncode:
+            return None
+        library.parent.mkdir(parents=True, exist_ok=True)
+        staged = library.with_name(f".{library.name}.{os.getpid()}.tmp")
+        shutil.move(str(built), str(staged))
+        digest = hashlib.sha256(staged.read_bytes()).hexdigest()
+        os.replace(staged, library)
+        staged.write_text(digest)
+        os.replace(staged, _digest_file(library))
+    return library
+
+
+def _digest_file(library: Path) -> Path:
+    return library.with_name(library.name + ".sha256")
+
+
+def _load_kernel(library: Path):
+    """The kernel in `library`, or None unless its bytes match their digest, it loads and it
+    matches the torch path on a small problem."""
+    try:
+        intact = (hashlib.sha256(library.read_bytes()).hexdigest()
+                  == _digest_file(library).read_text().strip())
+        if not intact:
+            return None
+        lib = ctypes.CDLL(str(library))
+        lib.downdate_roots.restype = ctypes.c_int
+        lib.downdate_roots.argtypes = [ctypes.c_int, ctypes.c_int] + [ctypes.c_void_p] * 3
+    except (OSError, AttributeError):
+        return None
+    poles = torch.tensor([0.5, 1.0, 2.0, 4.0], dtype=torch.float64)
+    weights = torch.tensor([[0.1, 0.2, 0.3, 0.4]], dtype=torch.float64)
+    out = torch.empty_like(weights)
+    status = lib.downdate_roots(1, 4, poles.data_ptr(), weights.data_ptr(), out.data_ptr())
+    ok = status == 0 and torch.allclose(out[0], _roots_torch(poles, weights[0]), rtol=1e-9)
+    return lib if ok else None
 
 
 def _roots_torch(p: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -423,49 +477,44 @@ HUMAN_SETS = {"aggre": "aggre_label", "random1": "random_label1", "worst": "wors
 @dataclass(frozen=True)
 class Config:
     dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "digits"] = "fashion_mnist"
-    n_train: int = 2000  # 0: the whole training set
-    n_test: int = 2000  # 0: the whole test set
-    n_scatter: int = 1000  # the fixed scatter (and attribution) set, a subset of training
+    n_train: Annotated[int, NonNegative] = 2000  # 0: the whole training set
+    n_test: Annotated[int, NonNegative] = 2000  # 0: the whole test set
+    # the fixed scatter (and attribution) set, a subset of training
+    n_scatter: Annotated[int, AtLeast(10)] = 1000
     model: Literal["mlp", "smallcnn", "resnet18", "vit_tiny", "vit_base_patch32_224"] = "mlp"
-    mlp_widths: tuple[int, ...] = (256, 64)
-    cnn_channels: tuple[int, ...] = (8, 16, 32)
-    corruptions: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6)
-    seeds: tuple[int, ...] = (0, 1, 2)
-    epochs: int = 50
-    batch_size: int = 32
+    mlp_widths: Annotated[tuple[int, ...], NonEmpty, Positive] = (256, 64)
+    cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive] = (8, 16, 32)
+    corruptions: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.4, 0.6)
+    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0, 1, 2)
+    epochs: Annotated[int, AtLeast(2)] = 50
+    batch_size: Annotated[int, Positive] = 32
     optimizer: Literal["sgd", "adam", "adamw"] = "adam"
-    lr: float = 1e-3
-    weight_decay: float = 0.0
+    lr: Annotated[float, Positive] = 1e-3
+    weight_decay: Annotated[float, NonNegative] = 0.0
     bias: bool = True
     spectrum: Literal["eig", "sv"] = "eig"
-    attribution_corruption: float = 0.4
-    early_epoch: int = 2
-    top_k: int = 100
-    direct_checks: int = 10  # examples re-solved by direct eigensolve in the attribution run
+    attribution_corruption: Annotated[float, Rate] = 0.4
+    early_epoch: Annotated[int, Positive] = 2
+    top_k: Annotated[int, Positive] = 100
+    # examples re-solved by direct eigensolve in the attribution run
+    direct_checks: Annotated[int, NonNegative] = 10
     arch_models: tuple[str, ...] = ("smallcnn",)  # at attribution_corruption, first seed
-    arch_epochs: int = 15
+    arch_epochs: Annotated[int, AtLeast(2)] = 15
     human_label_sets: tuple[str, ...] = ()  # CIFAR-10N: aggre, random1, worst
-    synthetic_n: int = 300
+    synthetic_n: Annotated[int, AtLeast(20)] = 300
     # seeded batched crop + flip (+ cutout) of the training batches (memlib.augment); er and
     # the attribution are measured on the un-augmented scatter set in eval mode
     augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
 
     def __post_init__(self):
-        check(all(0 <= c < 1 for c in self.corruptions),
-              f"corruptions must lie in [0, 1), got {self.corruptions}")
-        check(len(self.corruptions) > 0 and len(self.seeds) > 0, "need corruptions and seeds")
+        check_fields(self)
         check(self.attribution_corruption in self.corruptions,
               f"attribution_corruption={self.attribution_corruption} must be one of "
               f"corruptions {self.corruptions}")
-        check(self.n_train >= 0 and self.n_test >= 0, "n_train and n_test must be >= 0")
-        check(self.n_scatter >= 10, f"n_scatter must be >= 10, got {self.n_scatter}")
         check(self.n_train == 0 or self.n_scatter <= self.n_train,
               f"n_scatter={self.n_scatter} exceeds n_train={self.n_train}")
-        check(self.epochs >= 2 and self.arch_epochs >= 2, "need at least 2 epochs")
-        check(1 <= self.early_epoch <= self.epochs,
+        check(self.early_epoch <= self.epochs,
               f"early_epoch must be in 1..epochs, got {self.early_epoch}")
-        check(self.lr > 0 and self.batch_size > 0, "lr and batch_size must be positive")
-        check(self.top_k >= 1 and self.synthetic_n >= 20, "top_k >= 1, synthetic_n >= 20")
         bad = [m for m in self.arch_models if m not in MODEL_NAMES]
         check(not bad, f"unknown model {bad[:1]}; choose from: {', '.join(MODEL_NAMES)}")
         bad = [s for s in self.human_label_sets if s not in HUMAN_SETS]

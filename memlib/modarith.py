@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,18 @@ from torch import Tensor, nn
 
 from memlib.cache import cached, code_version
 from memlib.claims import Claim, Estimate, all_of, any_of, margin, paired
-from memlib.config import check, to_dict
+from memlib.config import (
+    Domain,
+    Fraction,
+    NonEmpty,
+    NonNegative,
+    Positive,
+    Range,
+    Rate,
+    check,
+    check_fields,
+    to_dict,
+)
 from memlib.seed import generator
 from memlib.train import TrainSpec, resolve_device, train
 
@@ -442,70 +453,53 @@ Optimizer = Literal["sgd", "adam", "adamw", "muon"]
 @dataclass(frozen=True)
 class Config:
     # task and model
-    p: int = 59
+    p: Annotated[int, Domain(is_prime, "a prime (the Fourier analysis needs it)")] = 59
     operation: Literal["add", "sub"] = "add"
-    train_fraction: float = 0.8  # the paper's is not stated
+    train_fraction: Annotated[float, Range(0, 1, lo_open=True, hi_open=True)] = 0.8  # not stated
     noise: Literal["wrong", "uniform", "symmetric"] = "wrong"
-    width: int = 513
+    width: Annotated[int, Positive] = 513
     activation: Activation = "relu"
     # main runs: one per (alpha, seed), trained together
-    alphas: tuple[float, ...] = (0.0, 0.2, 0.5, 0.8)
-    seeds: tuple[int, ...] = (0,)
+    alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.5, 0.8)
+    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0,)
     optimizer: Optimizer = "adamw"
-    lr: float = 1e-3
-    weight_decay: float = 0.1
-    epochs: int = 600
-    log_every: int = 50
+    lr: Annotated[float, Positive] = 1e-3
+    weight_decay: Annotated[float, NonNegative] = 0.1
+    epochs: Annotated[int, Positive] = 600
+    log_every: Annotated[int, Positive] = 50
     # analyses
-    eval_activations: tuple[Activation, ...] = ("relu", "quadratic", "abs", "reverse_relu")
-    partition_fractions: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
-    spectra_neurons: int = 48
+    eval_activations: Annotated[tuple[Activation, ...], NonEmpty] = (
+        "relu", "quadratic", "abs", "reverse_relu")
+    partition_fractions: Annotated[tuple[float, ...], NonEmpty, Fraction] = (
+        0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
+    spectra_neurons: Annotated[int, Positive] = 48
     # learning order per optimizer
-    order_alpha: float = 0.5
-    order_epochs: int = 150
-    order_log_every: int = 2
-    order_optimizers: tuple[Optimizer, ...] = ("adamw", "adam", "muon", "sgd")
-    order_lrs: tuple[float, ...] = (1e-3, 1e-3, 0.02, 1.0)
-    order_weight_decays: tuple[float, ...] = (0.1, 0.0, 0.1, 0.0)
+    order_alpha: Annotated[float, Rate] = 0.5
+    order_epochs: Annotated[int, Positive] = 150
+    order_log_every: Annotated[int, Positive] = 2
+    order_optimizers: Annotated[tuple[Optimizer, ...], NonEmpty] = ("adamw", "adam", "muon", "sgd")
+    order_lrs: Annotated[tuple[float, ...], Positive] = (1e-3, 1e-3, 0.02, 1.0)
+    order_weight_decays: Annotated[tuple[float, ...], NonNegative] = (0.1, 0.0, 0.1, 0.0)
     # width sweep (double descent)
-    sweep_widths: tuple[int, ...] = (8, 32, 128)
-    sweep_alphas: tuple[float, ...] = (0.2, 0.5, 0.8)
-    sweep_activations: tuple[Activation, ...] = ("relu", "quadratic", "gelu")
-    sweep_weight_decays: tuple[float, ...] = (0.1, 1.0)
-    sweep_epochs: int = 300
+    sweep_widths: Annotated[tuple[int, ...], NonEmpty, Positive] = (8, 32, 128)
+    sweep_alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.2, 0.5, 0.8)
+    sweep_activations: Annotated[tuple[Activation, ...], NonEmpty] = ("relu", "quadratic", "gelu")
+    sweep_weight_decays: Annotated[tuple[float, ...], NonEmpty, NonNegative] = (0.1, 1.0)
+    sweep_epochs: Annotated[int, Positive] = 300
     # learning order on images: digits always, `image_dataset` when on disk (else its fallback)
-    digits_alphas: tuple[float, ...] = (0.05, 0.2)
-    digits_width: int = 256
-    digits_lr: float = 1e-3
-    digits_epochs: int = 300
+    digits_alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.05, 0.2)
+    digits_width: Annotated[int, Positive] = 256
+    digits_lr: Annotated[float, Positive] = 1e-3
+    digits_epochs: Annotated[int, NonNegative] = 300
     image_dataset: Literal["mnist", "fashion_mnist", "none"] = "mnist"
     image_fallback: Literal["fashion_mnist", "none"] = "fashion_mnist"
-    image_samples: int = 2000
-    image_epochs: int = 100
+    image_samples: Annotated[int, Positive] = 2000
+    image_epochs: Annotated[int, NonNegative] = 100
 
     def __post_init__(self):
-        check(is_prime(self.p), f"p must be a prime (the Fourier analysis needs it), got {self.p}")
-        check(0 < self.train_fraction < 1, f"train_fraction must be in (0, 1), got "
-              f"{self.train_fraction}")
-        for name in ("alphas", "sweep_alphas", "digits_alphas"):
-            values = getattr(self, name)
-            check(len(values) > 0 and all(0 <= a < 1 for a in values),
-                  f"{name} must be non-empty noise rates in [0, 1), got {values}")
-        check(0 <= self.order_alpha < 1, f"order_alpha must be in [0, 1), got {self.order_alpha}")
-        check(len(self.seeds) > 0, "seeds must not be empty")
-        for name in ("width", "epochs", "log_every", "order_epochs", "order_log_every",
-                     "sweep_epochs", "digits_width", "spectra_neurons"):
-            check(getattr(self, name) > 0, f"{name} must be positive, got {getattr(self, name)}")
-        check(self.digits_epochs >= 0 and self.image_epochs >= 0 and self.image_samples > 0,
-              "digits_epochs and image_epochs must be >= 0 and image_samples positive")
-        check(all(w > 0 for w in self.sweep_widths), f"sweep_widths must be positive, got "
-              f"{self.sweep_widths}")
+        check_fields(self)
         check(len(self.order_lrs) == len(self.order_optimizers) == len(self.order_weight_decays),
               "order_optimizers, order_lrs and order_weight_decays must have the same length")
-        check(all(0 < g <= 1 for g in self.partition_fractions),
-              f"partition_fractions must lie in (0, 1], got {self.partition_fractions}")
-        check(self.lr > 0 and self.digits_lr > 0 and all(lr > 0 for lr in self.order_lrs),
-              "learning rates must be positive")
 
 
 def chance(config: Config) -> float:

@@ -6,11 +6,16 @@ Paths never depend on the working directory: papermill runs kernels from elsewhe
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from memlib import DEFAULT_SCALE
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+class NotWritableError(OSError):
+    """A folder memlib must write to is read-only, full or not a folder; one line."""
 
 
 def _env_dir(var: str, default: Path) -> Path:
@@ -48,6 +53,27 @@ def figures_dir(study: str, scale: str = DEFAULT_SCALE) -> Path:
     return root / study if scale == DEFAULT_SCALE else root / scale / study
 
 
+def build_dir(scale: str = DEFAULT_SCALE) -> Path:
+    """Executed notebooks and each run's working folder: $MEMLIB_BUILD/<scale>, else
+    <repo>/build/<scale>."""
+    return _env_dir("MEMLIB_BUILD", ROOT / "build") / scale
+
+
 def claims_report(scale: str = DEFAULT_SCALE) -> Path:
     root = figures_root()
     return (root if scale == DEFAULT_SCALE else root / scale) / "CLAIMS.md"
+
+
+def require_writable(directory: Path, variable: str) -> None:
+    """Raise NotWritableError unless a file can be created in `directory` (made if missing):
+    checked before any work, so a read-only cache stops a run at once, not after hours."""
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=".memlib-probe.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise NotWritableError(
+            f"cannot write to {directory} ({err.strerror or err}); make it writable or set "
+            f"{variable} to a writable folder") from None

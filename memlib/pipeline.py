@@ -4,15 +4,24 @@ jupytext `.py` -> temporary `.ipynb` (kernel python3) -> papermill with the scal
 parameters -> on success the executed notebook lands in build/<scale>/ and the
 figures it wrote (into a staging directory) replace figures/<study>/ together with a
 manifest.json. A failing cell leaves the previous outputs untouched.
+
+Runs of the same notebook may overlap (`make -j`, two terminals, a notebook server beside
+`make figures`): each run works in a folder of its own under build/<scale>/, and publishing
+is one locked swap of whole folders, so the last run to finish wins with its complete set
+of outputs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib
 import json
+import logging
 import os
 import shlex
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -45,28 +54,55 @@ def read_params(path: Path) -> dict[str, Any]:
 def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = None,
                  build_dir: Path | None = None) -> Path:
     """Execute `notebook` at `scale`; return the executed notebook's path."""
+    if scale not in SCALES:
+        raise NotebookError(f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
+    notebook = Path(notebook).resolve()
+    if not notebook.is_file():
+        raise NotebookError(f"no such notebook {notebook}")
+    if params is None:
+        params = read_params(params_file(notebook, scale))
+    build_dir = Path(build_dir or paths.build_dir(scale))
+    build_dir.mkdir(parents=True, exist_ok=True)
+    work, held = _working_folder(build_dir, notebook.stem)
+    sockets = Path(tempfile.mkdtemp(prefix="memlib-kernel-"))  # short: a Unix socket path
+    try:
+        return _execute(notebook, scale, {**params, "scale": scale}, build_dir, work, sockets)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(sockets, ignore_errors=True)
+        os.close(held)
+
+
+def _working_folder(build_dir: Path, stem: str) -> tuple[Path, int]:
+    """A new folder `.<stem>.*.run` of this run's own, locked for as long as the returned
+    descriptor is open; the folders of killed runs (no longer locked) are removed."""
+    for old in build_dir.glob(f".{stem}.*.run"):
+        with contextlib.suppress(OSError):
+            fd = os.open(old, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while its run lives
+                shutil.rmtree(old, ignore_errors=True)
+            finally:
+                os.close(fd)
+    new = Path(tempfile.mkdtemp(prefix=f".{stem}.", suffix=".new", dir=build_dir))
+    fd = os.open(new, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    work = new.with_suffix(".run")  # only locked folders carry the name others clean up
+    os.rename(new, work)
+    return work, fd
+
+
+def _execute(notebook: Path, scale: str, params: dict[str, Any], build_dir: Path, work: Path,
+             sockets: Path) -> Path:
     import jupytext
     import papermill
+    from nbclient.exceptions import DeadKernelError
 
     from memlib.provenance import manifest, write_manifest
     from memlib.train import show_progress
 
-    if scale not in SCALES:
-        raise NotebookError(f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
-    notebook = Path(notebook).resolve()
-    if not notebook.exists():
-        raise NotebookError(f"notebook {notebook} does not exist")
     study = notebook.stem
-    if params is None:
-        params = read_params(params_file(notebook, scale))
-    params = {**params, "scale": scale}
-    build_dir = Path(build_dir or paths.repo_root() / "build" / scale)
-    build_dir.mkdir(parents=True, exist_ok=True)
-    source = build_dir / f".{study}.input.ipynb"
-    executed = build_dir / f".{study}.output.ipynb"
-    staging = build_dir / f".{study}.figures"
-    shutil.rmtree(staging, ignore_errors=True)
-
+    source, executed, staging = work / "input.ipynb", work / "output.ipynb", work / "figures"
     nb = jupytext.read(notebook)
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
@@ -76,17 +112,26 @@ def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = 
     saved_env = {k: os.environ.get(k) for k in ("MEMLIB_FIGURES", "MEMLIB_PROGRESS")}
     os.environ["MEMLIB_FIGURES"] = str(staging)
     os.environ["MEMLIB_PROGRESS"] = "0"  # the kernel inherits this: no bars in saved outputs
+    _quiet_kernel_deaths()
     start = time.time()
     try:
-        papermill.execute_notebook(
-            str(source), str(executed), parameters=params, kernel_name="python3",
-            cwd=str(notebook.parent), progress_bar=progress_bar,
-            log_output=False,
-        )
+        with open(work / "kernel.log", "w") as log:
+            papermill.execute_notebook(
+                str(source), str(executed), parameters=params, kernel_name="python3",
+                cwd=str(notebook.parent), progress_bar=progress_bar,
+                log_output=False, kernel_manager_class=_kernel_manager(sockets, log),
+            )
+    except DeadKernelError:
+        kept = build_dir / f"{study}.kernel.log"
+        shutil.copyfile(work / "kernel.log", kept)
+        raise NotebookError(f"the kernel running {notebook.name} died (out of memory?); "
+                            f"its log is {kept}") from None
     except papermill.PapermillExecutionError as err:
+        if err.ename == "KeyboardInterrupt":  # Ctrl-C reached the kernel too
+            raise KeyboardInterrupt from None
         failed = build_dir / f"{study}.failed.ipynb"
-        os.replace(executed, failed)
-        shutil.rmtree(staging, ignore_errors=True)
+        with _publishing(build_dir):
+            os.replace(executed, failed)
         raise NotebookError(
             f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue} "
             f"(see {failed})"
@@ -97,22 +142,95 @@ def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = 
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-        source.unlink(missing_ok=True)
 
     staged = staging / paths.figures_dir(study, scale).relative_to(paths.figures_root())
-    target = paths.figures_dir(study, scale)
-    staged.mkdir(parents=True, exist_ok=True)
+    if not staged.is_dir():
+        raise NotebookError(f"{notebook.name} ran but saved no figure or table (nothing in "
+                            f"{staged}); the published outputs were left as they were")
     write_manifest(staged, manifest(study, scale, params, time.time() - start))
-    if target.exists():
-        shutil.rmtree(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(staged), str(target))
-    shutil.rmtree(staging, ignore_errors=True)
-    (build_dir / f"{study}.failed.ipynb").unlink(missing_ok=True)
     final = build_dir / f"{study}.ipynb"
-    os.replace(executed, final)
+    with _publishing(build_dir):
+        _swap_in(staged, paths.figures_dir(study, scale))
+        (build_dir / f"{study}.failed.ipynb").unlink(missing_ok=True)
+        os.replace(executed, final)
     return final
 
+
+@contextlib.contextmanager
+def _publishing(build_dir: Path):
+    """One run at a time publishes its outputs: an exclusive lock on the build folder (no
+    lock file to leave behind)."""
+    fd = os.open(build_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _swap_in(staged: Path, target: Path) -> None:
+    """Replace the folder `target` by `staged` whole: move it next to the target (same file
+    system), then two renames. Call it holding the publishing lock."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in target.parent.glob(f".{target.name}.*.publish"):  # of a killed run
+        if not target.exists() and (leftover / "old").is_dir():
+            os.rename(leftover / "old", target)
+        shutil.rmtree(leftover, ignore_errors=True)
+    swap = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".publish",
+                                 dir=target.parent))
+    try:
+        shutil.move(str(staged), str(swap / "new"))
+        if target.exists():
+            os.rename(target, swap / "old")
+        os.rename(swap / "new", target)
+    finally:
+        shutil.rmtree(swap, ignore_errors=True)
+
+
+def _kernel_manager(sockets: Path, log):
+    """A kernel manager whose kernel listens on Unix sockets in the private folder `sockets`,
+    not on TCP ports (nothing on the network to eavesdrop on, no clash between overlapping
+    runs, no "Kernel is running over TCP without encryption" warning on every run), and
+    whose own stdout and stderr, the kernel's log rather than the cells' outputs, go to the
+    file `log` instead of the terminal."""
+    from jupyter_client import AsyncKernelManager
+    from traitlets import default
+
+    class Manager(AsyncKernelManager):
+        @default("transport")
+        def _default_transport(self):
+            return "ipc"
+
+        @default("ip")
+        def _default_ip(self):
+            return str(sockets / "kernel")
+
+        @default("connection_file")  # with its key, removed with the folder, come what may
+        def _default_connection_file(self):
+            return str(sockets / "kernel.json")
+
+        async def start_kernel(self, **kwargs):
+            return await super().start_kernel(**{"stdout": log, "stderr": log, **kwargs})
+
+    return Manager
+
+
+class _KernelDeathReported(logging.Filter):
+    """run_notebook reports a dead kernel itself in one line (Ctrl-C included): drop the
+    multi-line echoes papermill and asyncio would print of it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        error = record.exc_info[1] if record.exc_info else None
+        return not ("Kernel died" in text or "DeadKernelError" in text
+                    or type(error).__name__ == "DeadKernelError")
+
+
+def _quiet_kernel_deaths() -> None:
+    for name in ("papermill", "asyncio"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _KernelDeathReported) for f in logger.filters):
+            logger.addFilter(_KernelDeathReported())
 
 
 def preset_config(study: str, scale: str):
@@ -135,6 +253,16 @@ def run_command(study: str, config, scale: str) -> str:
     return " ".join([launcher, "-m memlib run", study, "--scale", scale, *sets])
 
 
+def one_cpu_thread() -> None:
+    """Below full scale memlib computes on one CPU thread: the models are small, two threads on
+    two shared cores ran several times slower than one (waiting for each other), and the
+    results then do not depend on the machine's core count (the order of floating-point sums
+    is the same everywhere), so a fresh clone elsewhere reproduces them bit for bit."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def study_results(study: str, config, scale: str) -> dict:
     """What a notebook calls for its results: `memlib.<study>.run(config)`.
 
@@ -146,6 +274,7 @@ def study_results(study: str, config, scale: str) -> dict:
 
     run = importlib.import_module(f"memlib.{study}").run
     if scale != "full":
+        one_cpu_thread()
         return run(config)
     with only_cached(run_command(study, config, scale)):
         return run(config)

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -35,7 +35,15 @@ from memlib import paths
 from memlib import train as training
 from memlib.cache import cached, code_version
 from memlib.claims import Claim, Estimate, all_of, any_of, margin, paired
-from memlib.config import check
+from memlib.config import (
+    NonEmpty,
+    NonNegative,
+    Positive,
+    Range,
+    Rate,
+    check,
+    check_fields,
+)
 from memlib.seed import generator
 
 DATASETS = ("fashion_mnist", "mnist")
@@ -68,70 +76,58 @@ _NER_TAG = re.compile(r"O|[BI]-\S+")
 
 @dataclass(frozen=True)
 class Config:
-    datasets: tuple[str, ...] = ("fashion_mnist",)
+    datasets: Annotated[tuple[str, ...], NonEmpty] = ("fashion_mnist",)
     pair_choice: Literal["authors", "ssim"] = "authors"
-    width: int = 64
+    width: Annotated[int, Positive] = 64
     activation: Literal["relu", "tanh", "sigmoid"] = "relu"
-    epochs: int = 10
-    batch_size: int = 128
-    lr: float = 0.01
-    runs: int = 5
-    train_per_class: int | None = None  # None: every training image of the two classes
+    epochs: Annotated[int, Positive] = 10
+    batch_size: Annotated[int, Positive] = 128
+    lr: Annotated[float, Positive] = 0.01
+    runs: Annotated[int, Positive] = 5
+    # None: every training image of the two classes
+    train_per_class: Annotated[int | None, Positive] = None
     reinit_biases: bool = False  # the authors' scripts reload weights only
     fold_below_chance: bool = False  # report acc < 50% as 100 - acc, as the authors do
-    eval_batch_size: int = 500  # noise is redrawn for every evaluation batch
-    prune_levels: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(20))
-    noise_log2_levels: tuple[float, ...] = tuple(float(k) for k in range(-10, 1))
-    flip_levels: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(11))
-    null_draws: int = 10
-    null_prune_levels: tuple[float, ...] = (0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-    curveball_trades: int = 5  # trades per row of a layer
-    ssim_pairs: int = 200  # random image pairs per ordered class pair
-    heatmap_classes: int = 10  # the heatmaps cover every pair of the first k classes
-    heatmap_runs: int = 3
-    heatmap_epochs: int = 5
-    heatmap_train_per_class: int | None = 2000
-    heatmap_null_draws: int = 3
-    standin_train: int = 12000
-    standin_test: int = 2000
-    standin_epochs: int = 4
-    standin_prune_levels: tuple[float, ...] = (0.5, 0.9)
-    standin_noise_levels: tuple[float, ...] = (0.5, 1.0, 2.0)
-    standin_flip_levels: tuple[float, ...] = (0.1, 0.3)
+    # noise is redrawn for every evaluation batch
+    eval_batch_size: Annotated[int, Positive] = 500
+    prune_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = tuple(
+        round(0.05 * i, 2) for i in range(20))
+    noise_log2_levels: Annotated[tuple[float, ...], NonEmpty, Range(hi=4)] = tuple(
+        float(k) for k in range(-10, 1))
+    flip_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = tuple(
+        round(0.05 * i, 2) for i in range(11))
+    null_draws: Annotated[int, Positive] = 10
+    null_prune_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = (
+        0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    curveball_trades: Annotated[int, Positive] = 5  # trades per row of a layer
+    ssim_pairs: Annotated[int, Positive] = 200  # random image pairs per ordered class pair
+    # the heatmaps cover every pair of the first k classes
+    heatmap_classes: Annotated[int, Range(3, 10)] = 10
+    heatmap_runs: Annotated[int, Positive] = 3
+    heatmap_epochs: Annotated[int, Positive] = 5
+    heatmap_train_per_class: Annotated[int | None, Positive] = 2000
+    heatmap_null_draws: Annotated[int, Positive] = 3
+    standin_train: Annotated[int, Positive] = 12000
+    standin_test: Annotated[int, Positive] = 2000
+    standin_epochs: Annotated[int, NonNegative] = 4
+    standin_prune_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.5, 0.9)
+    standin_noise_levels: Annotated[tuple[float, ...], Positive] = (0.5, 1.0, 2.0)
+    standin_flip_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.3)
     distilbert: bool = False
     # a hub id or a folder written by save_pretrained; a folder of that name (or of the id's
     # last part, models/distilbert-NER) under $MEMLIB_DATA/models is used first when present
     distilbert_model: str = DISTILBERT
-    distilbert_sentences: int | None = None  # None: the whole CoNLL-2003 test split
-    seed: int = 0
+    # None: the whole CoNLL-2003 test split
+    distilbert_sentences: Annotated[int | None, Positive] = None
+    seed: Annotated[int, NonNegative] = 0
 
     def __post_init__(self):
+        check_fields(self)
         for name in self.datasets:
             check(name in DATASETS,
                   f"unknown dataset {name!r}; choose from: {', '.join(DATASETS)}")
-        check(len(self.datasets) > 0, "datasets must name at least one dataset")
-        for field in ("width", "epochs", "batch_size", "runs", "eval_batch_size", "null_draws",
-                      "ssim_pairs", "heatmap_runs", "heatmap_epochs", "heatmap_null_draws",
-                      "standin_train", "standin_test", "curveball_trades"):
-            check(getattr(self, field) >= 1, f"{field} must be >= 1, got {getattr(self, field)}")
-        check(3 <= self.heatmap_classes <= 10,
-              f"heatmap_classes must be in 3..10, got {self.heatmap_classes}")
-        check(self.standin_epochs >= 0, f"standin_epochs must be >= 0, got {self.standin_epochs}")
-        check(self.lr > 0, f"lr must be positive, got {self.lr}")
-        for field in ("prune_levels", "flip_levels", "null_prune_levels", "standin_prune_levels",
-                      "standin_flip_levels"):
-            levels = getattr(self, field)
-            check(len(levels) > 0 and all(0 <= v < 1 for v in levels),
-                  f"{field} must be non-empty fractions in [0, 1), got {levels}")
         check(0.0 in self.prune_levels and 0.0 in self.flip_levels,
               "prune_levels and flip_levels must include 0.0 (the unprobed reference)")
-        check(len(self.noise_log2_levels) > 0 and all(v <= 4 for v in self.noise_log2_levels),
-              f"noise_log2_levels must be non-empty exponents <= 4, got {self.noise_log2_levels}")
-        check(all(v > 0 for v in self.standin_noise_levels),
-              f"standin_noise_levels must be positive, got {self.standin_noise_levels}")
-        for field in ("train_per_class", "heatmap_train_per_class", "distilbert_sentences"):
-            value = getattr(self, field)
-            check(value is None or value >= 1, f"{field} must be >= 1 or None, got {value}")
 
 
 # --- probes on one tensor ----------------------------------------------------------------

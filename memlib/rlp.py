@@ -17,7 +17,7 @@ import math
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import pandas as pd
 import torch
@@ -28,8 +28,19 @@ from torch import nn
 from memlib import data as datasets
 from memlib import distributed, imagenet
 from memlib.cache import cached, code_version
-from memlib.claims import Claim
-from memlib.config import check
+from memlib.claims import Claim, Estimate, estimates, paired
+from memlib.config import (
+    AtLeast,
+    Domain,
+    Fraction,
+    MinLength,
+    NonEmpty,
+    NonNegative,
+    Positive,
+    Rate,
+    check,
+    check_fields,
+)
 from memlib.models import MODELS, build, pool, taps
 from memlib.seed import generator, seed_everything
 from memlib.train import (
@@ -86,15 +97,51 @@ def make_head(in_features: int, n_random: int, hidden: int = 0) -> nn.Module:
                          nn.Linear(hidden, n_random))
 
 
-class RLPHeads(nn.ModuleDict):
-    """One head per probed layer name (module names may contain dots, keys may not)."""
+class RandomProjection(nn.Module):
+    """A fixed Gaussian map from `d` to `k` dimensions (scaled by 1/sqrt(k), so norms are
+    kept on average), stored as a buffer: never trained, never decayed."""
 
-    def __init__(self, dims: dict[str, int], n_random: int, hidden: int = 0):
-        super().__init__({_key(n): make_head(d, n_random, hidden) for n, d in dims.items()})
+    def __init__(self, d: int, k: int, seed: int):
+        super().__init__()
+        weight = torch.randn(k, d, generator=generator(seed)) / math.sqrt(k)
+        self.register_buffer("weight", weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.weight.T
+
+
+PROJECTED = "proj__"
+
+
+class RLPHeads(nn.ModuleDict):
+    """One head per probed layer name (module names may contain dots, keys may not).
+
+    With `project` > 0 every layer also gets a capacity-matched control head, which reads
+    the layer through a fixed random projection to `project` dimensions: the same number of
+    head parameters at every layer, so a trend over depth cannot come from layer width.
+    Control heads are never regularized.
+    """
+
+    def __init__(self, dims: dict[str, int], n_random: int, hidden: int = 0,
+                 project: int = 0, seed: int = 0):
+        heads = {_key(n): make_head(d, n_random, hidden) for n, d in dims.items()}
+        if project > 0:
+            heads.update({PROJECTED + _key(n): nn.Sequential(
+                RandomProjection(d, project, seed + i), make_head(project, n_random, hidden))
+                for i, (n, d) in enumerate(dims.items())})
+        super().__init__(heads)
         self.layers = tuple(dims)
+        self.project = project
 
     def head(self, layer: str) -> nn.Module:
         return self[_key(layer)]
+
+    def probes(self) -> list[tuple[str, str, nn.Module]]:
+        """(metric, layer, head) of every head: rlp_<layer>, then rlpproj_<layer>."""
+        out = [(f"rlp_{n}", n, self.head(n)) for n in self.layers]
+        if self.project > 0:
+            out += [(f"rlpproj_{n}", n, self[PROJECTED + _key(n)]) for n in self.layers]
+        return out
 
 
 def _key(layer: str) -> str:
@@ -120,10 +167,10 @@ def rlp_losses(features: dict[str, torch.Tensor], heads: RLPHeads, r: torch.Tens
     detached parameters (functional_call): only the extractor learns from it.
     """
     l_rnd = l_reg = features[heads.layers[0]].new_zeros(())
-    for layer in heads.layers:
-        head, f = heads.head(layer), pool(features[layer])
+    for metric, layer, head in heads.probes():
+        f = pool(features[layer])
         l_rnd = l_rnd + F.cross_entropy(head(f.detach()), r)
-        if layer in reg_layers:
+        if layer in reg_layers and metric == f"rlp_{layer}":
             frozen = {k: v.detach() for k, v in head.named_parameters()}
             l_reg = l_reg + rlp_penalty(torch.func.functional_call(head, frozen, (f,)), r)
     return l_rnd, l_reg
@@ -191,23 +238,24 @@ def measure(model: nn.Module, heads: RLPHeads | None, data: EvalData,
     """Eval-mode accuracy and mean cross-entropy on `data` and, with `heads`, each head's
     accuracy on the random labels `random[idx]`. Sums are all-reduced over ranks."""
     layers = heads.layers if heads is not None else ()
+    probes = heads.probes() if heads is not None else []
     was_training = model.training
     model.eval()
     device = _device(model)
-    sums = torch.zeros(3 + len(layers), dtype=torch.float64, device=device)
+    sums = torch.zeros(3 + len(probes), dtype=torch.float64, device=device)
     for batch in eval_batches(data, batch_size):
         x, y, idx = to_device(batch, device)
         with taps(model, layers) as outs:
             logits = model(x)
-        hits = [(heads.head(name)(pool(outs[name])).argmax(1) == random[idx]).sum()
-                for name in layers]
+        hits = [(head(pool(outs[layer])).argmax(1) == random[idx]).sum()
+                for _, layer, head in probes]
         sums += torch.stack([(logits.argmax(1) == y).sum(), torch.tensor(len(y), device=device),
                              F.cross_entropy(logits.float(), y, reduction="sum"), *hits])
     model.train(was_training)
     correct, n, loss, *hits = distributed.all_sum(sums.tolist())
     n = max(1.0, n)
     return {"acc": correct / n, "loss": loss / n,
-            **{f"rlp_{layer}": h / n for layer, h in zip(layers, hits, strict=True)}}
+            **{metric: h / n for (metric, _, _), h in zip(probes, hits, strict=True)}}
 
 
 @torch.no_grad()
@@ -225,6 +273,23 @@ def pooled_features(model: nn.Module, data: EvalData, layers: Sequence[str],
             parts[n].append(pool(outs[n]))
     model.train(was_training)
     return {n: torch.cat(p) for n, p in parts.items()}
+
+
+def class_variance_ratio(features: torch.Tensor, labels: torch.Tensor) -> float:
+    """tr(Σ_within) / tr(Σ_between) of `features` grouped by `labels` (float64).
+
+    Small values mean each class has collapsed toward its mean (neural collapse): what is
+    left to tell samples of a class apart, and hence to predict their random labels, is small
+    compared with what tells the classes apart.
+    """
+    f = features.double().flatten(1)
+    classes = labels.unique()
+    means = torch.stack([f[labels == c].mean(0) for c in classes])
+    within = sum(((f[labels == c] - m) ** 2).sum() for c, m in zip(classes, means,
+                                                                     strict=True))
+    counts = torch.stack([(labels == c).sum() for c in classes]).double()
+    between = (counts[:, None] * (means - f.mean(0)) ** 2).sum()
+    return float(within / between) if between > 0 else math.inf
 
 
 @torch.no_grad()
@@ -252,45 +317,56 @@ def per_class_accuracy(model: nn.Module, data: EvalData, num_classes: int,
 class Config:
     dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "digits", "imagenet",
                      "imagenet_lt"] = "fashion_mnist"
-    train_samples: int | None = 4000  # class-stratified subset of the train split; None: all
-    test_samples: int | None = 2000
+    # class-stratified subset of the train split; None: all
+    train_samples: Annotated[int | None, AtLeast(20)] = 4000
+    test_samples: Annotated[int | None, AtLeast(10)] = 2000
     # train accuracy and RLP accuracy on a fixed class-stratified subset of the training
     # samples (None: all of them); an estimate that spares ImageNet a second pass per epoch
-    measure_samples: int | None = None
+    measure_samples: Annotated[int | None, AtLeast(10)] = None
     model: str = "mlp"  # the default model of every sweep
-    widths: tuple[int, ...] = (128, 128, 128, 128)  # MLP hidden widths
-    cnn_channels: tuple[int, ...] = (16, 32, 64)  # SmallCNN
-    wrn_depth: int = 16
-    wrn_width: int = 4
-    vit_depth: int | None = None  # blocks of every ViT; None: the named model's own
-    layer_models: tuple[str, ...] = ("mlp", "smallcnn", "vit_tiny")  # experiment 1
-    layer_model_epochs: int = 8  # epochs for layer_models other than `model`
-    n_random: int | None = None  # None: the number of classes
-    head_hidden: int = 0  # 0: linear heads
-    head_lr: float | None = 1e-2  # None: lr
-    epochs: int = 20
-    batch_size: int = 128
+    widths: Annotated[tuple[int, ...], MinLength(2), Positive] = (128, 128, 128, 128)  # MLP
+    cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive] = (16, 32, 64)  # SmallCNN
+    wrn_depth: Annotated[int, Domain(lambda d: d >= 10 and (d - 4) % 6 == 0,
+                                     "6n + 4 with n >= 1 (10, 16, 22, 28...)")] = 16
+    wrn_width: Annotated[int, Positive] = 4
+    vit_depth: Annotated[int | None, Positive] = None  # blocks of every ViT; None: the model's
+    layer_models: Annotated[tuple[str, ...], NonEmpty] = ("mlp", "smallcnn", "vit_tiny")
+    layer_model_epochs: Annotated[int, Positive] = 8  # epochs for layer_models other than model
+    n_random: Annotated[int | None, AtLeast(2)] = None  # None: the number of classes
+    head_hidden: Annotated[int, NonNegative] = 0  # 0: linear heads
+    # > 0: also a capacity-matched control head per layer, reading it through a fixed random
+    # projection to this many dimensions (rlpproj_<layer>)
+    head_project: Annotated[int, NonNegative] = 0
+    head_lr: Annotated[float | None, Positive] = 1e-2  # None: lr
+    epochs: Annotated[int, Positive] = 20
+    # epochs between measurements of train/test/RLP accuracy (and always the last)
+    measure_every: Annotated[int, Positive] = 1
+    batch_size: Annotated[int, Positive] = 128
     optimizer: Literal["sgd", "adam", "adamw", "muon"] = "adam"
-    lr: float = 2e-3
-    momentum: float = 0.9
-    weight_decay: float = 0.0  # extractor and task head only; RLP heads never decay
+    lr: Annotated[float, Positive] = 2e-3
+    momentum: Annotated[float, Rate] = 0.9
+    weight_decay: Annotated[float, NonNegative] = 0.0  # extractor and task head; RLP heads never
     schedule: Literal["constant", "cosine", "warmup_cosine"] = "constant"
-    warmup_epochs: float = 0.0
-    dropouts: tuple[float, ...] = (0.1, 0.3, 0.5)
-    weight_decays: tuple[float, ...] = (1e-4, 1e-3, 1e-2)
-    label_smoothings: tuple[float, ...] = (0.1, 0.2, 0.3)
-    lambdas: tuple[float, ...] = (1.0, 10.0, 100.0)  # λ > 0 of the sweep (λ = 0 always runs)
-    fractions: tuple[float, ...] = (0.1, 0.3, 1.0)  # of train_samples
-    long_tail_ratio: float = 10.0  # largest / smallest class size
-    noise_rates: tuple[float, ...] = (0.2, 0.4)
-    noise_lambdas: tuple[float, ...] = (1.0, 10.0)
-    seeds: tuple[int, ...] = (0, 1, 2)  # noise experiment only; the rest use seeds[0]
-    label_seed: int = 12345
-    data_seed: int = 0
+    warmup_epochs: Annotated[float, NonNegative] = 0.0
+    dropouts: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.3, 0.5)
+    weight_decays: Annotated[tuple[float, ...], NonEmpty, NonNegative] = (1e-4, 1e-3, 1e-2)
+    label_smoothings: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.2, 0.3)
+    # λ > 0 of the sweep (λ = 0 always runs)
+    lambdas: Annotated[tuple[float, ...], NonEmpty, Positive] = (1.0, 10.0, 100.0)
+    fractions: Annotated[tuple[float, ...], NonEmpty, Fraction] = (0.1, 0.3, 1.0)  # of train
+    long_tail_ratio: Annotated[float, AtLeast(1)] = 10.0  # largest / smallest class size
+    # label-noise rate of the default setting (every experiment but the noise sweep)
+    noise: Annotated[float, Rate] = 0.0
+    noise_rates: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.2, 0.4)
+    noise_lambdas: Annotated[tuple[float, ...], NonEmpty, Positive] = (1.0, 10.0)
+    # every condition runs once per seed
+    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0, 1, 2)
+    label_seed: Annotated[int, NonNegative] = 12345
+    data_seed: Annotated[int, NonNegative] = 0
     device: str = "cpu"  # "cpu", "cuda", "cuda:N" or "auto" (cuda when available)
     # image folders (imagenet, imagenet_lt) only: the crop size and DataLoader worker processes
-    image_size: int = 224
-    workers: int = 8
+    image_size: Annotated[int, AtLeast(8)] = 224
+    workers: Annotated[int, NonNegative] = 8
     precision: Literal["fp32", "bf16"] = "fp32"  # bf16: autocast the training forward pass
     channels_last: bool = False  # NHWC convolutions (GPUs)
     # in-memory images: seeded batched crop + flip, + cutout (memlib.augment); image folders
@@ -298,6 +374,7 @@ class Config:
     augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
 
     def __post_init__(self):
+        check_fields(self)
         check(self.device in ("cpu", "auto") or self.device.startswith("cuda"),
               f"device={self.device!r} is not valid; choose cpu, cuda, cuda:N or auto")
         for name in (self.model, *self.layer_models):
@@ -305,38 +382,6 @@ class Config:
                   f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
         check(self.model in self.layer_models,
               f"layer_models {self.layer_models} must include model {self.model!r}")
-        check(self.train_samples is None or self.train_samples >= 20,
-              f"train_samples must be >= 20 or None, got {self.train_samples}")
-        check(self.test_samples is None or self.test_samples >= 10,
-              f"test_samples must be >= 10 or None, got {self.test_samples}")
-        check(self.measure_samples is None or self.measure_samples >= 10,
-              f"measure_samples must be >= 10 or None, got {self.measure_samples}")
-        check(self.vit_depth is None or self.vit_depth >= 1,
-              f"vit_depth must be >= 1 or None, got {self.vit_depth}")
-        check(self.image_size >= 8 and self.workers >= 0,
-              f"image_size must be >= 8 and workers >= 0, got {self.image_size}, {self.workers}")
-        check(self.n_random is None or self.n_random >= 2,
-              f"n_random must be >= 2 or None, got {self.n_random}")
-        check(self.epochs >= 1 and self.layer_model_epochs >= 1, "epochs must be >= 1")
-        check(self.batch_size >= 1, f"batch_size must be >= 1, got {self.batch_size}")
-        check(self.lr > 0, f"lr must be positive, got {self.lr}")
-        check(len(self.widths) >= 2, f"the MLP needs >= 2 hidden layers, got {self.widths}")
-        check(all(0 <= p < 1 for p in self.dropouts),
-              f"dropouts must be in [0, 1), got {self.dropouts}")
-        check(all(w >= 0 for w in self.weight_decays), "weight_decays must be >= 0")
-        check(all(0 <= s < 1 for s in self.label_smoothings),
-              f"label_smoothings must be in [0, 1): {self.label_smoothings}")
-        for name in ("dropouts", "weight_decays", "label_smoothings", "lambdas", "fractions",
-                     "noise_rates", "noise_lambdas", "seeds"):
-            check(len(getattr(self, name)) >= 1, f"{name} must not be empty")
-        check(all(lam > 0 for lam in self.lambdas + self.noise_lambdas),
-              "lambdas and noise_lambdas hold the λ > 0 values; λ = 0 always runs")
-        check(all(0 < f <= 1 for f in self.fractions),
-              f"fractions must be in (0, 1], got {self.fractions}")
-        check(self.long_tail_ratio >= 1,
-              f"long_tail_ratio must be >= 1, got {self.long_tail_ratio}")
-        check(all(0 <= r < 1 for r in self.noise_rates),
-              f"noise rates must be in [0, 1), got {self.noise_rates}")
 
 
 @dataclass(frozen=True)
@@ -380,6 +425,8 @@ class RunSpec:
     long_tail_ratio: float = 1.0  # 1: no long tail
     noise: float = 0.0
     seed: int = 0
+    head_project: int = 0
+    measure_every: int = 1
 
 
 def spec(config: Config, **overrides) -> RunSpec:
@@ -518,21 +565,29 @@ def train_spec(s: RunSpec, heads: bool = False) -> TrainSpec:
                      augment=s.augment if s.dataset not in FOLDER_DATASETS else "none")
 
 
+def make_heads(s: RunSpec, model: nn.Module, layers: Sequence[str], d: dict) -> RLPHeads:
+    """The run's heads, on its device; the control heads' projections depend only on the
+    label seed, so trained and frozen-init runs read their layers through the same ones."""
+    dims = feature_dims(model, layers, d["example"].to(d["device"]))
+    return RLPHeads(dims, d["n_random"], s.head_hidden, s.head_project,
+                    seed=s.label_seed).to(d["device"])
+
+
 def train_run(s: RunSpec) -> dict:
     """Train model + RLP heads; history has train/test accuracy and rlp_<layer> per epoch."""
     d = load_data(s)
     seed_everything(s.seed)
     model, layers = make_model(s, d["num_classes"], tuple(d["example"].shape[1:]))
     model.to(d["device"])
-    heads = RLPHeads(feature_dims(model, layers, d["example"].to(d["device"])), d["n_random"],
-                     s.head_hidden)
-    heads.to(d["device"])
+    heads = make_heads(s, model, layers, d)
     reg_layers = layers[-1:] if s.regularize == "last" else layers
     ts = train_spec(s)
     optimizers = (make_optimizers(model.parameters(), ts)
                   + make_optimizers(heads.parameters(), train_spec(s, heads=True)))
 
     def record(state) -> None:
+        if state.epoch % s.measure_every and state.epoch != s.epochs:
+            return  # measuring every epoch would cost as much as training
         test = measure(model, None, d["test"])
         state.row.update(test_acc=test["acc"], test_loss=test["loss"])
         train_scores = measure(model, heads, d["train_eval"], d["random"])
@@ -543,13 +598,33 @@ def train_run(s: RunSpec) -> dict:
     history = train(model, d["train"], ts,
                     step=rlp_step(heads, d["random"], s.lam, reg_layers, s.label_smoothing),
                     optimizers=optimizers, callbacks=[record], desc=f"{s.model} λ={s.lam:g}")
+    history = history[history["train_acc"].notna()].reset_index(drop=True)
     history["clean_train_acc"] = measure(model, None, d["clean_eval"])["acc"]
     return {"history": history, "layers": list(layers), "n_random": d["n_random"],
+            **final_statistics(model, layers, d),
             "class_acc": per_class_accuracy(model, d["test"], d["num_classes"]),
             "class_counts": torch.bincount(d["y"].cpu(), minlength=d["num_classes"]).tolist()}
 
 
-def frozen_baseline(s: RunSpec) -> pd.DataFrame:
+def final_statistics(model: nn.Module, layers: Sequence[str], d: dict) -> dict:
+    """The trained model's fit of its flipped (noisy) labels, and each layer's within- to
+    between-class variance ratio (clean labels) on the measured training samples; None for
+    image folders, whose features are not held in memory."""
+    if not isinstance(d["clean_eval"], tuple):
+        return {"noisy_fit": None, "collapse": None}
+    x, y, *rest = d["train_eval"]
+    clean = d["clean_eval"][1]
+    flipped = y != clean
+    noisy_fit = measure(model, None, (x[flipped], y[flipped]))["acc"] if flipped.any() else None
+    return {"noisy_fit": noisy_fit, "collapse": layer_collapse(model, layers, (x, clean))}
+
+
+def layer_collapse(model: nn.Module, layers: Sequence[str], data: tuple) -> dict[str, float]:
+    feats = pooled_features(model, data, layers)
+    return {n: class_variance_ratio(feats[n].cpu(), data[1].cpu()) for n in layers}
+
+
+def frozen_baseline(s: RunSpec) -> dict:
     """Per-epoch RLP accuracy (columns rlp_<layer>) of heads trained with the same optimizer,
     epochs and batch size on the untrained extractor's eval-mode features: what a head
     memorizes by itself."""
@@ -563,24 +638,27 @@ def frozen_baseline(s: RunSpec) -> pd.DataFrame:
     # the features are fixed: bf16 and channels_last would gain nothing for linear heads
     head_spec = dataclasses.replace(train_spec(s, heads=True), label_smoothing=0.0,
                                     precision="fp32", channels_last=False, augment="none")
+    heads = make_heads(s, model, layers, d)
     history = pd.DataFrame({"epoch": range(s.epochs + 1)})
     for group in groups:
         feats = pooled_features(model, d["features"], group)
-        for layer in group:
+        for metric, layer, head in heads.probes():
+            if layer not in group:
+                continue
             seed_everything(s.seed)
-            head = make_head(feats[layer].shape[1], d["n_random"], s.head_hidden)
-            h = train(head.to(d["device"]), TensorBatches(feats[layer], d["random"],
-                                                          s.batch_size, s.seed),
+            h = train(head, TensorBatches(feats[layer], d["random"], s.batch_size, s.seed),
                       head_spec, eval_sets={"random": (feats[layer], d["random"])})
-            history[f"rlp_{layer}"] = h["random_acc"].to_numpy()
-    return history
+            history[metric] = h["random_acc"].to_numpy()
+    collapse = (layer_collapse(model, layers, (d["clean_eval"][0], d["clean_eval"][1]))
+                if isinstance(d["clean_eval"], tuple) else None)
+    return {"history": history, "collapse": collapse}
 
 
 def cached_run(s: RunSpec) -> dict:
     return cached("rlp_run", s, lambda: train_run(s), code=_code())
 
 
-def cached_frozen(s: RunSpec) -> pd.DataFrame:
+def cached_frozen(s: RunSpec) -> dict:
     return cached("rlp_frozen", s, lambda: frozen_baseline(s), code=_code())
 
 
@@ -593,8 +671,11 @@ def final_row(result: dict, **labels) -> dict:
 
 def layer_rows(result: dict, **labels) -> list[dict]:
     last = result["history"].iloc[-1]
+    collapse = result.get("collapse") or {}
     return [{**labels, "layer": n, "depth": i + 1, "rlp_acc": last[f"rlp_{n}"],
-             "train_acc": last["train_acc"], "test_acc": last["test_acc"]}
+             "train_acc": last["train_acc"], "test_acc": last["test_acc"],
+             "proj_acc": last.get(f"rlpproj_{n}", math.nan),
+             "collapse": collapse.get(n, math.nan)}
             for i, n in enumerate(result["layers"])]
 
 
@@ -602,44 +683,58 @@ def layer_rows(result: dict, **labels) -> list[dict]:
 
 
 def run(config: Config) -> dict:
-    """All six experiments; every training run is cached. Returns tidy DataFrames."""
-    base = cached_run(spec(config))
-    layers = base["layers"]
-    chance = 1 / base["n_random"]
-    out = {"chance": chance, "layers": layers, "last_layer": layers[-1]}
+    """All six experiments, every condition over `config.seeds`; every training run is
+    cached. Returns tidy DataFrames with a `seed` column."""
+    seeds = config.seeds
+    base = {seed: cached_run(spec(config, seed=seed)) for seed in seeds}
+    first = base[seeds[0]]
+    layers = first["layers"]
+    out = {"chance": 1 / first["n_random"], "layers": layers, "last_layer": layers[-1],
+           "noise_rate": config.noise}
 
-    # 1. layer-wise RLP accuracy vs depth, with the frozen-initialisation baseline
-    rows = []
+    # 1. layer-wise RLP accuracy vs depth, with the frozen-initialisation baseline, and how
+    # well each model fitted its (noisy) labels
+    rows, fit = [], []
     for name in config.layer_models:
-        s = spec(config, model=name)
-        result, frozen = cached_run(s), cached_frozen(s).iloc[-1]
-        for row in layer_rows(result, model=name):
-            rows.append({**row, "frozen_acc": frozen[f"rlp_{row['layer']}"]})
-    out["layerwise"] = pd.DataFrame(rows)
+        for seed in seeds:
+            s = spec(config, model=name, seed=seed)
+            result, frozen = cached_run(s), cached_frozen(s)
+            fit.append({"model": name, "seed": seed,
+                        "train_acc": result["history"]["train_acc"].iloc[-1],
+                        "clean_train_acc": result["history"]["clean_train_acc"].iloc[-1],
+                        "noisy_fit": result["noisy_fit"]})
+            last = frozen["history"].iloc[-1]
+            for row in layer_rows(result, model=name, seed=seed):
+                n = row["layer"]
+                rows.append({**row, "frozen_acc": last[f"rlp_{n}"],
+                             "frozen_proj_acc": last.get(f"rlpproj_{n}", math.nan),
+                             "frozen_collapse": (frozen["collapse"] or {}).get(n, math.nan)})
+    out["layerwise"], out["fit"] = pd.DataFrame(rows), pd.DataFrame(fit)
 
     # 2. temporal evolution of the default model, beside the frozen heads' own progress
-    out["history"] = base["history"]
-    out["frozen_history"] = cached_frozen(spec(config))
+    out["history"] = first["history"]
+    out["frozen_history"] = cached_frozen(spec(config))["history"]
 
     # 3. standard regularizers, one at a time
-    rows = [final_row(base, regularizer="none", strength=0.0)]
+    rows = [final_row(r, regularizer="none", strength=0.0, seed=seed) for seed, r in base.items()]
     for kind, values, field in (("dropout", config.dropouts, "dropout"),
                                 ("weight_decay", config.weight_decays, "weight_decay"),
                                 ("label_smoothing", config.label_smoothings, "label_smoothing")):
         for v in values:
-            rows.append(final_row(cached_run(spec(config, **{field: v})),
-                                  regularizer=kind, strength=v))
+            for seed in seeds:
+                rows.append(final_row(cached_run(spec(config, seed=seed, **{field: v})),
+                                      regularizer=kind, strength=v, seed=seed))
     out["regularizers"] = pd.DataFrame(rows)
 
     # 4. the RLP regularizer: λ sweep, last layer only vs all probed layers
     rows, lrows = [], []
     for where in REGULARIZED:
-        rows.append(final_row(base, regularize=where, lam=0.0))
-        lrows += layer_rows(base, regularize=where, lam=0.0)
-        for lam in config.lambdas:
-            result = cached_run(spec(config, lam=lam, regularize=where))
-            rows.append(final_row(result, regularize=where, lam=lam))
-            lrows += layer_rows(result, regularize=where, lam=lam)
+        for lam in (0.0, *config.lambdas):
+            for seed in seeds:
+                result = (base[seed] if lam == 0 else
+                          cached_run(spec(config, lam=lam, regularize=where, seed=seed)))
+                rows.append(final_row(result, regularize=where, lam=lam, seed=seed))
+                lrows += layer_rows(result, regularize=where, lam=lam, seed=seed)
     out["lambda_sweep"], out["lambda_layers"] = pd.DataFrame(rows), pd.DataFrame(lrows)
     best = best_lambda(out["lambda_sweep"])
     out["best_lambda"] = best
@@ -648,57 +743,67 @@ def run(config: Config) -> dict:
     rows = []
     for fraction in config.fractions:
         for lam in (0.0, best):
-            result = cached_run(spec(config, fraction=fraction, lam=lam))
-            rows.append(final_row(result, fraction=fraction, lam=lam,
-                                  n_train=sum(result["class_counts"])))
+            for seed in seeds:
+                result = cached_run(spec(config, fraction=fraction, lam=lam, seed=seed))
+                rows.append(final_row(result, fraction=fraction, lam=lam, seed=seed,
+                                      n_train=sum(result["class_counts"])))
     out["fractions"] = pd.DataFrame(rows)
     rows = []
     for lam in (0.0, best):
-        result = cached_run(spec(config, long_tail_ratio=config.long_tail_ratio, lam=lam))
-        for c, (acc, count) in enumerate(zip(result["class_acc"], result["class_counts"],
-                                             strict=True)):
-            rows.append({"lam": lam, "class": c, "train_count": count, "test_acc": acc})
+        for seed in seeds:
+            result = cached_run(spec(config, long_tail_ratio=config.long_tail_ratio, lam=lam,
+                                     seed=seed))
+            for c, (acc, count) in enumerate(zip(result["class_acc"], result["class_counts"],
+                                                 strict=True)):
+                rows.append({"lam": lam, "seed": seed, "class": c, "train_count": count,
+                             "test_acc": acc})
     out["long_tail"] = pd.DataFrame(rows)
 
     # 6. label noise x λ, over seeds
     rows = []
     for rate in config.noise_rates:
         for lam in (0.0, *config.noise_lambdas):
-            for seed in config.seeds:
+            for seed in seeds:
                 result = cached_run(spec(config, noise=rate, lam=lam, seed=seed))
                 rows.append(final_row(result, noise=rate, lam=lam, seed=seed,
+                                      noisy_fit=result["noisy_fit"],
                                       clean_train_acc=result["history"]["clean_train_acc"].iloc[-1]))
     out["noise"] = pd.DataFrame(rows)
     return out
 
 
 def best_lambda(sweep: pd.DataFrame) -> float:
-    """The λ > 0 with the highest test accuracy under last-layer regularization."""
+    """The λ > 0 with the highest mean test accuracy over seeds, last-layer regularization."""
     last = sweep[(sweep["regularize"] == "last") & (sweep["lam"] > 0)]
-    return float(last.loc[last["test_acc"].idxmax(), "lam"])
+    return float(last.groupby("lam")["test_acc"].mean().idxmax())
 
 
 # --- claims -------------------------------------------------------------------------------
 
 
-def onset_epoch(values: Sequence[float], baseline: float, fraction: float = 0.5) -> int | None:
-    """First epoch >= 1 (index 0 is before training) where values reach `fraction` of their
-    final excess over `baseline`; None if there is no excess."""
+def onset_epoch(values: Sequence[float], baseline: float, fraction: float = 0.5,
+                epochs: Sequence[int] | None = None) -> int | None:
+    """First epoch after the first measurement (made before training) where values reach
+    `fraction` of their final excess over `baseline`; None if there is no excess. `epochs`
+    numbers the measurements (default 0, 1, 2, ...)."""
+    epochs = list(range(len(values))) if epochs is None else list(epochs)
     if len(values) < 2 or values[-1] <= baseline:
         return None
     target = baseline + fraction * (values[-1] - baseline)
-    return next(i for i in range(1, len(values)) if values[i] >= target)
+    return next(epochs[i] for i in range(1, len(values)) if values[i] >= target)
 
 
-def gap_epoch(train_acc: Sequence[float], test_acc: Sequence[float], points: float = 0.05
-              ) -> int | None:
-    """First index where train accuracy exceeds test accuracy by more than `points`."""
-    return next((i for i, (a, b) in enumerate(zip(train_acc, test_acc, strict=True))
+def gap_epoch(train_acc: Sequence[float], test_acc: Sequence[float], points: float = 0.05,
+              epochs: Sequence[int] | None = None) -> int | None:
+    """First epoch where train accuracy exceeds test accuracy by more than `points`."""
+    epochs = list(range(len(train_acc))) if epochs is None else list(epochs)
+    return next((e for e, a, b in zip(epochs, train_acc, test_acc, strict=True)
                  if a - b > points), None)
 
 
 def head_tail_change(long_tail: pd.DataFrame) -> dict[str, float]:
-    """Test-accuracy change (best λ minus λ = 0) on the larger and smaller half of classes."""
+    """Test-accuracy change (best λ minus λ = 0) on the larger and smaller half of classes,
+    for one seed's rows."""
     counts = long_tail[long_tail["lam"] == 0].sort_values("train_count", ascending=False)
     half = len(counts) // 2
     head_classes, tail_classes = set(counts["class"][:half]), set(counts["class"][half:])
@@ -708,93 +813,203 @@ def head_tail_change(long_tail: pd.DataFrame) -> dict[str, float]:
             "tail": float(delta[list(tail_classes)].mean())}
 
 
+MEMORIZATION_TARGET = 0.10  # RLP excess over the frozen baseline, in accuracy (10 points)
+
+
+def excess_by_layer(layerwise: pd.DataFrame, model: str) -> dict[str, Estimate]:
+    """RLP accuracy minus the frozen-init baseline at each layer of `model`, over seeds."""
+    rows = layerwise[layerwise["model"] == model]
+    return {n: Estimate.of(d.sort_values("seed")["rlp_acc"] - d.sort_values("seed")["frozen_acc"])
+            for n, d in rows.groupby("layer", sort=False)}
+
+
+def memorization(results: dict, model: str) -> dict:
+    """The preconditions' numbers for `model`: the worst seed's train accuracy and fit of its
+    flipped labels, its largest RLP excess over frozen init (the layer with the largest
+    mean) and the excess at its last probed layer."""
+    fit = results["fit"]
+    fit = fit[fit["model"] == model]
+    excess = excess_by_layer(results["layerwise"], model)
+    flipped = fit["noisy_fit"].dropna()
+    return {"train": float(fit["train_acc"].min()),
+            "flipped": float(flipped.min()) if len(flipped) else None,
+            "excess": max(excess.values(), key=lambda e: e.mean),
+            "last_excess": list(excess.values())[-1]}
+
+
+def by_seed(frame: pd.DataFrame, column: str, **where) -> list[float]:
+    """`column` of the rows matching `where`, in seed order."""
+    rows = frame
+    for key, value in where.items():
+        rows = rows[rows[key] == value]
+    return rows.sort_values("seed")[column].tolist()
+
+
 def measure_claims(results: dict) -> dict:
-    """The measured value of every claim in CLAIMS, from `run`'s results."""
-    chance, last = results["chance"], results["last_layer"]
+    """The measured value of every claim in CLAIMS, from `run`'s results. Comparisons are
+    paired over seeds (Estimates); every value carries the preconditions' numbers: the
+    worst seed's train accuracy and fit of flipped labels, and the largest RLP excess."""
+    chance, last, layers = results["chance"], results["last_layer"], results["layers"]
+    models = list(dict.fromkeys(results["fit"]["model"]))
+    pre = memorization(results, models[0])
     measured = {}
 
-    lw = results["layerwise"]
-    default = lw[lw["model"] == lw["model"].iloc[0]]
-    excess = (default["rlp_acc"] - default["frozen_acc"]).tolist()
-    rho = spearmanr(default["depth"], excess).statistic if len(excess) > 2 else math.nan
-    measured["depth"] = {"spearman": float(rho), "excess": [round(e, 4) for e in excess]}
+    depth = {}
+    for model in models:
+        excess = excess_by_layer(results["layerwise"], model)
+        means = [e.mean for e in excess.values()]
+        rho = spearmanr(range(len(means)), means).statistic if len(means) > 2 else math.nan
+        depth[model] = {**memorization(results, model), "spearman": float(rho),
+                        "deepest": list(excess.values())[-1]}
+    measured["depth"] = depth
 
     h = results["history"]
-    rlp_epoch = onset_epoch(h[f"rlp_{last}"].tolist(), chance)
-    gap = gap_epoch(h["train_acc"].tolist(), h["test_acc"].tolist())
-    measured["early_rise"] = {"rlp_half_epoch": rlp_epoch, "gap_epoch": gap}
+    measured["early_rise"] = {**pre,
+                              "rlp_half_epoch": onset_epoch(h[f"rlp_{last}"].tolist(), chance,
+                                                            epochs=h["epoch"].tolist()),
+                              "gap_epoch": gap_epoch(h["train_acc"].tolist(),
+                                                     h["test_acc"].tolist(),
+                                                     epochs=h["epoch"].tolist())}
 
-    reg = results["regularizers"]
-    none = reg.loc[reg["regularizer"] == "none", f"rlp_{last}"].item()
+    reg, column = results["regularizers"], f"rlp_{last}"
+    none = by_seed(reg, column, regularizer="none")
     drops = {}
     for kind in STANDARD_REGULARIZERS:
         rows = reg[reg["regularizer"] == kind]
-        strongest = rows.loc[rows["strength"].idxmax(), f"rlp_{last}"]
-        drops[kind] = float(none - strongest)
-    measured["regularizers"] = drops
+        drops[kind] = paired(none, by_seed(rows, column, strength=rows["strength"].max()))
+    measured["regularizers"] = {**pre, **drops}
 
     sweep = results["lambda_sweep"]
-    last_only = sweep[sweep["regularize"] == "last"]
-    top = last_only["lam"].max()
-    measured["regularizer_works"] = float(
-        last_only.loc[last_only["lam"] == 0, f"rlp_{last}"].item()
-        - last_only.loc[last_only["lam"] == top, f"rlp_{last}"].item())
-
-    earlier = results["layers"][:-1]
+    top_lam = sweep["lam"].max()
     for where, cid in (("last", "shift"), ("all", "all_layers")):
-        rows = sweep[sweep["regularize"] == where]
-        zero, big = rows[rows["lam"] == 0].iloc[0], rows[rows["lam"] == top].iloc[0]
-        measured[cid] = {n: float(big[f"rlp_{n}"] - zero[f"rlp_{n}"]) for n in earlier}
+        zero = sweep[(sweep["regularize"] == where) & (sweep["lam"] == 0)]
+        big = sweep[(sweep["regularize"] == where) & (sweep["lam"] == top_lam)]
+        drop = paired(by_seed(zero, column), by_seed(big, column))
+        changes = {n: paired(by_seed(big, f"rlp_{n}"), by_seed(zero, f"rlp_{n}"))
+                   for n in layers[:-1]}
+        if where == "last":
+            measured["regularizer_works"] = {**pre, "drop": drop}
+        measured[cid] = {**pre, "drop": drop, **changes}
 
     noise = results["noise"]
-    high = noise[noise["noise"] == noise["noise"].max()]
-    means = high.groupby("lam")["test_acc"].mean()
-    positive = means[means.index > 0]
-    measured["noise"] = {"rate": float(high["noise"].iloc[0]), "best_lam": float(positive.idxmax()),
-                         "gain": float(positive.max() - means[0.0])}
+    rate = noise["noise"].max()
+    high = noise[noise["noise"] == rate]
+    mean_acc = high.groupby("lam")["test_acc"].mean()
+    best_lam = float(mean_acc[mean_acc.index > 0].idxmax())
+    fitted = high[high["lam"] == 0]["noisy_fit"].dropna()
+    measured["noise"] = {"rate": float(rate), "best_lam": best_lam,
+                         "flipped": float(fitted.min()) if len(fitted) else None,
+                         "gain": paired(by_seed(high, "test_acc", lam=best_lam),
+                                        by_seed(high, "test_acc", lam=0.0))}
 
-    fr = results["fractions"].pivot(index="fraction", columns="lam", values="test_acc")
-    change = fr[fr.columns.max()] - fr[0.0]
-    measured["sampling"] = {"smallest": float(change.iloc[0]), "largest": float(change.iloc[-1])}
+    fr, best = results["fractions"], results["best_lambda"]
+    small, large = fr["fraction"].min(), fr["fraction"].max()
+    change = {f: [b - a for a, b in zip(by_seed(fr, "test_acc", fraction=f, lam=0.0),
+                                        by_seed(fr, "test_acc", fraction=f, lam=best),
+                                        strict=True)] for f in (small, large)}
+    measured["sampling"] = {"train": pre["train"], "smallest": Estimate.of(change[small]),
+                            "largest": Estimate.of(change[large]),
+                            "difference": paired(change[large], change[small])}
 
-    measured["tails"] = head_tail_change(results["long_tail"])
+    lt = results["long_tail"]
+    per_seed = [head_tail_change(d) for _, d in lt.groupby("seed")]
+    measured["tails"] = {"head": Estimate.of(c["head"] for c in per_seed),
+                         "tail": Estimate.of(c["tail"] for c in per_seed),
+                         "difference": Estimate.of(c["head"] - c["tail"] for c in per_seed)}
     return measured
+
+
+def _noise_on(*keys: str):
+    """Noise rule on the named parts of a value only (the others are preconditions' numbers
+    or context)."""
+    return lambda v: all(e.beyond_noise for k in keys for e in estimates(v[k]))
+
+
+def _earlier(v: dict) -> list[Estimate]:
+    """The per-layer changes of a shift value (its other keys are not layers)."""
+    return [e for k, e in v.items()
+            if k not in ("train", "flipped", "excess", "last_excess", "drop")]
+
+
+INTERPOLATES = ("interpolation (train acc >= 99%, flipped labels fitted >= 95%)",
+                lambda v: v["train"] >= 0.99 and (v["flipped"] is None or v["flipped"] >= 0.95))
+# what a regularizer of memorization needs: memorization at the layer it regularizes
+MEMORIZES = ("last layer's RLP excess over frozen init > 0 beyond noise",
+             lambda v: v["last_excess"].mean > 0 and v["last_excess"].beyond_noise)
+REGULARIZER_BITES = ("the largest λ lowers the last layer's RLP accuracy beyond noise",
+                     lambda v: v["drop"].mean > 0 and v["drop"].beyond_noise)
+SEEDS = "; means over seeds, paired by seed"
+
+
+def meets_target(v: dict) -> bool:
+    """Issue 11's target for a model: interpolation, and an RLP excess over frozen init of at
+    least 10 points beyond noise at some layer."""
+    return INTERPOLATES[1](v) and (v["excess"].mean >= MEMORIZATION_TARGET
+                                   and v["excess"].beyond_noise)
+
+
+def _memorizing(v: dict) -> list[dict]:
+    return [m for m in v.values() if meets_target(m)]
 
 
 CLAIMS = [
     Claim("depth", "Random-label accuracy grows with depth.",
           "ViT-B/32 ImageNet: ≈0% first layer, ≈70–80% deep",
-          "final RLP accuracy minus frozen-init baseline per probed layer, default model",
-          "Spearman(depth, excess) > 0",
-          lambda v: v["spearman"] > 0),
+          "RLP accuracy minus frozen-init baseline per probed layer, each layer-wise model"
+          + SEEDS, "for every model meeting the target: Spearman(depth, mean excess) > 0 and "
+          "the deepest layer's excess > 0",
+          lambda v: all(m["spearman"] > 0 and m["deepest"].mean > 0 for m in _memorizing(v)),
+          preconditions=(("some model interpolates with an RLP excess >= 10 points beyond "
+                          "noise", lambda v: bool(_memorizing(v))),),
+          beyond_noise=lambda v: all(m["deepest"].beyond_noise for m in _memorizing(v))),
     Claim("early_rise", "RLP accuracy rises early, slightly before train and test accuracy "
           "diverge.", "", "epoch where last-layer RLP accuracy reaches half its final excess "
-          "over chance; first epoch where train − test accuracy > 5 points",
-          "rlp_half_epoch <= gap_epoch (both defined)",
-          lambda v: v["rlp_half_epoch"] is not None and v["gap_epoch"] is not None
-          and v["rlp_half_epoch"] <= v["gap_epoch"]),
+          "over chance; first epoch where train − test accuracy > 5 points (first seed)",
+          "rlp_half_epoch <= gap_epoch",
+          lambda v: v["rlp_half_epoch"] <= v["gap_epoch"],
+          preconditions=(INTERPOLATES, MEMORIZES,
+                         ("both epochs defined", lambda v: v["rlp_half_epoch"] is not None
+                          and v["gap_epoch"] is not None)),
+          beyond_noise=lambda v: True),
     Claim("regularizers", "Dropout, weight decay and label smoothing all lower memorization.",
-          "", "last-layer RLP accuracy without minus with each regularizer at its strongest",
-          "all three drops > 0", lambda v: all(d > 0 for d in v.values())),
+          "", "last-layer RLP accuracy without minus with each regularizer at its strongest"
+          + SEEDS, "all three drops > 0",
+          lambda v: all(v[k].mean > 0 for k in STANDARD_REGULARIZERS),
+          preconditions=(INTERPOLATES, MEMORIZES),
+          beyond_noise=_noise_on(*STANDARD_REGULARIZERS)),
     Claim("regularizer_works", "The RLP regularizer reduces memorization at the regularized "
           "layer.", "", "last-layer RLP accuracy at λ = 0 minus at the largest λ "
-          "(last-layer regularization)", ">= 0.05", lambda v: v >= 0.05),
+          "(last-layer regularization)" + SEEDS, "drop >= 5 points",
+          lambda v: v["drop"].mean >= 0.05,
+          preconditions=(INTERPOLATES, MEMORIZES), beyond_noise=_noise_on("drop")),
     Claim("shift", "Regularizing only the last layer shifts memorization to earlier layers.",
           "", "RLP accuracy change of each earlier layer, largest λ vs λ = 0, last-layer "
-          "regularization", "some change > 0", lambda v: any(d > 0 for d in v.values())),
+          "regularization" + SEEDS, "some earlier layer rises beyond noise",
+          lambda v: any(e.mean > 0 and e.beyond_noise for e in _earlier(v)),
+          preconditions=(INTERPOLATES, MEMORIZES, REGULARIZER_BITES),
+          beyond_noise=lambda v: any(e.beyond_noise for e in _earlier(v))),
     Claim("all_layers", "Regularizing all layers suppresses the shift.", "",
           "RLP accuracy change of each earlier layer, largest λ vs λ = 0, all-layer "
-          "regularization", "no change > 0", lambda v: all(d <= 0 for d in v.values())),
+          "regularization" + SEEDS, "no earlier layer rises beyond noise",
+          lambda v: not any(e.mean > 0 and e.beyond_noise for e in _earlier(v)),
+          preconditions=(INTERPOLATES, MEMORIZES, REGULARIZER_BITES),
+          beyond_noise=lambda v: True),
     Claim("noise", "With label noise the RLP regularizer improves test accuracy.",
           "helps consistently under label noise",
-          "mean test accuracy over seeds, best λ > 0 minus λ = 0, at the highest noise rate",
-          "gain > 0", lambda v: v["gain"] > 0),
+          "test accuracy, best λ > 0 minus λ = 0, at the highest noise rate" + SEEDS,
+          "gain > 0", lambda v: v["gain"].mean > 0,
+          preconditions=(("flipped labels fitted >= 95% at λ = 0",
+                          lambda v: v["flipped"] is not None and v["flipped"] >= 0.95),),
+          beyond_noise=_noise_on("gain")),
     Claim("sampling", "Suppressing memorization helps on well-sampled data and hurts on "
           "under-sampled data.", "ImageNet 67.0% → 68.5% at λ = 1e4; small fractions hurt",
-          "test-accuracy change from best λ vs λ = 0 at the smallest and largest fraction",
-          "largest > smallest", lambda v: v["largest"] > v["smallest"]),
+          "test-accuracy change from best λ vs λ = 0 at the smallest and largest fraction"
+          + SEEDS, "largest − smallest > 0",
+          lambda v: v["difference"].mean > 0,
+          preconditions=(("interpolation (train acc >= 99%)", lambda v: v["train"] >= 0.99),),
+          beyond_noise=_noise_on("difference")),
     Claim("tails", "Regularization hurts tail classes more than head classes.", "",
           "test-accuracy change from best λ vs λ = 0, mean over the rarer vs commoner half "
-          "of classes in a long-tailed subset", "tail change < head change",
-          lambda v: v["tail"] < v["head"]),
+          "of classes in a long-tailed subset" + SEEDS, "head change − tail change > 0",
+          lambda v: v["difference"].mean > 0, beyond_noise=_noise_on("difference")),
 ]

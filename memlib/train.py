@@ -17,6 +17,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,8 @@ from torch import nn
 from memlib import distributed
 from memlib.cache import load as load_entry
 from memlib.cache import save as save_entry
-from memlib.config import check
+from memlib.cache import warn_once
+from memlib.config import ConfigError, check
 from memlib.seed import generator
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
@@ -230,6 +232,38 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int
     return {"acc": correct / n, "loss": loss / n}
 
 
+def checkpoint_minutes() -> float:
+    """MEMLIB_CHECKPOINT_MINUTES (default 10): how often a training run inside a cached
+    computation checkpoints itself. ConfigError (one line) unless it is a number > 0."""
+    raw = os.environ.get("MEMLIB_CHECKPOINT_MINUTES", "10")
+    try:
+        minutes = float(raw)
+    except ValueError:
+        minutes = math.nan
+    if not minutes > 0:  # also rejects nan
+        raise ConfigError(f"MEMLIB_CHECKPOINT_MINUTES={raw!r} must be a number of minutes > 0 "
+                          "(default 10)")
+    return minutes
+
+
+def _read_checkpoint(path: Path) -> dict | None:
+    """The training state saved in `path`, or None, with a warning and the file removed, when
+    it cannot be read (truncated, corrupted, from another version): the run starts over."""
+    try:
+        saved = load_entry(path)
+        missing = {"model", "optimizers", "epoch", "step", "history", "memo", "torch_rng",
+                   "cuda_rng", "loader_rng"} - set(saved)
+        if missing:
+            raise ValueError(f"it lacks {', '.join(sorted(missing))}")
+        return saved
+    except Exception as err:  # noqa: BLE001 - whatever is wrong with it, start over
+        warnings.warn(f"discarding the unreadable checkpoint {path} ({err}); this training run "
+                      "starts again from the beginning", RuntimeWarning, stacklevel=3)
+        if distributed.is_main():
+            path.unlink(missing_ok=True)
+        return None
+
+
 def show_progress() -> bool:
     """Progress bars in terminals and interactive notebooks; quiet under papermill and CI."""
     if os.environ.get("MEMLIB_PROGRESS") is not None:
@@ -306,30 +340,39 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
         from memlib.cache import next_checkpoint
 
         checkpoint = next_checkpoint()
-        every = 60 * float(os.environ.get("MEMLIB_CHECKPOINT_MINUTES", "10"))
+        every = 60 * checkpoint_minutes()
     memo = memo if memo is not None else {}
     start = last_save = time.monotonic()
 
     def save_checkpoint(final: bool = False) -> None:
         """Every epoch for an explicit checkpoint; every `every` seconds, and at the end of a
         run longer than that, for an automatic one."""
-        nonlocal last_save
+        nonlocal last_save, every
         if checkpoint is None or not distributed.is_main():
             return
         now = time.monotonic()
         if not (every > 0 and now - start >= every if final else now - last_save >= every):
             return
         last_save = now
-        save_entry(Path(checkpoint), {
-            "model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
-            "epoch": state.epoch, "step": state.step, "history": history, "memo": memo,
-            "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            "loader_rng": [g.get_state() for g in loader_generators(loader)],
-        })
+        try:
+            save_entry(Path(checkpoint), {
+                "model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
+                "epoch": state.epoch, "step": state.step, "history": history, "memo": memo,
+                "torch_rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                "loader_rng": [g.get_state() for g in loader_generators(loader)],
+            })
+        except OSError as err:  # read-only or full: train on, without checkpoints
+            warn_once("checkpoint", f"could not write the checkpoint {checkpoint} "
+                      f"({err.strerror or err}); training goes on without checkpoints")
+            every = math.inf
 
+    saved = None
     if checkpoint is not None and distributed.broadcast_flag(Path(checkpoint).exists()):
-        saved = load_entry(Path(checkpoint))
+        saved = _read_checkpoint(Path(checkpoint))
+        if not distributed.broadcast_flag(saved is not None):
+            saved = None
+    if saved is not None:
         model.load_state_dict(saved["model"])
         for opt, opt_state in zip(optimizers, saved["optimizers"]):
             opt.load_state_dict(opt_state)

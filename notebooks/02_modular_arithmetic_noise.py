@@ -132,7 +132,6 @@ import time
 import numpy as np
 import pandas as pd
 import seaborn as sns
-import torch
 from matplotlib.lines import Line2D
 
 from memlib.claims import evaluate, write
@@ -145,11 +144,6 @@ from memlib.tables import save_table
 STUDY = "02_modular_arithmetic_noise"
 pd.set_option("display.width", 160)
 config = from_namespace(Config, globals())
-# Below full scale: one CPU thread. The models are small, and on two shared cores two threads
-# ran several times slower than one (threads waiting for each other); results then also do
-# not depend on the machine's core count.
-if scale != "full":
-    torch.set_num_threads(1)
 start = time.time()
 # At full scale this reads what `memlib run` computed (see the README) and names the
 # command to run if a result is missing; below full scale it computes, cached.

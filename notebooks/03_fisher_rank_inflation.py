@@ -81,7 +81,6 @@ augment = "none"
 # %%
 import numpy as np
 import pandas as pd
-import torch
 
 from memlib.claims import describe, evaluate, write
 from memlib.config import from_namespace
@@ -92,11 +91,6 @@ from memlib.tables import save_table
 
 STUDY = "03_fisher_rank_inflation"
 config = from_namespace(Config, globals())
-# Below full scale: one CPU thread. The models are small, and on two shared cores two threads
-# ran several times slower than one (threads waiting for each other); results then also do
-# not depend on the machine's core count.
-if scale != "full":
-    torch.set_num_threads(1)
 # At full scale this reads what `memlib run` computed (see the README) and names the
 # command to run if a result is missing; below full scale it computes, cached.
 results = study_results("fisher", config, scale)

@@ -102,3 +102,18 @@ def test_only_cached_reads_hits_and_names_the_command_on_a_miss():
             cache.cached("exp", {"a": 2}, lambda: calls.append(1))
     assert not calls
     assert torch.equal(cache.cached("exp", {"a": 2}, lambda: torch.zeros(1)), torch.zeros(1))
+
+
+def test_code_version_ignores_the_claims_section(tmp_path):
+    import types
+
+    def module(source: str):
+        path = tmp_path / f"m{abs(hash(source))}.py"
+        path.write_text(source)
+        return types.SimpleNamespace(__file__=str(path))
+
+    runs = "def run():\n    return 1\n"
+    a = cache.code_version(module(runs + "\n# --- claims ---\nRULE = 1\n"))
+    b = cache.code_version(module(runs + "\n# --- claims ---\nRULE = 2\n"))
+    c = cache.code_version(module(runs.replace("1", "2") + "\n# --- claims ---\nRULE = 1\n"))
+    assert a == b != c

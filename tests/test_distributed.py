@@ -129,7 +129,7 @@ def test_killed_cached_computation_resumes_its_runs_from_checkpoints(monkeypatch
     its second run restarts from the checkpoints and gives the uninterrupted result."""
     from memlib import cache
 
-    monkeypatch.setenv("MEMLIB_CHECKPOINT_MINUTES", "0")  # checkpoint every epoch
+    monkeypatch.setenv("MEMLIB_CHECKPOINT_MINUTES", "1e-6")  # checkpoint every epoch
     g = torch.Generator().manual_seed(2)
     x, y = torch.randn(96, 10, generator=g), torch.randint(0, 3, (96,), generator=g)
 

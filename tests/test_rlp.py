@@ -246,6 +246,8 @@ def test_onset_and_gap_epochs():
     assert rlp.onset_epoch([0.3, 0.1, 0.3], 0.1) == 2  # epoch 0 (before training) is skipped
     assert rlp.gap_epoch([0.5, 0.8, 0.95], [0.5, 0.78, 0.85]) == 2
     assert rlp.gap_epoch([0.5, 0.6], [0.5, 0.6]) is None
+    assert rlp.onset_epoch([0.1, 0.12, 0.3], 0.1, epochs=[0, 5, 10]) == 10
+    assert rlp.gap_epoch([0.5, 0.8, 0.95], [0.5, 0.78, 0.85], epochs=[0, 5, 10]) == 10
 
 
 def test_head_tail_change_and_best_lambda():
@@ -300,9 +302,56 @@ def test_train_run_and_frozen_baseline_on_digits():
     assert sum(result["class_counts"]) == 200 and len(result["class_acc"]) == 10
     again = rlp.train_run(s)["history"]
     pd.testing.assert_frame_equal(h, again)  # same seed, same result
-    frozen = rlp.frozen_baseline(s)
+    frozen = rlp.frozen_baseline(s)["history"]
     assert list(frozen.columns) == ["epoch", "rlp_act1", "rlp_act2"] and len(frozen) == 3
     assert frozen.iloc[1:, 1:].to_numpy().min() >= 0
+
+
+def test_projected_control_heads_noisy_fit_and_collapse_on_digits():
+    config = build(rlp.Config, dict(dataset="digits", train_samples=200, test_samples=100,
+                                    widths=(16, 8), epochs=2, layer_models=("mlp",),
+                                    head_project=4))
+    s = rlp.spec(config, noise=0.4)
+    result = rlp.train_run(s)
+    h = result["history"]
+    assert {"rlpproj_act1", "rlpproj_act2"} <= set(h.columns)
+    assert 0 <= result["noisy_fit"] <= 1
+    assert set(result["collapse"]) == {"act1", "act2"}
+    assert all(v > 0 for v in result["collapse"].values())
+    frozen = rlp.frozen_baseline(s)
+    assert list(frozen["history"].columns) == ["epoch", "rlp_act1", "rlp_act2",
+                                               "rlpproj_act1", "rlpproj_act2"]
+    assert rlp.spec(config).noise == 0 and rlp.train_run(rlp.spec(config))["noisy_fit"] is None
+
+
+def test_projected_heads_have_the_same_capacity_at_every_layer():
+    heads = rlp.RLPHeads({"a": 100, "b": 7}, n_random=5, project=16, seed=3)
+    sizes = {m: sum(p.numel() for p in h.parameters()) for m, _, h in heads.probes()}
+    assert sizes["rlpproj_a"] == sizes["rlpproj_b"] == 16 * 5 + 5
+    assert sizes["rlp_a"] != sizes["rlp_b"]
+    again = rlp.RLPHeads({"a": 100, "b": 7}, n_random=5, project=16, seed=3)
+    proj = heads[rlp.PROJECTED + "a"][0].weight
+    assert torch.equal(proj, again[rlp.PROJECTED + "a"][0].weight)
+    assert not any(p is proj for p in heads.parameters())  # a buffer: never trained
+
+
+def test_projected_heads_are_never_regularized():
+    heads = rlp.RLPHeads({"a": 6}, n_random=3, project=4)
+    f = {"a": torch.randn(8, 6, requires_grad=True)}
+    r = torch.randint(0, 3, (8,))
+    plain_heads = rlp.RLPHeads({"a": 6}, n_random=3)
+    _, plain = rlp.rlp_losses(f, plain_heads, r, ("a",))
+    heads.head("a").load_state_dict(plain_heads.head("a").state_dict())
+    _, both = rlp.rlp_losses(f, heads, r, ("a",))
+    assert torch.allclose(plain, both)
+
+
+def test_class_variance_ratio():
+    labels = torch.tensor([0, 0, 1, 1])
+    collapsed = torch.tensor([[0.0], [0.0], [1.0], [1.0]])
+    assert rlp.class_variance_ratio(collapsed, labels) == 0
+    spread = torch.tensor([[0.0], [2.0], [1.0], [3.0]])  # within 2 * (1+1) = 4, between 1
+    assert rlp.class_variance_ratio(spread, labels) == pytest.approx(4.0)
 
 
 # --- image folders (ImageNet layout): the DataLoader path ------------------------------------
@@ -432,3 +481,16 @@ def test_imagenet_lt_reads_its_lists_over_the_imagenet_images(imagefolder):
     assert d["num_classes"] == 3 and d["clean_y"].bincount().tolist() == [8, 5, 2]
     x, y, idx = next(iter(d["test"]))
     assert x.shape[1:] == (3, 28, 28) and len(y) == 8 and idx.tolist() == list(range(8))
+
+
+def test_small_preset_interpolates_its_noisy_labels():
+    """The default scale is a study of memorization only while its model fits every training
+    label, the 40% flipped ones included: one seed of the small preset's default run (measured
+    once, at the end) must stay at >= 99% train accuracy and >= 95% of flipped labels."""
+    from memlib.pipeline import preset_config
+
+    config = preset_config("rlp", "small")
+    s = dataclasses.replace(rlp.spec(config), measure_every=config.epochs, test_samples=100)
+    result = rlp.train_run(s)
+    assert s.noise >= 0.4 and result["history"]["train_acc"].iloc[-1] >= 0.99
+    assert result["noisy_fit"] >= 0.95

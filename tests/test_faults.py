@@ -1,0 +1,388 @@
+"""Fault injection: overlapping runs, read-only or damaged files, bad input, Ctrl-C.
+
+Each test reproduces a way users lost work or time (issue 14) on a tiny run: outputs are
+never lost, no failure is sticky, and every mistake ends in one line and the right exit
+code (0 done, 1 data or environment, 2 bad input, 130 interrupted).
+"""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import typing
+from pathlib import Path
+
+import pytest
+import torch
+from test_data import write_cifar, write_mnist_like
+
+from memlib import STUDIES, cache, cli, fisher, paths
+from memlib.config import ConfigError, build
+from memlib.data import CorruptDataError
+from memlib.data import load as load_data
+from memlib.models import MLP
+from memlib.seed import seed_everything
+from memlib.train import TrainSpec, train
+
+ROOT = Path(__file__).resolve().parent.parent
+HANDSHAKE = Path(__file__).parent / "fixtures" / "handshake_notebook.py"
+
+
+def memlib_process(*args: str, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def wait_for(condition, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def one_line(text: str) -> str:
+    assert text.count("\n") == 1 and text.endswith("\n"), text
+    return text
+
+
+def no_work(monkeypatch):
+    """Make starting any study or notebook fail the test: errors must come first."""
+    import memlib.pipeline
+
+    def started(*args, **kwargs):
+        raise AssertionError("work started before the error")
+
+    for study in STUDIES:
+        monkeypatch.setattr(f"memlib.{study}.run", started)
+    monkeypatch.setattr(memlib.pipeline, "run_notebook", started)
+
+
+# --- 1. overlapping runs of one notebook -----------------------------------------------------
+
+
+@pytest.mark.notebook
+def test_overlapping_runs_of_a_notebook_keep_every_output(tmp_path):
+    """Runs A and B of one notebook start together; B waits until A has saved its first
+    figure, then finishes and publishes; A finishes last and must publish its complete set
+    (B used to delete the staging folder the two shared, and A's first figure with it).
+    The working folder a killed run left behind goes; the live run's stays until it ends."""
+    build_dir, saved, go = tmp_path / "build", tmp_path / "a_saved", tmp_path / "go"
+    killed = build_dir / ".handshake_notebook.killed.run"  # the folder of a run killed by SIGKILL
+    killed.mkdir(parents=True)
+    (killed / "output.ipynb").touch()
+    script = ("import sys; from memlib.pipeline import run_notebook; "
+              f"run_notebook({str(HANDSHAKE)!r}, 'smoke', build_dir={str(build_dir)!r}, "
+              "params={'n': int(sys.argv[1]), 'ready_file': sys.argv[2], 'go_file': sys.argv[3]})")
+    first = memlib_process("-c", script, "5", str(saved), str(go))
+    second = memlib_process("-c", script, "7", "", str(saved))
+    _, second_err = second.communicate(timeout=180)
+    assert second.returncode == 0, second_err
+    go.touch()
+    _, first_err = first.communicate(timeout=180)
+    assert first.returncode == 0, first_err
+    out = paths.figures_dir("handshake_notebook", "smoke")
+    assert {p.name for p in out.iterdir()} == {"first.txt", "second.txt", "manifest.json"}
+    assert json.loads((out / "manifest.json").read_text())["parameters"]["n"] == 5
+    assert (out / "first.txt").read_text() == (out / "second.txt").read_text() == "5\n"
+    assert sorted(p.name for p in build_dir.iterdir()) == ["handshake_notebook.ipynb"]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["handshake_notebook"]
+    for err in (first_err, second_err):  # the kernel talks over private Unix sockets
+        assert "without encryption" not in err and "IPKernelApp" not in err
+
+
+# --- 2. read-only or full cache --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "fisher", "--scale", "smoke"],
+    ["notebook", "notebooks/03_fisher_rank_inflation.py", "--scale", "smoke"],
+])
+def test_unwritable_cache_stops_before_any_work(command, tmp_path, monkeypatch, capsys):
+    (tmp_path / "a_file").touch()
+    monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path / "a_file" / "cache"))
+    no_work(monkeypatch)
+    assert cli.main(command) == 1
+    err = one_line(capsys.readouterr().err)
+    assert err.startswith("memlib: error: cannot write to") and "MEMLIB_CACHE" in err
+
+
+def test_failed_cache_writes_keep_results_in_memory_and_warn_once(monkeypatch):
+    def read_only(path, data):
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    monkeypatch.setattr(cache, "atomic_write_bytes", read_only)
+    calls = []
+
+    def compute(n):
+        calls.append(n)
+        x, y = torch.randn(64, 5), torch.arange(64) % 2
+        history = train(MLP(5, (8,), 2), (x, y), TrainSpec(epochs=2, batch_size=16),
+                        checkpoint=paths.cache_dir() / f"run{n}.ckpt")  # its writes fail too
+        return {"n": n, "epochs": len(history)}
+
+    with pytest.warns(RuntimeWarning) as caught:
+        assert cache.cached("exp", {"n": 1}, lambda: compute(1)) == {"n": 1, "epochs": 3}
+        assert cache.cached("exp", {"n": 2}, lambda: compute(2))["n"] == 2
+        assert cache.cached("exp", {"n": 1}, lambda: compute(1))["n"] == 1  # from memory
+    assert calls == [1, 2]
+    messages = [str(w.message) for w in caught]
+    assert sum("could not write the cache entry" in m for m in messages) == 1
+    assert sum("could not write the checkpoint" in m for m in messages) == 1
+
+
+# --- 3. a damaged compiled kernel ------------------------------------------------------------
+
+
+def test_damaged_kernel_is_rebuilt_and_no_compiler_falls_back(monkeypatch):
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler")
+    lam, w = torch.tensor([0.5, 1.0, 3.0]), torch.tensor([[0.1, 0.2, 0.3]])
+    expected = fisher.downdated_eigenvalues(lam, w, backend="torch")
+    solve = ("import torch; from memlib import fisher; "
+             "lam, w = torch.tensor([0.5, 1.0, 3.0]), torch.tensor([[0.1, 0.2, 0.3]]); "
+             "print(fisher.downdated_eigenvalues(lam, w, backend='c').tolist())")
+
+    def solved_in_a_new_process() -> torch.Tensor:
+        run = memlib_process("-c", solve)
+        out, err = run.communicate(timeout=60)
+        assert run.returncode == 0, err
+        return torch.tensor(json.loads(out), dtype=torch.float64)
+
+    assert torch.allclose(solved_in_a_new_process(), expected)
+    library, = (paths.cache_dir() / "kernels").glob("*.so")
+    library.write_bytes(library.read_bytes()[:1000])  # truncated: loading it crashed Python
+    assert torch.allclose(solved_in_a_new_process(), expected)
+
+    library.write_bytes(b"not a shared library")
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    fisher._kernel.cache_clear()
+    try:
+        assert fisher._kernel() is None  # the torch path takes over
+        assert torch.equal(fisher.downdated_eigenvalues(lam, w), expected)
+    finally:
+        fisher._kernel.cache_clear()
+
+
+# --- 4. a damaged checkpoint -----------------------------------------------------------------
+
+
+def test_damaged_checkpoint_is_discarded_and_the_run_starts_over(tmp_path):
+    x, y = torch.randn(64, 5, generator=torch.Generator().manual_seed(0)), torch.arange(64) % 2
+
+    def fit(epochs, checkpoint=None):
+        seed_everything(0)
+        model = MLP(5, (8,), 2)
+        history = train(model, (x, y), TrainSpec(epochs=epochs, batch_size=16),
+                        eval_sets={"train": (x, y)}, checkpoint=checkpoint)
+        return history, model.state_dict()
+
+    checkpoint = tmp_path / "run.ckpt"
+    fit(2, checkpoint)
+    checkpoint.write_bytes(checkpoint.read_bytes()[:-100])  # a truncated write
+    with pytest.warns(RuntimeWarning, match="discarding the unreadable checkpoint"):
+        history, state = fit(4, checkpoint)
+    fresh_history, fresh_state = fit(4)
+    assert history.equals(fresh_history)
+    assert all(torch.equal(state[k], fresh_state[k]) for k in state)
+    fit(5, checkpoint)  # the checkpoint written since is whole again: no warning, it resumes
+
+
+# --- 5. damaged data files -------------------------------------------------------------------
+
+
+def truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
+
+
+@pytest.mark.parametrize("damage, what", [
+    (lambda d: truncate(d / "mnist" / "train-images-idx3-ubyte.gz"), "end-of-stream"),
+    (lambda d: (d / "mnist" / "train-labels-idx1-ubyte.gz").write_bytes(b"plain junk"),
+     "Not a gzipped file"),
+    (lambda d: (d / "mnist" / "train-labels-idx1-ubyte.gz").write_bytes(
+        gzip.compress(b"\x00\x00\x08\x05junk")), "not an IDX"),
+])
+def test_damaged_mnist_files_are_one_line(damage, what, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLIB_DATA", str(tmp_path))
+    write_mnist_like(tmp_path / "mnist", 20, 20, gz=True)
+    damage(tmp_path)
+    with pytest.raises(CorruptDataError) as err:
+        load_data("mnist", "train", download=False)
+    message = str(err.value)
+    assert "\n" not in message and what in message
+    assert "-idx" in message and "get it again" in message and str(tmp_path) in message
+    assert cli.main(["run", "fisher", "--scale", "smoke", "--set", "dataset=mnist"]) == 1
+    assert "get it again" in one_line(capsys.readouterr().err)
+
+
+def test_damaged_cifar_pickle_is_one_line(tmp_path):
+    write_cifar(tmp_path, "cifar10", n_train=10, n_test=2)
+    truncate(tmp_path / "cifar-10-batches-py" / "test_batch")
+    with pytest.raises(CorruptDataError, match="test_batch cannot be read.*get it again"):
+        load_data("cifar10", "test", root=tmp_path, download=False)
+
+
+# --- 6, 7. bad input: environment and values -------------------------------------------------
+
+
+@pytest.mark.parametrize("minutes", ["abc", "0", "-1", "nan", ""])
+def test_bad_checkpoint_minutes_stop_at_start(minutes, monkeypatch, capsys):
+    monkeypatch.setenv("MEMLIB_CHECKPOINT_MINUTES", minutes)
+    no_work(monkeypatch)
+    assert cli.main(["run", "modarith", "--scale", "smoke"]) == 2
+    assert "MEMLIB_CHECKPOINT_MINUTES" in one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("study, setting, fragment", [
+    ("fisher", "epochs=true", "epochs='true' is not an integer"),
+    ("fisher", "lr=inf", "lr='inf' is not a finite number"),
+    ("fisher", "seeds=[-1]", "seeds[0]=-1 must be >= 0"),
+    ("fisher", "mlp_widths=[]", "mlp_widths=[] must not be empty"),
+    ("fisher", "mlp_widths=[0]", "mlp_widths[0]=0 must be positive"),
+    ("fisher", "seeds=[0,", "seeds='[0,' is not valid YAML"),
+    ("rlp", "widths=[0, 8]", "widths[0]=0 must be positive"),
+    ("rlp", "momentum=1.5", "momentum=1.5 must be in [0, 1)"),
+    ("rlp", "wrn_depth=12", "wrn_depth=12 must be 6n + 4"),
+    ("modarith", "p=-7", "p=-7 must be a prime"),
+    ("modarith", "lr=nan", "not a finite number"),
+    ("probes", "runs=0", "runs=0 must be positive"),
+    ("probes", "noise_log2_levels=[9]", "noise_log2_levels[0]=9.0 must be <= 4"),
+])
+def test_nonsense_values_stop_at_config_time(study, setting, fragment, monkeypatch, capsys):
+    no_work(monkeypatch)
+    assert cli.main(["run", study, "--scale", "smoke", "--set", setting]) == 2
+    assert fragment in one_line(capsys.readouterr().err)
+
+
+def test_every_numeric_config_field_declares_its_domain():
+    import importlib
+
+    def numeric(hint) -> bool:
+        args = typing.get_args(hint)
+        return hint in (int, float) or any(numeric(a) for a in args if a is not type(None))
+
+    for study in STUDIES:
+        config = importlib.import_module(f"memlib.{study}").Config
+        for name, hint in typing.get_type_hints(config, include_extras=True).items():
+            if typing.get_origin(hint) is not typing.Annotated:
+                assert not numeric(hint), f"{study}.Config.{name} declares no domain"
+        with pytest.raises(ConfigError):  # direct construction is checked as well
+            config(**({"seed": -1} if study == "probes" else {"seeds": (-1,)}))
+        build(config, {})
+
+
+# --- 8. make sync ----------------------------------------------------------------------------
+
+
+def test_make_sync_leaves_git_clean_and_nothing_to_rebuild(tmp_path):
+    venv = Path(sys.executable).parent.parent
+    if not (shutil.which("make") and shutil.which("git") and (venv / "bin/jupytext").exists()):
+        pytest.skip("needs make, git and jupytext")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    for tracked in ("Makefile", "jupytext.toml", *map(str, sorted(
+            p.relative_to(ROOT) for p in (ROOT / "notebooks").glob("[0-9]*.py")))):
+        shutil.copy2(ROOT / tracked, clone / tracked)  # the working tree's versions
+    git = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "--quiet", "--allow-empty", "-am", "tree"], check=True)
+    (clone / "build" / "small").mkdir(parents=True)
+    for notebook in (clone / "notebooks").glob("[0-9]*.py"):
+        (clone / "build" / "small" / f"{notebook.stem}.ipynb").touch()
+    (clone / "figures" / "CLAIMS.md").touch()
+    make = ["make", "-C", str(clone), f"VENV={venv}", "-o", f"{venv}/.installed"]
+
+    def nothing_to_do() -> bool:
+        out = subprocess.run([*make, "-n", "figures"], capture_output=True, text=True)
+        return "Nothing to be done" in out.stdout and "memlib" not in out.stdout
+
+    assert nothing_to_do()
+    # all four notebooks, then again two of them, with and without a header, over their .ipynb
+    for notebooks in ([], ["NOTEBOOKS=notebooks/01_random_label_heads.py "
+                           "notebooks/03_fisher_rank_inflation.py"]):
+        subprocess.run([*make, "sync", *notebooks], check=True, capture_output=True)
+        status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True)
+        assert status.stdout == ""
+        assert nothing_to_do()
+        assert len(list((clone / "notebooks").glob("*.ipynb"))) == 4
+
+
+# --- 9. notebook paths -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path, fragment", [
+    ("notebooks/05_nothing.py", "the notebooks are notebooks/01_random_label_heads.py"),
+    ("elsewhere/03_fisher_rank_inflation.py",
+     "did you mean notebooks/03_fisher_rank_inflation.py"),
+])
+def test_missing_notebook_is_bad_input(path, fragment, capsys):
+    assert cli.main(["notebook", path, "--scale", "smoke"]) == 2
+    err = one_line(capsys.readouterr().err)
+    assert f"no such notebook {path}" in err and fragment in err
+
+
+# --- 10. Ctrl-C ------------------------------------------------------------------------------
+
+
+def interrupt(process: subprocess.Popen) -> tuple[int, str]:
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal does: the whole process group
+    _, err = process.communicate(timeout=60)
+    return process.returncode, err
+
+
+def test_ctrl_c_during_a_run_is_one_line_and_130():
+    run = memlib_process("-m", "memlib", "run", "fisher", "--scale", "smoke", "--set",
+                         "epochs=400", start_new_session=True)
+    wait_for(lambda: list(paths.cache_dir().glob("fisher-math-checks-*.pt")))
+    code, err = interrupt(run)
+    assert code == 130
+    assert one_line(err).startswith("memlib: interrupted run fisher at smoke scale")
+    assert "resume from the last checkpoint" in err
+
+
+@pytest.mark.notebook
+def test_ctrl_c_during_a_notebook_is_one_line_and_130():
+    run = memlib_process("-m", "memlib", "notebook", "notebooks/03_fisher_rank_inflation.py",
+                         "--scale", "smoke", "--set", "epochs=400", start_new_session=True,
+                         cwd=ROOT)
+    build_dir = paths.build_dir("smoke")
+    wait_for(lambda: list(build_dir.glob(".03_fisher_rank_inflation.*.run/output.ipynb")))
+    time.sleep(1)
+    code, err = interrupt(run)
+    assert code == 130
+    assert one_line(err).startswith("memlib: interrupted notebook 03_fisher_rank_inflation.py")
+    assert list(build_dir.iterdir()) == []  # its working folder went with it
+    assert not paths.figures_dir("03_fisher_rank_inflation", "smoke").exists()
+
+
+# --- 11. what a run reports and records ------------------------------------------------------
+
+
+def test_run_reports_time_and_place(monkeypatch, capsys):
+    monkeypatch.setattr("memlib.probes.run",
+                        lambda config: cache.cached("probe", {"w": config.width}, lambda: 1))
+    assert cli.main(["run", "probes", "--scale", "smoke", "--set", "width=3"]) == 0
+    out = one_line(capsys.readouterr().out)
+    assert "probes at smoke scale done in" in out and "1 computed" in out
+    assert str(paths.cache_dir()) in out
+
+
+def test_notebook_parameters_are_recorded_typed(monkeypatch, capsys):
+    import memlib.pipeline
+
+    seen = {}
+
+    def fake_run(notebook, scale, params):
+        seen.update(params)
+        return paths.build_dir(scale) / "x.ipynb"
+
+    monkeypatch.setattr(memlib.pipeline, "run_notebook", fake_run)
+    assert cli.main(["notebook", "notebooks/03_fisher_rank_inflation.py", "--scale", "smoke",
+                     "--set", "epochs=3", "--set", "seeds=[0, 1]", "--set", "lr=1e-2"]) == 0
+    assert seen["epochs"] == 3 and seen["seeds"] == [0, 1] and seen["lr"] == 0.01
