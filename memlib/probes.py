@@ -34,7 +34,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from memlib import paths
 from memlib import train as training
 from memlib.cache import cached, code_version
-from memlib.claims import Claim
+from memlib.claims import Claim, Estimate, all_of, any_of, margin, paired
 from memlib.config import (
     NonEmpty,
     NonNegative,
@@ -51,6 +51,17 @@ TASKS = ("easy", "hard")
 # The authors' pairs: "hard" is the most similar pair (smallest 1 - SSIM distance).
 AUTHORS_PAIRS = {"fashion_mnist": {"easy": (3, 2), "hard": (3, 1)},
                  "mnist": {"easy": (0, 7), "hard": (7, 9)}}
+# Without the MNIST IDX files, "mnist" runs on the bundled 5,000 digits (memlib.data.resolve):
+# results carry that name; its claims keep the ids of MNIST and say "data=mnist-5k".
+MNIST_5K = "mnist-5k"
+AUTHORS_PAIRS[MNIST_5K] = AUTHORS_PAIRS["mnist"]
+# A binary model whose unprobed test accuracy is at most this never trained (chance is 50%;
+# with inputs in [-1, 1] and Adam at lr 0.01 a run can die in its first steps and predict one
+# class). Such runs are shown but left out of the heatmaps' medians and the claims' statistics:
+# a dead model sits at chance with or without a probe.
+UNTRAINED = 60.0
+MNIST_PER_CLASS = 6000  # training images per class of the full MNIST (60,000 / 10)
+MNIST_5K_PER_CLASS = 400  # of the bundled subset's 4,000 training images
 MODES = ("smallest", "largest", "random")
 NULL_MODELS = ("A", "B", "C", "D", "E", "F", "G")
 DISTILBERT = "dslim/distilbert-NER"
@@ -537,8 +548,20 @@ def _train_version() -> str:
                            train_runs) + code_version(training)
 
 
+def pair_epochs(dataset: str, epochs: int, per_class: int | None) -> int:
+    """Epochs for a pair: `epochs`, except that a pair of the bundled MNIST subset (400
+    training images per class) trains for proportionally more epochs, so that it takes as
+    many optimizer steps as `epochs` would on the images the preset asks for from the full
+    set (`per_class`, or all of them)."""
+    if dataset != MNIST_5K:
+        return epochs
+    wanted = MNIST_PER_CLASS if per_class is None else min(per_class, MNIST_PER_CLASS)
+    return math.ceil(epochs * max(wanted, MNIST_5K_PER_CLASS) / MNIST_5K_PER_CLASS)
+
+
 def trained_pair(dataset: str, pair: tuple[int, int], seeds: Sequence[int], config: Config,
                  epochs: int, per_class: int | None) -> dict[str, Tensor]:
+    epochs = pair_epochs(dataset, epochs, per_class)
     key = {"dataset": dataset, "pair": list(pair), "seeds": list(seeds), "width": config.width,
            "activation": config.activation, "epochs": epochs, "batch_size": config.batch_size,
            "lr": config.lr, "per_class": per_class, "reinit_biases": config.reinit_biases}
@@ -915,7 +938,10 @@ def _task_results(dataset: str, task: str, pair: tuple[int, int], config: Config
                   code=_code())
 
 
-def _heatmap(dataset: str, distance: pd.DataFrame, config: Config) -> pd.DataFrame:
+def _heatmap(dataset: str, distance: pd.DataFrame, config: Config
+             ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per class pair: medians over the runs that trained (accuracies, Delta_bin, Delta_rand);
+    and every run, marked `trained`."""
     from memlib import data
 
     classes = data.load(dataset, "test").classes
@@ -924,7 +950,7 @@ def _heatmap(dataset: str, distance: pd.DataFrame, config: Config) -> pd.DataFra
     weights = [w for w, _ in mlp_layers(model)]
     names = [n for pair in mlp_layers(model) for n in pair if n is not None]
     d = distance.set_index(["a", "b"])["distance"]
-    rows = []
+    rows, per_run = [], []
     for a, b in itertools.combinations(range(config.heatmap_classes), 2):
         stacked = trained_pair(dataset, (a, b), seeds, config, config.heatmap_epochs,
                                config.heatmap_train_per_class)
@@ -951,19 +977,31 @@ def _heatmap(dataset: str, distance: pd.DataFrame, config: Config) -> pd.DataFra
         runs = cached("probes-heatmap", key, compute, code=_code())
         for name in ("acc", "acc_sign", "acc_B"):
             runs[name] = fold(runs[name].to_numpy(), config.fold_below_chance)
-        med = runs.median()
+        runs = runs.assign(dataset=dataset, a=a, b=b, delta_bin=runs["acc"] - runs["acc_sign"],
+                           delta_rand=runs["acc"] - runs["acc_B"])
+        runs["trained"] = runs["acc"] > UNTRAINED
+        per_run.append(runs)
+        med = runs[runs["trained"]][["acc", "acc_sign", "acc_B", "delta_bin", "delta_rand"]
+                                    ].median()
         rows.append({"dataset": dataset, "a": a, "b": b,
                      "pair": f"{classes[a]}/{classes[b]}", "distance": float(d[(a, b)]),
                      "acc": med["acc"], "acc_sign": med["acc_sign"], "acc_B": med["acc_B"],
-                     "delta_bin": float((runs["acc"] - runs["acc_sign"]).median()),
-                     "delta_rand": float((runs["acc"] - runs["acc_B"]).median())})
-    return pd.DataFrame(rows)
+                     "delta_bin": float(med["delta_bin"]),
+                     "delta_rand": float(med["delta_rand"]),
+                     "trained_runs": int(runs["trained"].sum())})
+    return pd.DataFrame(rows), pd.concat(per_run, ignore_index=True)
 
 
 def run(config: Config) -> dict:
-    """Every experiment of the study; tidy DataFrames (accuracies in %)."""
-    difficulty, pairs, baseline, sweeps, nulls, heatmaps = [], [], [], [], [], []
-    for dataset in config.datasets:
+    """Every experiment of the study; tidy DataFrames (accuracies in %).
+
+    Each dataset goes by the name of the data it used (memlib.data.resolve: "mnist-5k" when
+    the MNIST IDX files are absent), in every table, cache key and figure."""
+    from memlib import data
+
+    datasets = [data.resolve(name) for name in config.datasets]
+    difficulty, pairs, baseline, sweeps, nulls, heatmaps, heatmap_runs = [], [], [], [], [], [], []
+    for dataset in datasets:
         distance = _difficulty(dataset, config)
         difficulty.append(distance)
         matrix = distance.pivot(index="a", columns="b", values="distance").to_numpy()
@@ -976,9 +1014,14 @@ def run(config: Config) -> dict:
             baseline.append(result["baseline"])
             sweeps.append(result["sweep"])
             nulls.append(result["nulls"])
-        heatmaps.append(_heatmap(dataset, distance, config))
-    sweep_df = pd.concat(sweeps, ignore_index=True)
-    null_df = pd.concat(nulls, ignore_index=True)
+        heatmap, per_run = _heatmap(dataset, distance, config)
+        heatmaps.append(heatmap)
+        heatmap_runs.append(per_run)
+    baseline_df = pd.concat(baseline, ignore_index=True)
+    baseline_df["trained"] = baseline_df["acc"] > UNTRAINED
+    trained = baseline_df[["dataset", "task", "run", "trained"]]
+    sweep_df = pd.concat(sweeps, ignore_index=True).merge(trained, how="left")
+    null_df = pd.concat(nulls, ignore_index=True).merge(trained, how="left")
     sweep_df["acc"] = fold(sweep_df["acc"].to_numpy(), config.fold_below_chance)
     null_df["acc"] = fold(null_df["acc"].to_numpy(), config.fold_below_chance)
 
@@ -991,21 +1034,27 @@ def run(config: Config) -> dict:
         vit_model, standin_matrices(vit_model), accuracy_metric(x, y), config, config.seed),
         code=_code())
     distilbert, distilbert_status = distilbert_case_study(config)
-    return {"difficulty": pd.concat(difficulty, ignore_index=True),
-            "pairs": pd.DataFrame(pairs), "baseline": pd.concat(baseline, ignore_index=True),
+    return {"datasets": datasets, "difficulty": pd.concat(difficulty, ignore_index=True),
+            "pairs": pd.DataFrame(pairs), "baseline": baseline_df,
             "sweep": sweep_df, "nulls": null_df,
             "heatmap": pd.concat(heatmaps, ignore_index=True),
+            "heatmap_runs": pd.concat(heatmap_runs, ignore_index=True),
             "standin": standin, "distilbert": distilbert, "distilbert_status": distilbert_status}
 
 
 # --- claims --------------------------------------------------------------------------------
 
+TRAINED = 90.0  # % test accuracy of an unprobed binary model that has learned its task
+STANDIN_TRAINED = 75.0  # % accuracy of the 10-class ViT stand-in that has learned its task
+DISTILBERT_TRAINED = 0.8  # entity F1 of the unprobed DistilBERT
+HEADROOM = 95.0  # a signed model at or above this has no room left for a 5-point gain
 
-def transition(levels: np.ndarray, acc: np.ndarray, max_level: float = 0.7
-               ) -> tuple[float, float]:
-    """(rise, width) of a curve: rise = max over levels <= max_level minus acc at level 0;
-    width = distance in level between reaching 10% and 90% of that rise (linear
-    interpolation, first crossings before the maximum); nan when the curve never rises."""
+
+def transition_points(levels: np.ndarray, acc: np.ndarray, max_level: float = 0.7
+                      ) -> tuple[float, float, float]:
+    """(rise, p10, p90) of a curve: rise = max over levels <= max_level minus acc at level 0;
+    p10, p90 = the levels where it first reaches 10% and 90% of that rise before the maximum
+    (linear interpolation); nan when the curve never rises."""
     order = np.argsort(levels)
     levels, acc = np.asarray(levels, float)[order], np.asarray(acc, float)[order]
     keep = levels <= max_level + 1e-9
@@ -1013,7 +1062,7 @@ def transition(levels: np.ndarray, acc: np.ndarray, max_level: float = 0.7
     top = int(np.argmax(acc))
     rise = float(acc[top] - acc[0])
     if rise <= 0:
-        return rise, math.nan
+        return rise, math.nan, math.nan
 
     def crossing(fraction):
         target = acc[0] + fraction * rise
@@ -1023,52 +1072,126 @@ def transition(levels: np.ndarray, acc: np.ndarray, max_level: float = 0.7
         lo, hi = acc[i - 1], acc[i]
         return float(levels[i - 1] + (target - lo) / (hi - lo) * (levels[i] - levels[i - 1]))
 
-    return rise, crossing(0.9) - crossing(0.1)
+    return rise, crossing(0.1), crossing(0.9)
 
 
-def _median_curve(sweep: pd.DataFrame, **where) -> pd.Series:
+def transition(levels: np.ndarray, acc: np.ndarray, max_level: float = 0.7
+               ) -> tuple[float, float]:
+    """(rise, width) of a curve: width = p90 - p10 of `transition_points` (nan without a rise)."""
+    rise, p10, p90 = transition_points(levels, acc, max_level)
+    return rise, p90 - p10
+
+
+def claim_dataset(dataset: str) -> str:
+    """The dataset in a claim id: the bundled MNIST subset answers MNIST's claims."""
+    return "mnist" if dataset == MNIST_5K else dataset
+
+
+def run_curves(sweep: pd.DataFrame, **where) -> pd.DataFrame:
+    """Accuracy (%) per level (rows, ascending) and run (columns) of the rows matching `where`."""
     mask = np.ones(len(sweep), bool)
     for k, v in where.items():
         mask &= (sweep[k] == v).to_numpy()
-    return sweep[mask].groupby("level")["acc"].median()
+    return sweep[mask].pivot_table(index="level", columns="run", values="acc").sort_index()
+
+
+def bootstrap_spearman(per_run: pd.DataFrame, x: str, y: str, draws: int = 1000,
+                       seed: int = 0) -> Estimate:
+    """Spearman rho over class pairs (a, b) of the per-pair medians over runs of columns x and
+    y; its spread is the standard deviation over `draws` bootstrap resamples of each pair's
+    runs (x and y of a run stay together). n of the Estimate = the fewest runs of a pair."""
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(seed)
+    groups = [g.sort_values("run") for _, g in per_run.groupby(["a", "b"])]
+    if len(groups) < 3:
+        return Estimate(math.nan, math.nan, 0)
+    point = float(spearmanr([g[x].median() for g in groups],
+                            [g[y].median() for g in groups]).statistic)
+    bx, by = np.empty((draws, len(groups))), np.empty((draws, len(groups)))
+    for i, g in enumerate(groups):
+        pick = rng.integers(0, len(g), (draws, len(g)))
+        bx[:, i] = np.median(g[x].to_numpy(float)[pick], 1)
+        by[:, i] = np.median(g[y].to_numpy(float)[pick], 1)
+    runs = min(len(g) for g in groups)
+    rhos = np.array([spearmanr(bx[i], by[i]).statistic for i in range(draws)])
+    se = float(np.nanstd(rhos, ddof=1)) if runs > 1 else math.nan
+    return Estimate(point, se, runs)
 
 
 def measure(results: dict) -> dict:
-    """The measured value of every claim (None where not run at this scale)."""
+    """The measured value of every claim (None where not run at this scale).
+
+    Accuracies are per run, as Estimates (mean ± 2 SE over the runs that trained, i.e. whose
+    unprobed accuracy exceeds UNTRAINED; runs_* counts them); each dataset's values name the
+    data they came from ("data": fashion_mnist, mnist or mnist-5k) and carry what the
+    preconditions check: those runs' mean unprobed accuracy (float_*) and the pairs' 1 - SSIM
+    distances (dist_*)."""
     measured = {}
     sweep, nulls = results["sweep"], results["nulls"]
-    noise_gain, flip_gain = {}, {}
-    for dataset in DATASETS:
+    noise_gain, flip_gain, noise_start = {}, {}, {}
+    for dataset in dict.fromkeys(sweep["dataset"]):
+        key = claim_dataset(dataset)
         s = sweep[sweep["dataset"] == dataset]
-        if s.empty:
-            continue
-        signed0 = {t: _median_curve(s[s["task"] == t], probe="prune", mode="smallest",
-                                    form="signed")[0.0] for t in TASKS}
-        measured[f"binarization_separates_{dataset}"] = signed0
-        hard = _median_curve(s[s["task"] == "hard"], probe="prune", mode="smallest",
-                             form="signed")
-        rise, width = transition(hard.index.to_numpy(), hard.to_numpy())
-        measured[f"phase_transition_{dataset}"] = {"rise": rise, "width": width}
-        n = nulls[(nulls["dataset"] == dataset) & (nulls["prune"] == 0.0)]
-        med = n.groupby(["task", "null"])["acc"].median()
-        measured[f"sign_structure_easy_{dataset}"] = {k: med[("easy", k)] for k in "BACD"}
-        base = results["baseline"].query("dataset == @dataset").groupby("task")["acc"].median()
-        measured[f"hard_needs_magnitudes_{dataset}"] = {
-            k: (base["hard"] - med[("hard", k)]) - (base["easy"] - med[("easy", k)])
-            for k in "BEF"}
-        h = results["heatmap"].query("dataset == @dataset")
-        if len(h) == 45:  # the claim is about all 45 pairs of ten classes
-            measured[f"complexity_measure_{dataset}"] = float(
-                h["delta_bin"].corr(h["delta_rand"], method="spearman"))
+        base = results["baseline"].query("dataset == @dataset").pivot_table(
+            index="run", columns="task", values="acc").sort_index()
+        ok = {t: base.index[base[t] > UNTRAINED] for t in TASKS}  # the runs that trained
+        both = ok["easy"].intersection(ok["hard"])
+        distance = results["pairs"].query("dataset == @dataset").set_index("task")["distance"]
+        trained = {**{f"runs_{t}": f"{len(ok[t])}/{len(base)}" for t in TASKS},
+                   **{f"float_{t}": float(base[t][ok[t]].mean()) for t in TASKS}}
+        similar = {"dist_easy": float(distance["easy"]), "dist_hard": float(distance["hard"])}
+        signed = {t: run_curves(s, task=t, probe="prune", mode="smallest", form="signed")
+                  for t in TASKS}
+        at0 = {t: signed[t].loc[0.0] for t in TASKS}
+        measured[f"binarization_separates_{key}"] = {
+            "data": dataset, "easy": Estimate.of(at0["easy"].loc[ok["easy"]]),
+            "hard": Estimate.of(at0["hard"].loc[ok["hard"]]),
+            "gap": paired(at0["easy"].loc[both].to_numpy(), at0["hard"].loc[both].to_numpy()),
+            **trained, **similar}
+        hard = signed["hard"][ok["hard"]]
+        points = [transition_points(hard.index.to_numpy(), hard[r].to_numpy())
+                  for r in hard.columns]
+        widths = [p90 - p10 for _, p10, p90 in points if not math.isnan(p90 - p10)]
+        measured[f"phase_transition_{key}"] = {
+            "data": dataset, "rise": Estimate.of([rise for rise, _, _ in points]),
+            "width": Estimate.of(widths), "rising_runs": f"{len(widths)}/{len(points)}",
+            "signed_hard_p0": Estimate.of(at0["hard"].loc[ok["hard"]]),
+            "runs_hard": trained["runs_hard"], "float_hard": trained["float_hard"]}
+        zero = nulls[(nulls["dataset"] == dataset) & (nulls["prune"] == 0.0)]
+        null_acc = zero.groupby(["task", "null", "run"])["acc"].median()  # median over draws
+
+        def loss(task, kind, runs, null_acc=null_acc, base=base):
+            """Accuracy lost under null model `kind` by each of `runs`."""
+            return (base[task] - null_acc.loc[(task, kind)]).reindex(runs).to_numpy()
+
+        measured[f"sign_structure_easy_{key}"] = {
+            "data": dataset,
+            **{k: Estimate.of(null_acc.loc[("easy", k)].reindex(ok["easy"])) for k in "BACD"},
+            "runs_easy": trained["runs_easy"], "float_easy": trained["float_easy"]}
+        measured[f"hard_needs_magnitudes_{key}"] = {
+            "data": dataset,
+            **{k: paired(loss("hard", k, both), loss("easy", k, both)) for k in "BEF"},
+            **trained, **similar}
+        h = results["heatmap_runs"].query("dataset == @dataset")
+        if len(h.groupby(["a", "b"])) == 45:  # the claim is about all 45 pairs of ten classes
+            h = h[h["acc"] > UNTRAINED]
+            measured[f"complexity_measure_{key}"] = {
+                "data": dataset, "rho": bootstrap_spearman(h, "delta_bin", "delta_rand"),
+                "pairs": len(h.groupby(["a", "b"]))}
         for task in TASKS:
-            st = s[s["task"] == task]
-            noise = _median_curve(st, probe="noise", form="signed")
-            flips = _median_curve(st, probe="flip", mode="smallest", form="signed")
+            st = s[(s["task"] == task) & s["run"].isin(ok[task])]
+            if st.empty:
+                continue
+            noise = run_curves(st, probe="noise", form="signed")
+            flips = run_curves(st, probe="flip", mode="smallest", form="signed")
             label = f"{dataset}/{task}"
-            noise_gain[label] = float(noise.max() - noise.iloc[0])
-            flip_gain[label] = float(flips.max() - flips[0.0])
-    if noise_gain:
-        measured["stochastic_resonance"] = noise_gain
+            noise_gain[label] = Estimate.of(noise.max() - noise.iloc[0])
+            flip_gain[label] = Estimate.of(flips.max() - flips.loc[0.0])
+            noise_start[label] = float(noise.iloc[0].mean())
+    if noise_gain:  # else no run trained
+        measured["stochastic_resonance"] = {**noise_gain,
+                                            "lowest_start": min(noise_start.values())}
         measured["flips_mirror_noise"] = {k: [noise_gain[k], flip_gain[k]] for k in noise_gain}
     for key, table in (("transformer_layers_standin", results["standin"]),
                        ("transformer_layers_distilbert", results.get("distilbert"))):
@@ -1078,47 +1201,84 @@ def measure(results: dict) -> dict:
 
 
 def layer_drops(table: pd.DataFrame) -> dict[str, float]:
-    """Loss of the metric under binarization: the first probed matrix vs the last block's
-    two MLP matrices (the 4th and 5th probed matrices)."""
+    """The unprobed metric, and its loss under binarization: the first probed matrix vs the
+    last block's two MLP matrices (the 4th and 5th probed matrices)."""
     pivot = table[table["probe"].isin(["float", "sign"])].pivot(
         index="order", columns="probe", values="metric")
     drop = pivot["float"] - pivot["sign"]
-    return {"first": float(drop.loc[0]), "last_block_1": float(drop.loc[3]),
-            "last_block_2": float(drop.loc[4])}
+    return {"float": float(pivot["float"].loc[0]), "first": float(drop.loc[0]),
+            "last_block_1": float(drop.loc[3]), "last_block_2": float(drop.loc[4])}
+
+
+def _estimates(value: dict) -> list[Estimate]:
+    return [v for v in value.values() if isinstance(v, Estimate)]
+
+
+def _learned(value: dict, task: str) -> bool:
+    return int(value[f"runs_{task}"].split("/")[0]) >= 2 and value[f"float_{task}"] >= TRAINED
 
 
 def _dataset_claims(dataset: str, paper: dict[str, str]) -> list[Claim]:
+    learned_easy = (f"easy models learned their task (>= 2 runs trained, mean accuracy >= "
+                    f"{TRAINED:g}%)", lambda v: _learned(v, "easy"))
+    learned_hard = (f"hard models learned their task (>= 2 runs trained, mean accuracy >= "
+                    f"{TRAINED:g}%)", lambda v: _learned(v, "hard"))
+    harder = ("the hard pair is the more similar one (smaller 1 - SSIM)",
+              lambda v: v["dist_hard"] < v["dist_easy"])
     return [
         Claim(f"binarization_separates_{dataset}",
               "Binarized (sign W) hard-task models collapse to chance; easy ones stay accurate.",
               paper["binarize"],
-              "median over runs of signed accuracy (%) at p = 0, easy and hard pair",
+              "signed accuracy (%) at p = 0 of each run, mean ± 2 SE over runs: easy and hard "
+              "pair, and easy - hard paired by run",
               "hard <= 65 and easy - hard >= 20",
-              lambda v: v["hard"] <= 65 and v["easy"] - v["hard"] >= 20),
+              **all_of(lambda v: [margin(v["hard"], 65, at_least=False), margin(v["gap"], 20)]),
+              preconditions=(learned_easy, learned_hard, harder)),
         Claim(f"phase_transition_{dataset}",
               "Pruning small weights of a binarized hard model gives a sharp transition back "
               "to high accuracy.", paper["transition"],
-              "median signed hard accuracy vs p (smallest |w| pruned): rise from p = 0 to the "
-              "max over p <= 0.7 (points) and the p-width of its 10%-90% part",
+              "each run's signed hard accuracy vs p (smallest magnitudes pruned): rise from "
+              "p = 0 to the max over p <= 0.7 (points) and the p-width of its 10%-90% part "
+              "(over the runs that rise); mean ± 2 SE over runs",
               "rise >= 25 and width <= 0.25",
-              lambda v: v["rise"] >= 25 and v["width"] <= 0.25),
+              **all_of(lambda v: [margin(v["rise"], 25),
+                                  margin(v["width"], 0.25, at_least=False)]),
+              preconditions=(learned_hard, (
+                  "the binarized hard model starts near chance (mean signed accuracy at "
+                  "p = 0 <= 65%)", lambda v: v["signed_hard_p0"].mean <= 65))),
         Claim(f"sign_structure_easy_{dataset}",
               "Keeping only the sign structure (null model B) keeps accuracy on easy tasks; "
               "sign-destroying shuffles A, C, D do not.", "",
-              "median accuracy (%) under null models at p = 0, easy pair",
+              "accuracy (%) under null models at p = 0 (median over draws) of each run, easy "
+              "pair; mean ± 2 SE over runs",
               "B >= 85 and A, C, D <= 60",
-              lambda v: v["B"] >= 85 and max(v["A"], v["C"], v["D"]) <= 60),
+              **all_of(lambda v: [margin(v["B"], 85)]
+                       + [margin(v[k], 60, at_least=False) for k in "ACD"]),
+              preconditions=(learned_easy,)),
         Claim(f"hard_needs_magnitudes_{dataset}",
               "Hard tasks need magnitudes: sign-preserving shuffles cost more on the hard pair.",
-              "", "accuracy loss (median acc - median acc under null) on hard minus on easy, "
-              "for B, E, F (points)",
+              "", "accuracy loss under the null model (acc - acc under null, median over draws) "
+              "on hard minus on easy, paired by run, for B, E, F (points); mean ± 2 SE",
               "at least one of B, E, F > 0 (the issue's 'B, E or F')",
-              lambda v: max(v.values()) > 0),
+              **any_of(lambda v: [margin(v[k], 0) for k in "BEF"]),
+              preconditions=(learned_easy, learned_hard, harder)),
         Claim(f"complexity_measure_{dataset}",
               "Delta_bin and Delta_rand agree as task-complexity measures over all 45 pairs.",
-              paper["rho"], "Spearman rho(Delta_bin, Delta_rand) over the 45 class pairs",
-              "rho >= 0.7", lambda v: v >= 0.7),
+              paper["rho"], "Spearman rho(Delta_bin, Delta_rand) over the 45 class pairs (medians "
+              "over the runs that trained), ± 2 SE from a bootstrap over each pair's runs",
+              "rho >= 0.7", **all_of(lambda v: [margin(v["rho"], 0.7)]),
+              preconditions=(("every one of the 45 pairs has a run that trained",
+                              lambda v: v["pairs"] == 45),)),
     ]
+
+
+def _gain_margins(value: dict) -> list[Estimate]:
+    return [margin(e, 5) for e in _estimates(value)]
+
+
+def _resonant_margins(value: dict) -> list[Estimate]:
+    return [m for noise, flip in value.values() if noise.mean >= 5
+            for m in (margin(noise, 5), margin(flip, 5))]
 
 
 CLAIMS: list[Claim] = [
@@ -1130,26 +1290,36 @@ CLAIMS: list[Claim] = [
     Claim("stochastic_resonance",
           "Moderate noise raises binarized accuracy (stochastic resonance).",
           "MNIST easy signed 54% -> 98.5% at a ~ 0.2-0.3",
-          "per task: max over a of the median signed accuracy under noise minus its value at "
-          "the smallest a (points)", "max over tasks >= 5",
-          lambda v: max(v.values()) >= 5),
+          "per task and run: max over a of the signed accuracy under noise minus its value at "
+          "the smallest a (points), mean ± 2 SE over runs; lowest_start = lowest mean signed "
+          "accuracy at the smallest a", "some task's gain >= 5",
+          **any_of(_gain_margins),
+          preconditions=((f"a signed model has room to gain (some task at the smallest a "
+                          f"<= {HEADROOM:g}%)", lambda v: v["lowest_start"] <= HEADROOM),)),
     Claim("flips_mirror_noise",
           "The best sign-flip fraction improves signed accuracy where noise does.", "",
-          "per task: [noise gain, best flip gain] (points; flips of the smallest |w|)",
-          "some task has noise gain >= 5, and every such task has flip gain >= 5",
-          lambda v: any(n >= 5 for n, _ in v.values())
-          and all(f >= 5 for n, f in v.values() if n >= 5)),
+          "per task: [noise gain, best flip gain] (points; flips of the smallest magnitudes), "
+          "mean ± 2 SE over runs",
+          "every task with noise gain >= 5 has flip gain >= 5",
+          **all_of(_resonant_margins),
+          preconditions=(("some task shows stochastic resonance (mean noise gain >= 5)",
+                          lambda v: any(noise.mean >= 5 for noise, _ in v.values())),)),
     Claim("transformer_layers_standin",
           "Early layers are least robust, deep layers resilient (stand-in: ViT on "
           "Fashion-MNIST, not the paper's model).", "DistilBERT: position embeddings "
           "binarized F1 ~ 0 vs baseline 0.885",
-          "accuracy loss (points) under sign of the first probed matrix (patch embedding) "
-          "and of the last block's two MLP matrices", "first > both last-block losses",
-          lambda v: v["first"] > max(v["last_block_1"], v["last_block_2"])),
+          "one model: accuracy loss (points) under sign of the first probed matrix (patch "
+          "embedding) and of the last block's two MLP matrices; float = unprobed accuracy",
+          "first > both last-block losses",
+          lambda v: v["first"] > max(v["last_block_1"], v["last_block_2"]),
+          preconditions=((f"the stand-in learned its task (accuracy >= {STANDIN_TRAINED:g}%)",
+                          lambda v: v["float"] >= STANDIN_TRAINED),)),
     Claim("transformer_layers_distilbert",
           "Early layers are least robust, deep layers resilient (DistilBERT NER).",
           "position embeddings and layer-0 lin1 binarized F1 ~ 0; classifier 0.887",
           "entity-level F1 loss under sign of the position embeddings vs layer 5 lin1/lin2",
           "first > both last-block losses",
-          lambda v: v["first"] > max(v["last_block_1"], v["last_block_2"])),
+          lambda v: v["first"] > max(v["last_block_1"], v["last_block_2"]),
+          preconditions=((f"the model is accurate before probing (F1 >= {DISTILBERT_TRAINED:g})",
+                          lambda v: v["float"] >= DISTILBERT_TRAINED),)),
 ]

@@ -14,7 +14,7 @@ from memlib import paths
 from memlib.cache import atomic_write_bytes
 
 PACKAGES = ("memlib", "torch", "torchvision", "timm", "transformers", "numpy", "pandas",
-            "scipy", "scikit-learn", "matplotlib", "papermill", "jupytext")
+            "scipy", "scikit-learn", "mlxtend", "matplotlib", "papermill", "jupytext")
 
 
 def git_sha() -> str:
@@ -51,11 +51,31 @@ def device() -> str:
     return f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)"
 
 
+def data_sources(parameters: dict[str, Any]) -> dict[str, str]:
+    """For every dataset a parameter names: the data it resolves to and where that comes from
+    ("mnist" without its IDX files is the bundled mnist-5k subset, with its split)."""
+    from memlib import data
+
+    names = []
+    for value in parameters.values():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, str) and item in data.DATASETS and item not in names:
+                names.append(item)
+    sources = {}
+    for name in names:
+        try:
+            sources[name] = data.source(data.resolve(name))
+        except Exception as err:  # a manifest records what it can; it never stops the run
+            sources[name] = f"unknown ({type(err).__name__}: {err})"
+    return sources
+
+
 def manifest(study: str, scale: str, parameters: dict[str, Any], wall_seconds: float) -> dict:
     return {
         "study": study,
         "scale": scale,
         "parameters": parameters,
+        "data": data_sources(parameters),
         "git_sha": git_sha(),
         "versions": versions(),
         "device": device(),

@@ -43,6 +43,12 @@
 # scatter set, and one small SmallCNN run at 40% noise. The full preset
 # (`params/full`) holds the paper's settings. cleanlab's confident learning is not part of
 # the comparison (not installed; it is AGPL). Scores are judged against the true flip mask.
+#
+# **How the claims are judged.** Every claim is measured on each seed's run and read as the
+# mean ± 2 standard errors over the 3 seeds; a verdict whose threshold lies inside that
+# spread is *within noise*. Each rule also names what it presupposes (the noisy labels were
+# fitted, er peaks inside training, test accuracy degrades); where that fails the verdict is
+# *precondition failed*, never "holds".
 
 # %% tags=["parameters"]
 scale = "small"
@@ -76,7 +82,7 @@ augment = "none"
 import numpy as np
 import pandas as pd
 
-from memlib.claims import evaluate, write
+from memlib.claims import describe, evaluate, write
 from memlib.config import from_namespace
 from memlib.fisher import CLAIMS, Config, measure
 from memlib.pipeline import study_results
@@ -139,10 +145,16 @@ summary[["model", "corruption", "seed", "peak_epoch", "er_epoch1", "er_peak", "e
          "test_acc_last"]].round(3)
 
 # %% [markdown]
-# Solid lines: er per corruption rate; the dotted lines on the right show when the network
-# starts fitting the corrupted labels. Whether er falls back after its peak within our
-# epoch budget is what the `inflation_collapse` claim below measures; the table lists
-# every run's er at epoch 1, at the peak and at the last epoch.
+# Solid lines: er per corruption rate; the dotted lines on the right show how much of the
+# corrupted labels the network fits. Under noise er rises to a peak of 29–47 between epochs
+# 5 and 15 and then falls (the claim's measure, the smaller of the rise from epoch 1 and the
+# fall to epoch 50 relative to the peak, is 0.31–0.35 at every noise rate), while the clean
+# run stays near 8 and drifts down. The fall does not wait for the noise to be fitted: at
+# the peak only 5–20% of the flipped labels are fitted, and at epoch 50 still only 78–89%
+# (the table of runs; the `noisy_fit` value in the claims). The paper's "collapse once the
+# noise is fitted" therefore cannot be checked within 50 epochs: the `inflation_collapse`
+# claim's precondition (≥ 90% of the flipped labels fitted in every noisy run) fails, and the
+# verdict says so rather than "holds".
 
 # %% [markdown]
 # ## 3. Peak er vs corruption
@@ -160,8 +172,11 @@ savefig(fig, "fig2_peak_er_vs_corruption", STUDY, scale)
 peaks.round(2)
 
 # %% [markdown]
-# Mean ± sd over seeds of the peak er. The paper's values (CIFAR-10, SmallCNN, grey squares)
-# are a different model and dataset, shown only for scale; the claim is about the ordering.
+# Mean ± sd over seeds of the peak er: 8.2 (clean), 30.5, 35.6 and 41.7 at 20, 40 and 60%
+# noise; each step up exceeds twice its standard error over seeds, so the ordering claim
+# holds. The paper's values (CIFAR-10, SmallCNN, grey squares: 28.9 to 97.1) are a different
+# model and dataset, shown only for scale; our inflation is larger at 20% noise and flatter
+# beyond.
 
 # %% [markdown]
 # ## 4. Attribution at the peak and other label-error signals
@@ -220,9 +235,13 @@ savefig(fig, "fig4_signals", STUDY, scale)
 # %% [markdown]
 # The table and bars compare every signal on the same runs, with its extra cost in
 # seconds (losses and AUM come free with training; LOO needs one eigendecomposition plus
-# the secular solves). Read the ranking from the table: on this small MLP the cheap
-# loss-based signals are strong baselines, and the er attribution should be judged
-# against them, not against chance alone.
+# the secular solves). On this small MLP the cheap signals win: the loss at the peak
+# (AUROC 0.96) and at an early epoch (0.95), the gradient norm (0.88) and AUM (0.86) all
+# rank the corrupted examples better than the exact LOO attribution (0.79; first order
+# 0.75), although all of them put 94–99% corrupted examples in their top 100. The er
+# attribution is a signature of memorization, not the best detector, as the paper says;
+# its AUROC sits at the top of the paper's 0.6–0.8 range, and with three seeds
+# (0.79 ± 0.06) the `not_detector` rule cannot tell whether it is inside or above it.
 
 # %% [markdown]
 # ## 5. Clean-difficulty control
@@ -252,9 +271,12 @@ axes[1].legend()
 savefig(fig, "fig5_difficulty_control", STUDY, scale)
 
 # %% [markdown]
-# Left: whether corrupted examples out-contribute clean ones of the same difficulty.
-# Right: if hard clean examples drove er, the clean run's top contributors would pile up
-# in decile 10; the `difficulty_control` claim checks that share against 2× uniform.
+# Left: in the 40% noise run corrupted examples raise er (mean $\Delta$ 0.010–0.021) in every
+# difficulty decile while clean ones lower it, so difficulty does not explain the
+# attribution. Right: in the clean run the hardest decile holds 1.1× its uniform share of
+# the top-100 $\Delta$ (the claim checks it against 2×), but deciles 6–9 hold most of the
+# rest: fairly hard clean examples do contribute, and the rule, which looks only at the
+# hardest decile, does not see that.
 
 # %% [markdown]
 # ## 6. Onset vs test degradation, and architectures
@@ -283,16 +305,22 @@ arch_table.round(3)
 # its peak; "onset_first" says whether it comes before the epoch of best test accuracy. The
 # architecture table repeats the attribution for each model at the attribution noise rate
 # (the SmallCNN at small scale is one short run of a narrow network, a smoke-level check
-# rather than a reproduction of the paper's CNN numbers). Where er already climbs from the
-# first epochs, onset lands at epoch 1-2 and "onset precedes test degradation" is nearly
-# automatic: read it as weak evidence at this scale.
+# rather than a reproduction of the paper's CNN numbers: AUROC 0.85, precision@100 1.0).
+# er climbs from the first epoch in every noisy run, so onset lands at epoch 2 everywhere
+# and "onset precedes test degradation" (best test epoch 5–18) is nearly automatic: the
+# claim holds, but read it as weak evidence at this scale.
 
 # %% [markdown]
 # ## Claims
+#
+# Five claims hold beyond the seed spread (peak ordering, enrichment, first order,
+# difficulty control, onset); `not_detector` is within noise (AUROC 0.79 ± 0.06 against the
+# 0.8 bound), and `inflation_collapse` is "precondition failed": er falls by a third from
+# its peak, but the noisy labels are not yet fitted when it does.
 
 # %%
 measured = measure(results, config)
-measured
+{claim: describe(value) for claim, value in measured.items()}
 
 # %%
 table = evaluate(CLAIMS, measured)

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlib import fisher
+from memlib.claims import HOLDS, WITHIN_NOISE, Estimate, evaluate
 from memlib.config import ConfigError, build
 
 
@@ -171,9 +173,54 @@ def test_math_checks_pass():
     assert table["passed"].all(), table
 
 
-def test_claim_rules_see_measured_values():
-    rules = {c.id: c for c in fisher.CLAIMS}
-    assert rules["enrichment"].holds({"precision_at_100": 0.9, "enrichment": 2.0})
-    assert not rules["enrichment"].holds({"precision_at_100": 0.6, "enrichment": 2.0})
-    assert rules["not_detector"].holds(0.7) and not rules["not_detector"].holds(0.9)
-    assert rules["monotone_peak"].holds(1.0) and not rules["monotone_peak"].holds(0.8)
+def synthetic_results(config, noisy_fit=0.95, auroc=0.7):
+    curves, summary, signals, difficulty = [], [], [], []
+    for c in config.corruptions:
+        for seed in config.seeds:
+            peak = 30 + 40 * c + 0.5 * seed
+            er = [50, 10, 20 + 20 * c, peak, 15 + seed, 12]
+            run = {"model": "mlp", "noise": "symmetric", "corruption": c, "seed": seed}
+            curves += [{**run, "epoch": e, "er": v, "noisy_fit": noisy_fit if e == 5 else 0.1}
+                       for e, v in enumerate(er)]
+            summary.append({**run, "er_peak": peak, "peak_epoch": 3,
+                            "spearman_exact_first": 0.95 + 0.01 * seed, "onset_epoch": 2,
+                            "test_peak_epoch": 3, "test_acc_best": 0.8, "test_acc_last": 0.6})
+            signals.append({**run, "signal": "LOO er attribution (exact)",
+                            "precision_at_100": 0.9 + 0.01 * seed, "enrichment": 2 + 0.1 * seed,
+                            "auroc": auroc + 0.01 * seed})
+            difficulty.append({"corruption": c, "seed": seed, "decile": 10,
+                               "clean_top_share": 0.1 + 0.01 * seed})
+    return {"curves": pd.DataFrame(curves), "summary": pd.DataFrame(summary),
+            "signals": pd.DataFrame(signals), "difficulty": pd.DataFrame(difficulty)}
+
+
+def test_collapse_gap_ignores_epoch_zero():
+    assert fisher.collapse_gap([100, 10, 20, 40, 30]) == pytest.approx(0.25)
+    assert fisher.collapse_gap([100, 40, 30, 20]) == 0  # er only falls: no inflation
+
+
+def verdicts(measured):
+    table = evaluate(fisher.CLAIMS, measured)
+    return dict(zip(table["id"], table["verdict"], strict=True))
+
+
+def test_measure_per_seed_and_the_verdicts():
+    config = build(fisher.Config, {"epochs": 5})
+    measured = fisher.measure(synthetic_results(config), config)
+    assert measured["inflation_collapse"]["0.4"].n == 3
+    assert measured["inflation_collapse"]["0.4"].mean == pytest.approx(
+        np.mean([(46 + 0.5 * s - 12) / (46 + 0.5 * s) for s in range(3)]))  # er_last = 12
+    assert list(measured["monotone_peak"]) == ["0->0.2", "0.2->0.4", "0.4->0.6"]
+    assert measured["monotone_peak"]["0->0.2"] == Estimate(8.0, 0.0, 3)
+    assert measured["enrichment"]["peak_epochs"] == [3, 3, 3]
+    assert measured["onset"]["onset_first"].mean == 1
+    assert measured["onset"]["test_drop"] == pytest.approx(0.2)
+    assert set(verdicts(measured).values()) == {HOLDS}
+
+    measured = fisher.measure(synthetic_results(config, noisy_fit=0.5, auroc=0.79), config)
+    v = verdicts(measured)
+    assert v["inflation_collapse"].startswith("precondition failed: the noisy labels")
+    assert v["not_detector"] == WITHIN_NOISE  # 0.79, 0.80, 0.81 straddle the 0.8 bound
+    late = build(fisher.Config, {"epochs": 3})
+    assert verdicts(fisher.measure(synthetic_results(late), late))["enrichment"].startswith(
+        "precondition failed: er peaks inside training")

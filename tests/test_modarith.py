@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlib import modarith as ma
+from memlib.claims import HOLDS, VERDICTS, evaluate
 from memlib.config import ConfigError, build
 from memlib.train import TrainSpec
 
@@ -255,6 +256,60 @@ def test_noisy_first_reads_the_first_epoch_past_the_threshold():
     assert first == {"epoch": 2, "noisy": 0.4, "clean": 0.2}
 
 
+def early_history(seed, curve, alpha=0.5):
+    rows = []
+    for epoch, (clean, noisy) in enumerate(curve):
+        rows += [{"seed": seed, "epoch": epoch, "subset": "clean_train", "acc": clean},
+                 {"seed": seed, "epoch": epoch, "subset": "noisy_memorized", "acc": noisy}]
+    return pd.DataFrame(rows).assign(alpha=alpha)
+
+
+def test_noisy_lead_is_measured_per_seed():
+    history = pd.concat([early_history(0, [(0, 0), (0.1, 0.4), (0.9, 0.9)]),
+                         early_history(1, [(0, 0), (0.2, 0.35), (0.9, 0.9)])])
+    lead = ma.noisy_lead(history, 0.5)
+    assert lead.n == 2 and lead.mean == pytest.approx(0.225) and lead.beyond_noise
+    never = pd.concat([history, early_history(2, [(0, 0), (0.1, 0.1)])])
+    assert math.isnan(ma.noisy_lead(never, 0.5).mean)
+    images = pd.concat([history.assign(dataset="digits"), history.assign(dataset="mnist-5k")])
+    value = ma.image_lead(images)
+    assert value["data"] == "mnist-5k" and value["0.5"] == lead
+    assert ma.image_lead(history.assign(dataset="digits")) is None
+    claim = {c.id: c for c in ma.CLAIMS}["noisy-first-images"]
+    table = evaluate([claim], {claim.id: {**value, "data": "fashion_mnist"}})
+    assert table["verdict"].item() == "precondition failed: the data is MNIST (full or mnist-5k)"
+    table = evaluate([claim], {claim.id: value})
+    assert table["verdict"].item() == HOLDS and "data=mnist-5k" in table["ours"].item()
+
+
+def sweep_rows(train_acc: dict, test_acc: dict, alpha=0.5):
+    rows = []
+    for width, train in train_acc.items():
+        for seed in (0, 1):
+            for subset, acc in (("clean_train", train), ("noisy_memorized", train),
+                                ("test", test_acc[width] + 0.01 * seed)):
+                rows.append({"activation": "relu", "part": "raw", "weight_decay": 0.1,
+                             "alpha": alpha, "width": width, "seed": seed, "subset": subset,
+                             "acc": acc})
+    return pd.DataFrame(rows)
+
+
+def test_larger_is_better_needs_a_width_curve():
+    config = build(ma.Config, {"sweep_alphas": [0.5], "sweep_activations": ["relu"],
+                               "sweep_weight_decays": [0.1], "weight_decay": 0.1})
+    claim = {c.id: c for c in ma.CLAIMS}["larger-is-better"]
+    none_fit = ma.larger_is_better(sweep_rows({8: 0.3, 32: 0.6, 128: 0.9},
+                                              {8: 0.01, 32: 0.01, 128: 0.01}), config)
+    assert none_fit["fitted_widths"] == {"0.5": []} and none_fit["widest_train"]["0.5"] == 0.9
+    verdict = evaluate([claim], {claim.id: none_fit})["verdict"].item()
+    assert verdict.startswith("precondition failed: a width curve exists")
+    grows = ma.larger_is_better(sweep_rows({8: 0.3, 32: 1.0, 128: 1.0},
+                                           {8: 0.01, 32: 0.3, 128: 0.6}), config)
+    assert grows["fitted_widths"] == {"0.5": [32, 128]}
+    assert grows["steps"]["0.5"][0].mean == pytest.approx(0.3)
+    assert evaluate([claim], {claim.id: grows})["verdict"].item() == HOLDS
+
+
 # ----------------------------------------------------------------------------- training
 def test_train_runs_batched_equals_single_run():
     task = ma.make_task(7)
@@ -310,6 +365,9 @@ def test_run_end_to_end_tiny(tmp_path, monkeypatch):
     results = ma.run(config)
     measured = ma.measure(results, config)
     assert set(measured) == {c.id for c in ma.CLAIMS}
+    verdicts = evaluate(ma.CLAIMS, measured).set_index("id")["verdict"]
+    assert set(verdicts.str.split(":").str[0]) <= set(VERDICTS)
+    assert verdicts["noisy-first-images"] == "not run at this scale"  # image_dataset none
     assert measured["ff-recovers-rule"] is not None and measured["swap-helps"] is not None
     assert set(measured["noisy-first"]) == set(config.order_optimizers)
     assert results["analytic"]["test_acc"].tolist() == [1.0, 1.0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlib import probes
+from memlib.claims import FAILS, HOLDS, NOT_RUN, WITHIN_NOISE, Estimate, evaluate
 from memlib.config import ConfigError, build
 from memlib.models import MLP
 from memlib.train import TrainSpec, train
@@ -246,7 +249,7 @@ def test_layerwise_table_and_drops(tiny):
     table = probes.layerwise_table(model, names, probes.accuracy_metric(x, y), config)
     assert set(table["probe"]) == {"float", "sign", "A", "B", "prune", "noise", "flip"}
     drops = probes.layer_drops(table)
-    assert set(drops) == {"first", "last_block_1", "last_block_2"}
+    assert set(drops) == {"float", "first", "last_block_1", "last_block_2"}
 
 
 def test_ensemble_training_equals_separate_runs():
@@ -299,53 +302,176 @@ def test_transition_rise_and_width():
     assert np.isnan(probes.transition(levels, 100 - acc)[1])
 
 
-def test_claim_rules():
-    rules = {c.id: c.holds for c in probes.CLAIMS}
-    assert rules["binarization_separates_fashion_mnist"]({"easy": 83, "hard": 51})
-    assert not rules["binarization_separates_fashion_mnist"]({"easy": 80, "hard": 66})
-    assert rules["phase_transition_mnist"]({"rise": 40, "width": 0.1})
-    assert not rules["phase_transition_mnist"]({"rise": 40, "width": float("nan")})
-    assert rules["flips_mirror_noise"]({"a": [6, 7], "b": [1, 0]})
-    assert not rules["flips_mirror_noise"]({"a": [6, 2]})
-    assert not rules["flips_mirror_noise"]({"a": [1, 9]})
+def test_transition_points_mark_the_crossings():
+    levels = np.array([0.0, 0.1, 0.2, 0.3])
+    rise, p10, p90 = probes.transition_points(levels, np.array([50, 50, 90, 90]))
+    assert rise == 40 and p10 == pytest.approx(0.11) and p90 == pytest.approx(0.19)
+    assert np.isnan(probes.transition_points(levels, np.array([90, 80, 70, 60]))[1])
+
+
+def estimate(values):
+    return Estimate.of(values)
+
+
+def verdicts(measured):
+    table = evaluate(probes.CLAIMS, measured)
+    return dict(zip(table["id"], table["verdict"], strict=True))
+
+
+TRAINED = {"runs_easy": "3/3", "runs_hard": "3/3", "float_easy": 99.0, "float_hard": 98.0,
+           "dist_easy": 0.6, "dist_hard": 0.4}
+
+
+def test_claim_rules_preconditions_and_noise():
+    clear_sep = {"data": "mnist-5k", "easy": estimate([90, 91, 89]),
+                 "hard": estimate([50, 52, 51]), "gap": estimate([40, 39, 38]), **TRAINED}
+    vague_sep = {**clear_sep, "hard": estimate([50, 80, 62]), "gap": estimate([40, 11, 27])}
+    failed_sep = {**clear_sep, "hard": estimate([80, 81, 79]), "gap": estimate([10, 10, 10])}
+    untrained = {**clear_sep, "float_hard": 70.0}
+    swapped = {**clear_sep, "dist_hard": 0.7}
+    v = verdicts({"binarization_separates_mnist": clear_sep,
+                  "binarization_separates_fashion_mnist": vague_sep})
+    assert v["binarization_separates_mnist"] == HOLDS
+    assert v["binarization_separates_fashion_mnist"] == WITHIN_NOISE
+    v = verdicts({"binarization_separates_mnist": failed_sep,
+                  "binarization_separates_fashion_mnist": untrained})
+    assert v["binarization_separates_mnist"] == FAILS
+    assert v["binarization_separates_fashion_mnist"].startswith("precondition failed: hard models")
+    v = verdicts({"binarization_separates_mnist": swapped,
+                  "binarization_separates_fashion_mnist": {**clear_sep, "runs_hard": "1/3"}})
+    assert v["binarization_separates_mnist"].startswith("precondition failed: the hard pair")
+    assert v["binarization_separates_fashion_mnist"].startswith("precondition failed: hard models")
+
+    sharp = {"data": "mnist", "rise": estimate([40, 42, 44]), "width": estimate([0.1, 0.12, 0.1]),
+             "rising_runs": "3/3", "signed_hard_p0": estimate([50, 51, 52]), "runs_hard": "3/3",
+             "float_hard": 98.0}
+    v = verdicts({"phase_transition_mnist": sharp,
+                  "phase_transition_fashion_mnist": {**sharp,
+                                                     "signed_hard_p0": estimate([80, 80])}})
+    assert v["phase_transition_mnist"] == HOLDS
+    assert v["phase_transition_fashion_mnist"].startswith("precondition failed: the binarized")
+    flat = {**sharp, "rise": estimate([2, 1, 3]), "width": estimate([]), "rising_runs": "0/3"}
+    assert verdicts({"phase_transition_mnist": flat})["phase_transition_mnist"] == FAILS
+
+    gains = {"a/easy": estimate([6, 7, 6.5]), "a/hard": estimate([1, -1, 0]), "lowest_start": 60}
+    v = verdicts({"stochastic_resonance": gains,
+                  "flips_mirror_noise": {"a/easy": [gains["a/easy"], estimate([7, 8, 9])],
+                                         "a/hard": [gains["a/hard"], estimate([0, 0, 1])]}})
+    assert v["stochastic_resonance"] == HOLDS and v["flips_mirror_noise"] == HOLDS
+    v = verdicts({"stochastic_resonance": {**gains, "lowest_start": 97.0},
+                  "flips_mirror_noise": {"a/hard": [gains["a/hard"], estimate([9, 9, 9])]}})
+    assert v["stochastic_resonance"].startswith("precondition failed: a signed model")
+    assert v["flips_mirror_noise"].startswith("precondition failed: some task")
+
+    standin = {"float": 85.0, "first": 30.0, "last_block_1": 5.0, "last_block_2": 2.0}
+    v = verdicts({"transformer_layers_standin": standin,
+                  "transformer_layers_distilbert": {**standin, "float": 0.3}})
+    assert v["transformer_layers_standin"] == HOLDS
+    assert v["transformer_layers_distilbert"].startswith("precondition failed: the model")
     assert len({c.id for c in probes.CLAIMS}) == len(probes.CLAIMS)
 
 
-def test_measure_on_a_synthetic_result():
+def test_bootstrap_spearman_spread_over_runs():
+    rng = np.random.default_rng(0)
     rows = []
-    for task, signed0 in (("easy", 85.0), ("hard", 50.0)):
-        for level, acc in ((0.0, signed0), (0.3, signed0), (0.5, 95.0)):
-            rows.append({"dataset": "fashion_mnist", "task": task, "probe": "prune",
-                         "mode": "smallest", "form": "signed", "level": level, "acc": acc,
-                         "run": 0})
-        for level, acc in ((0.001, signed0), (0.1, signed0 + 10)):
-            rows.append({"dataset": "fashion_mnist", "task": task, "probe": "noise",
-                         "mode": "-", "form": "signed", "level": level, "acc": acc, "run": 0})
-        for level, acc in ((0.0, signed0), (0.2, signed0 + 8)):
-            rows.append({"dataset": "fashion_mnist", "task": task, "probe": "flip",
-                         "mode": "smallest", "form": "signed", "level": level, "acc": acc,
-                         "run": 0})
-    nulls = pd.DataFrame([{"dataset": "fashion_mnist", "task": t, "null": k, "prune": 0.0,
-                           "acc": 90.0 if k in "BEFG" else 50.0}
-                          for t in ("easy", "hard") for k in probes.NULL_MODELS])
-    baseline = pd.DataFrame([{"dataset": "fashion_mnist", "task": t, "acc": 98.0, "run": 0}
-                             for t in ("easy", "hard")])
-    results = {"sweep": pd.DataFrame(rows), "nulls": nulls, "baseline": baseline,
-               "heatmap": pd.DataFrame({"dataset": ["fashion_mnist"] * 45,
-                                        "delta_bin": range(45), "delta_rand": range(45)}),
-               "standin": pd.DataFrame({"order": [0, 0, 3, 3, 4, 4],
-                                        "probe": ["float", "sign"] * 3,
-                                        "metric": [90, 10, 90, 80, 90, 85]}),
-               "distilbert": None}
-    measured = probes.measure(results)
-    assert measured["binarization_separates_fashion_mnist"] == {"easy": 85.0, "hard": 50.0}
-    assert measured["phase_transition_fashion_mnist"]["rise"] == 45.0
-    assert measured["stochastic_resonance"]["fashion_mnist/hard"] == 10.0
-    assert measured["transformer_layers_standin"] == {"first": 80, "last_block_1": 10,
-                                                      "last_block_2": 5}
-    assert measured["complexity_measure_fashion_mnist"] == pytest.approx(1.0)
+    for i, (a, b) in enumerate(itertools.combinations(range(10), 2)):
+        for run in range(3):
+            rows.append({"a": a, "b": b, "run": run, "x": i + rng.normal(0, 0.1),
+                         "y": 2 * i + rng.normal(0, 0.1)})
+    agree = pd.DataFrame(rows)
+    rho = probes.bootstrap_spearman(agree, "x", "y", draws=200)
+    assert rho.n == 3 and rho.mean > 0.99 and rho.se < 0.01 and rho.beyond_noise
+    noisy = agree.assign(y=rng.normal(0, 1, len(agree)))
+    rho = probes.bootstrap_spearman(noisy, "x", "y", draws=200)
+    assert abs(rho.mean) < 0.5 and rho.se > 0.05
+
+
+def synthetic_results(dataset="fashion_mnist", runs=3, dead_hard_run=None):
+    rows = []
+    for run in range(runs):
+        for task, signed0 in (("easy", 85.0), ("hard", 50.0)):
+            signed0 += run  # a spread over runs
+            for level, acc in ((0.0, signed0), (0.3, signed0), (0.5, 95.0)):
+                rows.append({"task": task, "probe": "prune", "mode": "smallest",
+                             "form": "signed", "level": level, "acc": acc, "run": run})
+            for level, acc in ((0.001, signed0), (0.1, signed0 + 10)):
+                rows.append({"task": task, "probe": "noise", "mode": "-", "form": "signed",
+                             "level": level, "acc": acc, "run": run})
+            for level, acc in ((0.0, signed0), (0.2, signed0 + 8)):
+                rows.append({"task": task, "probe": "flip", "mode": "smallest",
+                             "form": "signed", "level": level, "acc": acc, "run": run})
+    nulls = pd.DataFrame([{"task": t, "null": k, "prune": 0.0, "run": r, "draw": d,
+                           "acc": (90.0 if k in "BEFG" else 50.0) - (t == "hard") * 5 * (k in "B")}
+                          for t in ("easy", "hard") for k in probes.NULL_MODELS
+                          for r in range(runs) for d in range(2)])
+    baseline = pd.DataFrame([{"task": t, "run": r, "acc": 50.0 if (t, r) == ("hard", dead_hard_run)
+                              else 98.0 + 0.1 * r} for t in ("easy", "hard") for r in range(runs)])
+    heatmap_runs = pd.DataFrame([{"a": a, "b": b, "run": r, "delta_bin": a + b + r,
+                                  "delta_rand": 2 * (a + b) + r, "acc": 95.0}
+                                 for a in range(10) for b in range(a + 1, 10) for r in range(3)])
+    pairs = pd.DataFrame({"task": ["easy", "hard"], "distance": [0.6, 0.4]})
+    tag = {"dataset": dataset}
+    return {"sweep": pd.DataFrame(rows).assign(**tag), "nulls": nulls.assign(**tag),
+            "baseline": baseline.assign(**tag), "pairs": pairs.assign(**tag),
+            "heatmap_runs": heatmap_runs.assign(**tag),
+            "standin": pd.DataFrame({"order": [0, 0, 3, 3, 4, 4],
+                                     "probe": ["float", "sign"] * 3,
+                                     "metric": [90, 10, 90, 80, 90, 85]}),
+            "distilbert": None}
+
+
+def test_measure_on_a_synthetic_result():
+    measured = probes.measure(synthetic_results())
+    sep = measured["binarization_separates_fashion_mnist"]
+    assert sep["data"] == "fashion_mnist" and sep["easy"].mean == 86.0
+    assert sep["hard"] == Estimate.of([50.0, 51.0, 52.0]) and sep["gap"].mean == 35.0
+    assert sep["gap"].se == 0 and sep["float_easy"] == pytest.approx(98.1)
+    phase = measured["phase_transition_fashion_mnist"]
+    assert phase["rise"].mean == 44.0 and phase["rising_runs"] == "3/3"
+    assert measured["sign_structure_easy_fashion_mnist"]["B"].mean == 90.0
+    assert measured["hard_needs_magnitudes_fashion_mnist"]["B"].mean == 5.0
+    assert measured["hard_needs_magnitudes_fashion_mnist"]["E"].mean == 0.0
+    assert measured["stochastic_resonance"]["fashion_mnist/hard"].mean == 10.0
+    assert measured["stochastic_resonance"]["lowest_start"] == 51.0
+    assert [e.mean for e in measured["flips_mirror_noise"]["fashion_mnist/easy"]] == [10, 8]
+    assert measured["transformer_layers_standin"] == {"float": 90, "first": 80,
+                                                      "last_block_1": 10, "last_block_2": 5}
+    assert measured["complexity_measure_fashion_mnist"]["rho"].mean == pytest.approx(1.0)
+    assert measured["complexity_measure_fashion_mnist"]["pairs"] == 45
     assert "transformer_layers_distilbert" not in measured
     assert "binarization_separates_mnist" not in measured
+    v = verdicts(measured)
+    assert v["binarization_separates_fashion_mnist"] == HOLDS
+    assert v["hard_needs_magnitudes_fashion_mnist"] == HOLDS  # B clear of 0
+    assert v["binarization_separates_mnist"] == NOT_RUN
+
+
+def test_pairs_of_the_bundled_subset_take_the_full_sets_steps():
+    assert probes.pair_epochs("fashion_mnist", 10, None) == 10
+    assert probes.pair_epochs("mnist", 10, None) == 10
+    assert probes.pair_epochs("mnist-5k", 10, None) == 150  # 6,000 vs 400 images per class
+    assert probes.pair_epochs("mnist-5k", 5, 2000) == 25
+    assert probes.pair_epochs("mnist-5k", 2, 200) == 2  # a smaller request: no scaling
+
+
+def test_runs_that_never_trained_are_left_out():
+    measured = probes.measure(synthetic_results(runs=4, dead_hard_run=1))
+    sep = measured["binarization_separates_fashion_mnist"]
+    assert sep["runs_hard"] == "3/4" and sep["runs_easy"] == "4/4"
+    assert sep["hard"] == Estimate.of([50.0, 52.0, 53.0]) and sep["gap"].n == 3
+    assert sep["float_hard"] == pytest.approx((98.0 + 98.2 + 98.3) / 3)
+    assert measured["phase_transition_fashion_mnist"]["rising_runs"] == "3/3"
+    assert measured["hard_needs_magnitudes_fashion_mnist"]["B"].n == 3
+
+
+def test_the_bundled_subset_answers_the_mnist_claims():
+    measured = probes.measure(synthetic_results("mnist-5k"))
+    assert probes.claim_dataset("mnist-5k") == "mnist"
+    assert measured["binarization_separates_mnist"]["data"] == "mnist-5k"
+    assert "binarization_separates_fashion_mnist" not in measured
+    row = evaluate(probes.CLAIMS, measured).set_index("id").loc["binarization_separates_mnist"]
+    assert row["ours"].startswith("data=mnist-5k, easy=86 ± ")
+    assert "mnist-5k/easy" in measured["stochastic_resonance"]
 
 
 def test_config_coercion_and_bad_values():
@@ -536,7 +662,7 @@ def test_distilbert_case_study_from_local_files(tmp_path, monkeypatch):
     assert len(floats) == len(matrices) and (floats == baseline).all()
     assert (table["metric"] != baseline).any()  # some probe changes some prediction
     drops = probes.layer_drops(table)
-    assert set(drops) == {"first", "last_block_1", "last_block_2"}
+    assert set(drops) == {"float", "first", "last_block_1", "last_block_2"}
 
     # fewer sentences; a missing model folder and the hub offline: one line, not run
     table, status = probes.distilbert_case_study(
