@@ -27,7 +27,7 @@ from torch import nn
 
 from memlib import data as datasets
 from memlib import distributed, imagenet
-from memlib.cache import cached, code_version
+from memlib.cache import cached, code_version, entry_path, prefetch
 from memlib.claims import Claim, Estimate, all_of, any_of, estimates, margin, paired
 from memlib.config import (
     AtLeast,
@@ -341,6 +341,9 @@ class Config:
     epochs: Annotated[int, Positive] = 20
     # epochs between measurements of train/test/RLP accuracy (and always the last)
     measure_every: Annotated[int, Positive] = 1
+    # training runs computed at once, each in its own process on one CPU thread (1: all in
+    # this process; ignored under torchrun)
+    parallel_runs: Annotated[int, Positive] = 1
     batch_size: Annotated[int, Positive] = 128
     optimizer: Literal["sgd", "adam", "adamw", "muon"] = "adam"
     lr: Annotated[float, Positive] = 2e-3
@@ -682,10 +685,44 @@ def layer_rows(result: dict, **labels) -> list[dict]:
 # --- experiments --------------------------------------------------------------------------
 
 
+def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
+    """The (cached computation, spec) pairs `run` asks for: those that do not depend on the
+    λ sweep's results, or (given its best λ) those that do."""
+    seeds = config.seeds
+    if best is not None:
+        return ([(cached_run, spec(config, fraction=f, lam=lam, seed=seed))
+                 for f in config.fractions for lam in (0.0, best) for seed in seeds]
+                + [(cached_run, spec(config, long_tail_ratio=config.long_tail_ratio, lam=lam,
+                                     seed=seed)) for lam in (0.0, best) for seed in seeds])
+    layer = [(fn, spec(config, model=name, seed=seed)) for name in config.layer_models
+             for seed in seeds for fn in (cached_run, cached_frozen)]
+    regs = [(cached_run, spec(config, seed=seed, **{field: v}))
+            for field, values in (("dropout", config.dropouts),
+                                  ("weight_decay", config.weight_decays),
+                                  ("label_smoothing", config.label_smoothings))
+            for v in values for seed in seeds]
+    lams = [(cached_run, spec(config, lam=lam, regularize=where, seed=seed))
+            for where in REGULARIZED
+            for lam in (config.lambdas if where == "last" else [max(config.lambdas)])
+            for seed in seeds]
+    noise = [(cached_run, spec(config, noise=rate, lam=lam, seed=seed))
+             for rate in config.noise_rates for lam in (0.0, *config.noise_lambdas)
+             for seed in seeds]
+    return layer + regs + lams + noise
+
+
+def missing(calls: list[tuple]) -> list[tuple]:
+    """The planned runs whose results are not in the cache yet."""
+    name = {cached_run: "rlp_run", cached_frozen: "rlp_frozen"}
+    return [(f, s) for f, s in calls if not entry_path(name[f], s, _code()).exists()]
+
+
 def run(config: Config) -> dict:
     """All six experiments, every condition over `config.seeds`; every training run is
-    cached. Returns tidy DataFrames with a `seed` column."""
+    cached, `config.parallel_runs` computed at once. Returns tidy DataFrames with a `seed`
+    column."""
     seeds = config.seeds
+    prefetch(missing(planned_runs(config)), config.parallel_runs, "rlp runs")
     base = {seed: cached_run(spec(config, seed=seed)) for seed in seeds}
     first = base[seeds[0]]
     layers = first["layers"]
@@ -739,6 +776,7 @@ def run(config: Config) -> dict:
     out["lambda_sweep"], out["lambda_layers"] = pd.DataFrame(rows), pd.DataFrame(lrows)
     best = best_lambda(out["lambda_sweep"])
     out["best_lambda"] = best
+    prefetch(missing(planned_runs(config, best)), config.parallel_runs, "rlp sampling runs")
 
     # 5. sampling: dataset fraction x {0, best λ}; long tail x {0, best λ}
     rows = []

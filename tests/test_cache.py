@@ -117,3 +117,23 @@ def test_code_version_ignores_the_claims_section(tmp_path):
     b = cache.code_version(module(runs + "\n# --- claims ---\nRULE = 2\n"))
     c = cache.code_version(module(runs.replace("1", "2") + "\n# --- claims ---\nRULE = 1\n"))
     assert a == b != c
+
+
+def test_prefetch_fills_the_cache_with_what_a_serial_call_computes(tmp_path, monkeypatch):
+    from memlib import rlp
+    from memlib.config import build
+
+    monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path))
+    config = build(rlp.Config, dict(dataset="digits", train_samples=100, test_samples=50,
+                                    widths=(8, 8), epochs=1, layer_models=("mlp",)))
+    specs = [rlp.spec(config, seed=k) for k in (0, 1)]
+    cache.prefetch([(rlp.cached_run, s) for s in specs] * 2, processes=2)  # duplicates once
+    assert len(list(tmp_path.glob("rlp_run-*.pt"))) == 2
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in the workers
+    try:
+        for s in specs:
+            pd.testing.assert_frame_equal(rlp.cached_run(s)["history"],
+                                          rlp.train_run(s)["history"])
+    finally:
+        torch.set_num_threads(threads)

@@ -455,7 +455,8 @@ def test_train_run_and_frozen_baseline_on_an_imagefolder(imagefolder):
     # measured on 12 samples: every accuracy is a multiple of 1/12
     assert ((h[columns].to_numpy() * 12).round(6) % 1 == 0).all()
     assert sum(result["class_counts"]) == 21 and len(result["class_acc"]) == 3
-    frozen = rlp.frozen_baseline(s)
+    assert result["noisy_fit"] is None and result["collapse"] is None  # not held in memory
+    frozen = rlp.frozen_baseline(s)["history"]
     assert list(frozen.columns) == ["epoch", *columns] and len(frozen) == 2
     assert frozen[columns].to_numpy().min() >= 0 and frozen[columns].to_numpy().max() <= 1
 
