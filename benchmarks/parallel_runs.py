@@ -1,10 +1,11 @@
 """Wall time of study 1's training runs computed one after another vs two at a time.
 
 Both compute the same 4 random-label runs of the small preset's default model (seeds 0-3,
-the preset's 150 epochs unless given) into empty caches, one CPU thread per run. The baseline calls
-`memlib.rlp.cached_run` for each run in this process; memlib's way is `memlib.cache.prefetch`
-with 2 worker processes (what `parallel_runs: 2` does), including the workers' start-up (a few seconds each, which
-short runs do not amortize). Target: speedup >= 1.6 on 2 free cores. Usage: python benchmarks/parallel_runs.py [epochs]
+the preset's 150 epochs unless given) into empty caches, one CPU thread per run. The
+baseline calls `memlib.rlp.cached_run` for each run in this process; memlib's way is
+`memlib.cache.prefetch` with 2 worker processes (what `parallel_runs: 2` does), including
+the workers' start-up (a few seconds each, which short runs do not amortize).
+Target: speedup >= 1.6 on 2 free cores. Usage: python benchmarks/parallel_runs.py [epochs]
 """
 
 from __future__ import annotations
