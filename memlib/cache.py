@@ -164,9 +164,9 @@ def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
 
 
 def _compute_in_worker(function: Callable[[Any], Any], argument: Any) -> None:
-    import torch
+    from memlib.pipeline import one_cpu_thread
 
-    torch.set_num_threads(1)
+    one_cpu_thread()
     function(argument)  # fills the cache; the caller loads the result from there
 
 

@@ -615,7 +615,7 @@ def final_statistics(model: nn.Module, layers: Sequence[str], d: dict) -> dict:
     image folders, whose features are not held in memory."""
     if not isinstance(d["clean_eval"], tuple):
         return {"noisy_fit": None, "collapse": None}
-    x, y, *rest = d["train_eval"]
+    x, y = d["train_eval"][:2]
     clean = d["clean_eval"][1]
     flipped = y != clean
     noisy_fit = measure(model, None, (x[flipped], y[flipped]))["acc"] if flipped.any() else None
@@ -652,7 +652,7 @@ def frozen_baseline(s: RunSpec) -> dict:
             h = train(head, TensorBatches(feats[layer], d["random"], s.batch_size, s.seed),
                       head_spec, eval_sets={"random": (feats[layer], d["random"])})
             history[metric] = h["random_acc"].to_numpy()
-    collapse = (layer_collapse(model, layers, (d["clean_eval"][0], d["clean_eval"][1]))
+    collapse = (layer_collapse(model, layers, d["clean_eval"][:2])
                 if isinstance(d["clean_eval"], tuple) else None)
     return {"history": history, "collapse": collapse}
 
@@ -685,6 +685,18 @@ def layer_rows(result: dict, **labels) -> list[dict]:
 # --- experiments --------------------------------------------------------------------------
 
 
+def regularizer_grid(config: Config) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """(RunSpec field, strengths) of each standard regularizer, swept one at a time."""
+    return tuple(zip(STANDARD_REGULARIZERS, (config.dropouts, config.weight_decays,
+                                             config.label_smoothings), strict=True))
+
+
+def lambda_grid(config: Config, where: str) -> tuple[float, ...]:
+    """λ values of the sweep; all-layer regularization only at the largest λ (the claims
+    compare that with λ = 0)."""
+    return (0.0, *(config.lambdas if where == "last" else [max(config.lambdas)]))
+
+
 def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
     """The (cached computation, spec) pairs `run` asks for: those that do not depend on the
     λ sweep's results, or (given its best λ) those that do."""
@@ -697,13 +709,9 @@ def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
     layer = [(fn, spec(config, model=name, seed=seed)) for name in config.layer_models
              for seed in seeds for fn in (cached_run, cached_frozen)]
     regs = [(cached_run, spec(config, seed=seed, **{field: v}))
-            for field, values in (("dropout", config.dropouts),
-                                  ("weight_decay", config.weight_decays),
-                                  ("label_smoothing", config.label_smoothings))
-            for v in values for seed in seeds]
+            for field, values in regularizer_grid(config) for v in values for seed in seeds]
     lams = [(cached_run, spec(config, lam=lam, regularize=where, seed=seed))
-            for where in REGULARIZED
-            for lam in (config.lambdas if where == "last" else [max(config.lambdas)])
+            for where in REGULARIZED for lam in lambda_grid(config, where)[1:]
             for seed in seeds]
     noise = [(cached_run, spec(config, noise=rate, lam=lam, seed=seed))
              for rate in config.noise_rates for lam in (0.0, *config.noise_lambdas)
@@ -726,8 +734,7 @@ def run(config: Config) -> dict:
     base = {seed: cached_run(spec(config, seed=seed)) for seed in seeds}
     first = base[seeds[0]]
     layers = first["layers"]
-    out = {"chance": 1 / first["n_random"], "layers": layers, "last_layer": layers[-1],
-           "noise_rate": config.noise}
+    out = {"chance": 1 / first["n_random"], "layers": layers, "last_layer": layers[-1]}
 
     # 1. layer-wise RLP accuracy vs depth, with the frozen-initialisation baseline, and how
     # well each model fitted its (noisy) labels
@@ -754,20 +761,17 @@ def run(config: Config) -> dict:
 
     # 3. standard regularizers, one at a time
     rows = [final_row(r, regularizer="none", strength=0.0, seed=seed) for seed, r in base.items()]
-    for kind, values, field in (("dropout", config.dropouts, "dropout"),
-                                ("weight_decay", config.weight_decays, "weight_decay"),
-                                ("label_smoothing", config.label_smoothings, "label_smoothing")):
+    for kind, values in regularizer_grid(config):
         for v in values:
             for seed in seeds:
-                rows.append(final_row(cached_run(spec(config, seed=seed, **{field: v})),
+                rows.append(final_row(cached_run(spec(config, seed=seed, **{kind: v})),
                                       regularizer=kind, strength=v, seed=seed))
     out["regularizers"] = pd.DataFrame(rows)
 
     # 4. the RLP regularizer: λ sweep, last layer only vs all probed layers
     rows, lrows = [], []
     for where in REGULARIZED:
-        # all-layer regularization only at the largest λ: the claims compare that with λ = 0
-        for lam in (0.0, *(config.lambdas if where == "last" else [max(config.lambdas)])):
+        for lam in lambda_grid(config, where):
             for seed in seeds:
                 result = (base[seed] if lam == 0 else
                           cached_run(spec(config, lam=lam, regularize=where, seed=seed)))

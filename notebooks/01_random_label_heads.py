@@ -147,11 +147,11 @@ from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.rlp import (
     CLAIMS,
-    MEMORIZATION_TARGET,
     Config,
     excess_by_layer,
     gap_epoch,
     measure_claims,
+    meets_target,
     memorization,
     onset_epoch,
 )
@@ -222,10 +222,7 @@ for name in models_run:
                    "worst flipped-label fit": m["flipped"],
                    "largest excess (mean ± 2 SE)": str(m["excess"]),
                    "last layer excess": str(m["last_excess"]),
-                   "meets the target": bool(m["train"] >= 0.99
-                                            and (m["flipped"] is None or m["flipped"] >= 0.95)
-                                            and m["excess"].mean >= MEMORIZATION_TARGET
-                                            and m["excess"].beyond_noise)})
+                   "meets the target": meets_target(m)})
 checks = pd.DataFrame(checks)
 save_table(results["fit"], "fit", STUDY, scale)
 checks
