@@ -11,6 +11,7 @@ STUDIES = {
     "modarith": "02_modular_arithmetic_noise",
     "fisher": "03_fisher_rank_inflation",
     "probes": "04_task_complexity_probes",
+    "lens": "05_memorization_lens",
 }
 SCALES = ("smoke", "small", "full")
 DEFAULT_SCALE = "small"

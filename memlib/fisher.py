@@ -53,7 +53,7 @@ from memlib.train import TrainSpec, train
 
 SPECTRA = ("eig", "sv")
 DROP = 1e-12  # eigenvalues <= DROP * trace are numerical zeros
-FEATURE_TAPS = {"smallcnn": "pool", "resnet18": "avgpool"}
+FEATURE_TAPS = {"smallcnn": "pool", "wrn": "pool", "resnet18": "avgpool"}
 
 
 # ----------------------------------------------------------------------------- gradients
@@ -441,6 +441,15 @@ def loo_first_order(lam: torch.Tensor, z: torch.Tensor, spectrum: str = "eig") -
 # ----------------------------------------------------------------------------- scoring
 
 
+def margins(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """The logit of each example's label minus its largest other logit (float64): positive
+    when the label is predicted. Averaged over epochs it is the area under the margin (AUM,
+    Pleiss et al. 2020)."""
+    z = logits.double()
+    other = z.scatter(1, labels[:, None], -math.inf).amax(1)
+    return z.gather(1, labels[:, None])[:, 0] - other
+
+
 def ranking_metrics(score, positive, k: int = 100) -> dict[str, float]:
     """How well a high `score` finds the `positive` (corrupted) examples.
 
@@ -633,8 +642,7 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
         s.row["noisy_true"] = ((pred == true[scatter])[flip_s].float().mean().item()
                                if flip_s.any() else None)
         if s.epoch >= 1:
-            other = z.double().scatter(1, ys[:, None], -math.inf).amax(1)
-            state["margin_sum"] += z.double().gather(1, ys[:, None])[:, 0] - other
+            state["margin_sum"] += margins(z, ys)
         if s.epoch == config.early_epoch:
             state["loss_early"] = loss
         if s.epoch >= 1 and er > state["best"]:

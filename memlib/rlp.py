@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -576,8 +576,15 @@ def make_heads(s: RunSpec, model: nn.Module, layers: Sequence[str], d: dict) -> 
                     seed=s.label_seed).to(d["device"])
 
 
-def train_run(s: RunSpec) -> dict:
-    """Train model + RLP heads; history has train/test accuracy and rlp_<layer> per epoch."""
+def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
+    """Train model + RLP heads; history has train/test accuracy and rlp_<layer> per epoch.
+
+    `observe(model, heads, d, memo)`, if given, returns more end-of-epoch callbacks (e.g.
+    memlib.lens's per-example tracking; they keep their running state in the dict `memo`,
+    which is checkpointed with the model). The result then also holds "model", "heads",
+    "data" (load_data's dict) and "memo" for the caller to measure. Observers that only
+    evaluate (eval mode, no random draws) leave the training itself unchanged.
+    """
     d = load_data(s)
     seed_everything(s.seed)
     model, layers = make_model(s, d["num_classes"], tuple(d["example"].shape[1:]))
@@ -598,15 +605,21 @@ def train_run(s: RunSpec) -> dict:
         del train_scores["loss"]
         state.row.update(train_scores)
 
+    memo: dict = {}
+    extra = list(observe(model, heads, d, memo)) if observe is not None else []
     history = train(model, d["train"], ts,
                     step=rlp_step(heads, d["random"], s.lam, reg_layers, s.label_smoothing),
-                    optimizers=optimizers, callbacks=[record], desc=f"{s.model} λ={s.lam:g}")
+                    optimizers=optimizers, callbacks=[record, *extra], memo=memo,
+                    desc=f"{s.model} λ={s.lam:g}")
     history = history[history["train_acc"].notna()].reset_index(drop=True)
     history["clean_train_acc"] = measure(model, None, d["clean_eval"])["acc"]
-    return {"history": history, "layers": list(layers), "n_random": d["n_random"],
-            **final_statistics(model, layers, d),
-            "class_acc": per_class_accuracy(model, d["test"], d["num_classes"]),
-            "class_counts": torch.bincount(d["y"].cpu(), minlength=d["num_classes"]).tolist()}
+    out = {"history": history, "layers": list(layers), "n_random": d["n_random"],
+           **final_statistics(model, layers, d),
+           "class_acc": per_class_accuracy(model, d["test"], d["num_classes"]),
+           "class_counts": torch.bincount(d["y"].cpu(), minlength=d["num_classes"]).tolist()}
+    if observe is not None:
+        out.update(model=model, heads=heads, data=d, memo=memo)
+    return out
 
 
 def final_statistics(model: nn.Module, layers: Sequence[str], d: dict) -> dict:

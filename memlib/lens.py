@@ -1,0 +1,518 @@
+"""Four lenses on one model: do the papers' memorization measures see the same thing?
+
+None of the four papers asks it; each measures memorization its own way. Here one model,
+study 1's default (its own preset, trained by `memlib.rlp.train_run`, random-label heads
+at every probed layer), is watched through all of them at once, with each study module's
+public functions:
+
+- study 1 (rlp): each layer's random-label accuracy above a frozen-initialisation head,
+  and the deepest head's confidence in each example's own random label;
+- study 2 (modarith): the split of the training labels into the clean ones fitted, the
+  corrupted ones memorized and the corrupted ones still predicted correctly (the rule
+  kept inside), over training, and per example the epoch from which its label stays fitted;
+- study 3 (fisher): er, the effective rank of the last layer's per-example gradients,
+  over training, and each example's leave-one-out attribution at the er peak;
+- study 4 (probes): the accuracy lost when one layer alone is binarized, or its weights
+  are shuffled within sign (null model B);
+- and three classic per-example scores: the final loss, the area under the margin (AUM)
+  and the number of forgetting events.
+
+Per example the scores are compared by Spearman correlation and by how well each finds
+the corrupted labels (AUROC); per layer the three layer measures side by side; over
+training the curves on one time axis.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from scipy.stats import spearmanr
+from torch import nn
+
+from memlib import data as datasets
+from memlib import fisher, probes, rlp
+from memlib.cache import cached, code_version, entry_path, prefetch
+from memlib.claims import Claim, Estimate, all_of, margin, paired
+from memlib.config import AtLeast, NonEmpty, NonNegative, Positive, Rate, check, check_fields
+from memlib.seed import generator
+
+DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits")  # in memory
+# name -> (column of the per-example table, sign): a higher sign * value means "looks
+# memorized", i.e. more likely a corrupted label
+SCORES = {
+    "Fisher LOO (exact)": ("delta_exact", 1),
+    "Fisher LOO (first order)": ("delta_first", 1),
+    "final loss": ("final_loss", 1),
+    "AUM": ("aum", -1),
+    "forgetting events": ("forgetting", 1),
+    "epoch learned": ("learned_epoch", 1),
+    "random-label confidence": ("rlp_confidence", 1),
+}
+# one score per lens for the agreement claim (the first-order attribution approximates the
+# exact one and would count study 3 twice)
+AGREEMENT_SCORES = ("Fisher LOO (exact)", "final loss", "AUM", "forgetting events",
+                    "epoch learned", "random-label confidence")
+
+
+@dataclass(frozen=True)
+class Config:
+    # the scale of study 1's preset (params/<setting>/01_random_label_heads.yaml) that gives
+    # every run's data size, model, heads and training: the lens watches that very model
+    setting: Literal["smoke", "small", "full"] = "small"
+    # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
+    datasets: Annotated[tuple[str, ...], NonEmpty] = ("fashion_mnist", "mnist")
+    noise_rates: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.4)
+    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0, 1, 2)
+    # training examples scored and forming the gradient scatter (a fixed class-stratified
+    # subset); None: every training example
+    scatter_samples: Annotated[int | None, AtLeast(10)] = None
+    fisher_every: Annotated[int, Positive] = 2  # epochs between er measurements (+ the last)
+    exact_loo_max: Annotated[int, NonNegative] = 20000  # exact LOO up to this scatter size
+    null_draws: Annotated[int, Positive] = 3  # null-model B shuffles per layer
+    # training runs computed at once, each in its own process on one CPU thread
+    parallel_runs: Annotated[int, Positive] = 1
+
+    def __post_init__(self):
+        check_fields(self)
+        bad = [d for d in self.datasets if d not in DATASETS]
+        check(not bad, f"dataset {bad[:1]} is not available to the lens (its images must fit "
+                       f"in memory); choose from: {', '.join(DATASETS)}")
+
+
+@dataclass(frozen=True)
+class LensRun:
+    """One training run and how it is watched: the cache key of `lens_run`."""
+
+    run: rlp.RunSpec
+    scatter_samples: int | None
+    fisher_every: int
+    exact_loo_max: int
+    null_draws: int
+
+
+def study1_config(config: Config) -> rlp.Config:
+    from memlib.pipeline import preset_config
+
+    return preset_config("rlp", config.setting)
+
+
+def runs(config: Config) -> list[LensRun]:
+    """Every (dataset, noise rate, seed) run, on the resolved dataset names."""
+    base = study1_config(config)
+    watch = dict(scatter_samples=config.scatter_samples, fisher_every=config.fisher_every,
+                 exact_loo_max=config.exact_loo_max, null_draws=config.null_draws)
+    return [LensRun(rlp.spec(base, dataset=datasets.resolve(name), noise=noise, seed=seed),
+                    **watch)
+            for name in config.datasets for noise in config.noise_rates for seed in config.seeds]
+
+
+def frozen_spec(s: rlp.RunSpec, config: Config) -> rlp.RunSpec:
+    """The run whose frozen-initialisation baseline `s` is compared with. The baseline does
+    not depend on the label noise (the same initialisation, random labels and head
+    training), so every noise rate shares the one at study 1's own noise rate, which study 1
+    has computed already for its dataset."""
+    return dataclasses.replace(s, noise=study1_config(config).noise)
+
+
+# --- per-example scores from the margins over training ------------------------------------
+
+
+def aum(margins: torch.Tensor) -> torch.Tensor:
+    """Area under the margin: each example's margin (rows: epochs 0..T) averaged over epochs
+    1..T, as study 3 computes it (Pleiss et al. 2020)."""
+    return margins[1:].double().mean(0)
+
+
+def forgetting_counts(margins: torch.Tensor) -> torch.Tensor:
+    """Forgetting events (Toneva et al. 2019): epochs at which an example predicted correctly
+    (margin > 0) at the previous epoch is not any more. An example never predicted correctly
+    after epoch 0 counts as forgotten more often than any other (T + 1), as in the paper."""
+    correct = margins[1:] > 0
+    events = (correct[:-1] & ~correct[1:]).sum(0).double()
+    return torch.where(correct.any(0), events, float(len(margins)))
+
+
+def learned_epoch(margins: torch.Tensor) -> torch.Tensor:
+    """The epoch from which each example's label stays predicted to the end of training
+    (T + 1 if it is not predicted at the end): study 2's learning order, per example."""
+    correct = margins > 0
+    epochs = len(margins)
+    wrong = torch.where(~correct, torch.arange(epochs)[:, None], -1)  # epochs it was wrong
+    return (wrong.amax(0) + 1).double()
+
+
+# --- the run: study 1's training, watched ---------------------------------------------------
+
+
+def scatter_positions(s: rlp.RunSpec, clean: torch.Tensor, count: int | None) -> torch.Tensor:
+    """Training positions scored and forming the gradient scatter: a class-stratified subset
+    fixed by the data seed (the same examples at every noise rate and seed)."""
+    if count is None or count >= len(clean):
+        return torch.arange(len(clean))
+    return datasets.stratified_subset(clean.cpu(), count=count, seed=s.data_seed + 4)
+
+
+def observer(r: LensRun):
+    """`rlp.train_run`'s observe hook: every epoch, on the scatter set, each example's margin,
+    the fits of the clean and corrupted labels, the deepest head's random-label accuracy and
+    test accuracy; every `fisher_every` epochs er, keeping the features and logits of its peak.
+    Everything is evaluated in eval mode without random draws: training is unchanged."""
+    s = r.run
+
+    def observe(model: nn.Module, heads: rlp.RLPHeads, d: dict, memo: dict):
+        x, y = d["train"]
+        pick = scatter_positions(s, d["clean_y"], r.scatter_samples).to(y.device)
+        xs, ys = x[pick], y[pick].cpu()
+        flipped, true = (y != d["clean_y"])[pick].cpu(), d["clean_y"][pick].cpu()
+        random = d["random"][pick]
+        deepest = heads.layers[-1]
+        memo.update(margins=[], rows=[], best=-math.inf, pick=pick.cpu())
+
+        def track(state) -> None:
+            h, z = fisher.last_layer(model, s.model, xs)
+            memo["margins"].append(fisher.margins(z, ys).float())
+            predicted = z.argmax(1)
+            feats = rlp.pooled_features(model, (xs, y[pick]), [deepest])[deepest]
+            with torch.no_grad():
+                guess = heads.head(deepest)(feats).argmax(1)
+            row = {"epoch": state.epoch,
+                   "clean_fit": _mean(predicted[~flipped] == ys[~flipped]),
+                   "noisy_fit": _mean(predicted[flipped] == ys[flipped]),
+                   "noisy_true": _mean(predicted[flipped] == true[flipped]),
+                   "rlp_deepest": _mean(guess == random),
+                   "test_acc": rlp.measure(model, None, d["test"])["acc"], "er": math.nan}
+            if state.epoch % r.fisher_every == 0 or state.epoch == s.epochs:
+                row["er"] = fisher.scatter_effective_rank(h, z, ys)
+                if state.epoch >= 1 and row["er"] > memo["best"]:  # epoch 0: inflated by init
+                    memo.update(best=row["er"], peak_epoch=state.epoch, h=h, z=z)
+            memo["rows"].append(row)
+            if state.epoch == s.epochs:
+                with torch.no_grad():
+                    p = heads.head(deepest)(feats).softmax(1)
+                memo.update(final_logits=z,
+                            rlp_confidence=p.gather(1, random[:, None])[:, 0].cpu())
+
+        return [track]
+
+    return observe
+
+
+def _mean(hits: torch.Tensor) -> float:
+    return hits.float().mean().item() if hits.numel() else math.nan
+
+
+def example_scores(memo: dict, labels: torch.Tensor, flipped: torch.Tensor,
+                   exact: bool) -> pd.DataFrame:
+    """Every scatter example's scores (columns of SCORES) from the observer's memo."""
+    m = torch.stack(memo["margins"])
+    lam, z = fisher.decompose(memo["h"], memo["z"], labels)
+    return pd.DataFrame({
+        "position": memo["pick"].numpy(), "flipped": flipped.numpy(),
+        "delta_exact": fisher.loo_exact(lam, z).numpy() if exact else math.nan,
+        "delta_first": fisher.loo_first_order(lam, z).numpy(),
+        "final_loss": F.cross_entropy(memo["final_logits"].double(), labels,
+                                      reduction="none").numpy(),
+        "aum": aum(m).numpy(), "forgetting": forgetting_counts(m).numpy(),
+        "learned_epoch": learned_epoch(m).numpy(),
+        "rlp_confidence": memo["rlp_confidence"].double().numpy()})
+
+
+def layer_weights(model: nn.Module, layers: Sequence[str]) -> dict[str, list[str]]:
+    """The weight tensors (2-D and more; no biases or norms) that compute each probed layer:
+    those of the modules after the previous probed layer, up to and inside this one."""
+    order = {name: i for i, (name, _) in enumerate(model.named_modules())}
+    ends = [max(order[n] for n in order if n == layer or n.startswith(layer + "."))
+            for layer in layers]
+    out: dict[str, list[str]] = {layer: [] for layer in layers}
+    for name, p in model.named_parameters():
+        owner = order[name.rpartition(".")[0]]
+        layer = next((lay for lay, end in zip(layers, ends, strict=True) if owner <= end), None)
+        if layer is not None and p.ndim >= 2:
+            out[layer].append(name)
+    return out
+
+
+def layer_probes(model: nn.Module, layers: Sequence[str], x: torch.Tensor, y: torch.Tensor,
+                 draws: int, seed: int) -> pd.DataFrame:
+    """Test accuracy (%) with one probed layer's weights binarized (the paper's sign(W), and
+    alpha sign(W)) or shuffled within sign (null model B, median over `draws`), per layer."""
+    gen = generator(seed)  # a CPU generator: probe CPU copies, evaluate on the model's device
+    params = {k: v.cpu() for k, v in probes.detached_params(model).items()}
+    weights = layer_weights(model, layers)
+    variants, keys = [params], [("-", "float")]
+    for layer in layers:
+        names = weights[layer]
+        variants += [probes.apply_probe(params, names, probes.binarize),
+                     probes.apply_probe(params, names, lambda w: probes.binarize(w, True))]
+        keys += [(layer, "sign"), (layer, "scaled_sign")]
+        for _ in range(draws):
+            variants.append(probes.apply_probe(params, names,
+                                               lambda w: probes.null_model(w, "B", gen)))
+            keys.append((layer, "null_b"))
+    device = next(model.parameters()).device
+    acc = probes.accuracy_of_variants(model, [{k: v.to(device) for k, v in p.items()}
+                                              for p in variants], x, y).tolist()
+    frame = pd.DataFrame(keys, columns=["layer", "probe"]).assign(acc=acc)
+    table = frame[frame["layer"] != "-"].groupby(["layer", "probe"], sort=False)["acc"] \
+        .median().unstack()
+    table = table.reindex(list(layers)).reset_index()
+    return table.assign(depth=range(1, len(layers) + 1), float=acc[0])
+
+
+def lens_run(r: LensRun) -> dict:
+    """Study 1's training run `r.run`, watched (see `observer`); its per-example, per-layer
+    and per-epoch tables."""
+    result = rlp.train_run(r.run, observe=observer(r))
+    memo, model, d = result["memo"], result["model"], result["data"]
+    pick = memo["pick"]
+    labels = d["y"].cpu()[pick]
+    flipped = (d["y"] != d["clean_y"]).cpu()[pick]
+    examples = example_scores(memo, labels, flipped, len(pick) <= r.exact_loo_max)
+    x_test, y_test = d["test"]
+    layers = layer_probes(model, result["layers"], x_test, y_test, r.null_draws, r.run.seed)
+    last = result["history"].iloc[-1]
+    layers["rlp_acc"] = [last[f"rlp_{n}"] for n in result["layers"]]
+    return {"history": result["history"], "curves": pd.DataFrame(memo["rows"]),
+            "examples": examples, "layers": layers, "peak_epoch": memo["peak_epoch"],
+            "noisy_fit": result["noisy_fit"], "chance": 1 / result["n_random"]}
+
+
+def _code() -> str:
+    return code_version(sys.modules[__name__], rlp, fisher, probes)
+
+
+def cached_lens(r: LensRun) -> dict:
+    return cached("lens_run", r, lambda: lens_run(r), code=_code())
+
+
+def missing(planned: list[LensRun]) -> list[LensRun]:
+    """The runs whose results are not in the cache yet."""
+    return [r for r in planned if not entry_path("lens_run", r, _code()).exists()]
+
+
+# --- the experiment -------------------------------------------------------------------------
+
+
+def oriented(examples: pd.DataFrame) -> pd.DataFrame:
+    """The per-example scores, each signed so that higher means "looks memorized"."""
+    return pd.DataFrame({name: sign * examples[col] for name, (col, sign) in SCORES.items()})
+
+
+def agreement(examples: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Spearman correlation of every pair of oriented scores within each group of `by`
+    (one run), in long form: by..., a, b, rho."""
+    rows = []
+    for key, group in examples.groupby(list(by)):
+        scores = oriented(group).dropna(axis=1, how="all")
+        rho = scores.corr(method="spearman")
+        rows += [{**dict(zip(by, key, strict=True)), "a": a, "b": b, "rho": rho.loc[a, b]}
+                 for a in rho.index for b in rho.columns]
+    return pd.DataFrame(rows)
+
+
+def corruption_auroc(examples: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Each oriented score's AUROC for "this label was corrupted" (nan without corruption)."""
+    rows = []
+    for key, group in examples.groupby(list(by)):
+        flipped = group["flipped"].to_numpy(dtype=bool)
+        for name, score in oriented(group).items():
+            auroc = (math.nan if score.isna().all()
+                     else fisher.ranking_metrics(score.to_numpy(), flipped)["auroc"])
+            rows.append({**dict(zip(by, key, strict=True)), "score": name, "auroc": auroc})
+    return pd.DataFrame(rows)
+
+
+def run(config: Config) -> dict:
+    """Every (dataset, noise, seed) run, cached; `parallel_runs` computed at once. Tidy
+    tables with dataset, noise and seed columns."""
+    planned = runs(config)
+    frozen = list(dict.fromkeys((rlp.cached_frozen, frozen_spec(r.run, config))
+                                for r in planned))
+    prefetch([(cached_lens, r) for r in missing(planned)] + rlp.missing(frozen),
+             config.parallel_runs, "lens runs")
+    examples, layers, curves, summary = [], [], [], []
+    for r in planned:
+        s = r.run
+        label = {"dataset": s.dataset, "noise": s.noise, "seed": s.seed}
+        result = cached_lens(r)
+        baseline = rlp.cached_frozen(frozen_spec(s, config))["history"].iloc[-1]
+        examples.append(result["examples"].assign(**label))
+        layer = result["layers"].assign(**label)
+        layer["frozen_acc"] = [baseline[f"rlp_{n}"] for n in layer["layer"]]
+        layer["excess"] = 100 * (layer["rlp_acc"] - layer["frozen_acc"])  # points
+        layers.append(layer)
+        curves.append(result["curves"].assign(**label))
+        last = result["history"].iloc[-1]
+        summary.append({**label, "train_acc": last["train_acc"], "test_acc": last["test_acc"],
+                        "noisy_fit": result["noisy_fit"], "peak_epoch": result["peak_epoch"],
+                        "epochs": s.epochs, "chance": result["chance"]})
+    examples = pd.concat(examples, ignore_index=True)
+    by = ["dataset", "noise", "seed"]
+    layers = pd.concat(layers, ignore_index=True)
+    layers["drop_sign"] = layers["float"] - layers["sign"]
+    layers["drop_scaled_sign"] = layers["float"] - layers["scaled_sign"]
+    layers["gap_null_b"] = layers["float"] - layers["null_b"]
+    return {"runs": pd.DataFrame(summary), "examples": examples, "layers": layers,
+            "curves": pd.concat(curves, ignore_index=True),
+            "agreement": agreement(examples, by), "auroc": corruption_auroc(examples, by),
+            "specs": planned}
+
+
+# --- claims ---------------------------------------------------------------------------------
+# Our own questions, not the papers': stated before the first run (issue 13), with rules in
+# the papers' form. Each is asked of every dataset at the highest noise rate (the setting of
+# study 1) over seeds; the verdict reports what the data say, whichever way it falls.
+
+FITTED = fisher.FITTED  # share of the corrupted labels a noisy run must fit by its end
+
+
+def _at(frame: pd.DataFrame, dataset: str, noise: float) -> pd.DataFrame:
+    return frame[(frame["dataset"] == dataset) & (frame["noise"] == noise)]
+
+
+def _auroc_by_seed(results: dict, dataset: str, noise: float, score: str) -> list[float]:
+    rows = _at(results["auroc"], dataset, noise)
+    return rows[rows["score"] == score].sort_values("seed")["auroc"].tolist()
+
+
+def _interior(runs: pd.DataFrame) -> bool:
+    return bool(((runs["peak_epoch"] > 1) & (runs["peak_epoch"] < runs["epochs"])).all())
+
+
+def rlp_half_epoch(curve: pd.DataFrame, chance: float) -> int | None:
+    """First epoch at which the deepest head's random-label accuracy reaches half its final
+    excess over chance (study 1's `onset_epoch`); None without an excess."""
+    curve = curve.sort_values("epoch")
+    return rlp.onset_epoch(curve["rlp_deepest"].tolist(), chance, epochs=curve["epoch"].tolist())
+
+
+def er_peak_epoch(curve: pd.DataFrame) -> int:
+    """The epoch (>= 1) of the highest er measured."""
+    er = curve[(curve["epoch"] >= 1) & curve["er"].notna()]
+    return int(er.loc[er["er"].idxmax(), "epoch"])
+
+
+def breaks_first(layers: pd.DataFrame) -> dict | None:
+    """The layer with the largest mean random-label excess, and how much more accuracy its
+    binarization costs than that of the second least robust of the other layers (paired by
+    seed; >= 0: it is among the two least robust)."""
+    excess = layers.pivot(index="seed", columns="layer", values="excess")
+    drop = layers.pivot(index="seed", columns="layer", values="drop_sign")
+    if excess.shape[1] < 3:
+        return None
+    top = excess.mean().idxmax()
+    rival = drop.drop(columns=top).mean().sort_values(ascending=False).index[1]
+    return {"layer": top, "excess": Estimate.of(excess[top]), "rival": rival,
+            "margin": paired(drop[top].tolist(), drop[rival].tolist())}
+
+
+def mean_agreement(results: dict, dataset: str, noise: float) -> Estimate | None:
+    """Per seed, the mean Spearman correlation over the pairs of AGREEMENT_SCORES."""
+    rho = _at(results["agreement"], dataset, noise)
+    rho = rho[rho["a"].isin(AGREEMENT_SCORES) & rho["b"].isin(AGREEMENT_SCORES)
+              & (rho["a"] < rho["b"])]
+    if rho.empty:
+        return None
+    return Estimate.of(rho.groupby("seed")["rho"].mean())
+
+
+def measure(results: dict) -> dict:
+    """The value each claim's rule sees, per dataset (None where it cannot be measured)."""
+    runs, measured = results["runs"], {}
+    noise = float(runs["noise"].max())
+    for dataset in dict.fromkeys(runs["dataset"]):
+        key = probes.claim_dataset(dataset)
+        if noise == 0:  # nothing is corrupted: none of the questions can be asked
+            continue
+        at = _at(runs, dataset, noise)
+        chance = float(at["chance"].iloc[0])
+        fit = {"data": dataset, "noise": noise, "noisy_fit": float(at["noisy_fit"].min())}
+        exact = _auroc_by_seed(results, dataset, noise, "Fisher LOO (exact)")
+        loss = _auroc_by_seed(results, dataset, noise, "final loss")
+        measured[f"fisher_matches_loss_{key}"] = (
+            {**fit, "interior_peaks": _interior(at), "difference": paired(exact, loss)}
+            if not any(map(math.isnan, exact)) else None)
+        broken = breaks_first(_at(results["layers"], dataset, noise))
+        measured[f"memorizing_layer_breaks_first_{key}"] = broken and {**fit, **broken}
+        curves = _at(results["curves"], dataset, noise)
+        halves = {seed: rlp_half_epoch(c, chance) for seed, c in curves.groupby("seed")}
+        peaks = {seed: er_peak_epoch(c) for seed, c in curves.groupby("seed")}
+        rises = all(h is not None for h in halves.values())
+        measured[f"er_peaks_first_{key}"] = {
+            **fit, "interior_peaks": _interior(at), "rlp_rises": rises,
+            "lead": Estimate.of([halves[s] - peaks[s] for s in halves] if rises else [])}
+        measured[f"rlp_confidence_flags_{key}"] = {
+            **fit, "auroc": Estimate.of(_auroc_by_seed(results, dataset, noise,
+                                                       "random-label confidence"))}
+        measured[f"measures_agree_{key}"] = {**fit, "rho": mean_agreement(results, dataset,
+                                                                          noise)}
+    return measured
+
+
+MEMORIZED = (f"the corrupted labels are memorized (>= {FITTED:.0%} of them fitted at the end, "
+             "every seed)", lambda v: v["noisy_fit"] >= FITTED)
+INTERIOR = ("er peaks inside training (after epoch 1, before the last) in every run",
+            lambda v: v["interior_peaks"])
+
+
+def _dataset_claims(dataset: str) -> list[Claim]:
+    return [
+        Claim(f"fisher_matches_loss_{dataset}",
+              "The Fisher attribution finds corrupted labels about as well as the final loss.",
+              "ours (no paper compares them)",
+              "AUROC for the flip mask of the exact LOO er attribution at the er peak minus "
+              "that of the final loss, paired by seed, mean ± 2 SE",
+              "|difference| <= 0.1",
+              **all_of(lambda v: [margin(v["difference"], -0.1),
+                                  margin(v["difference"], 0.1, at_least=False)]),
+              preconditions=(MEMORIZED, INTERIOR)),
+        Claim(f"memorizing_layer_breaks_first_{dataset}",
+              "The layer with the largest random-label excess is among the two least robust "
+              "to binarization.", "ours",
+              "accuracy lost (points) when the layer of largest mean RLP excess alone is "
+              "binarized (sign W), minus that of the second least robust other layer, paired "
+              "by seed, mean ± 2 SE",
+              ">= 0", **all_of(lambda v: [margin(v["margin"], 0)]),
+              preconditions=(MEMORIZED, (
+                  "that layer memorizes (RLP excess over the frozen baseline > 0 beyond noise)",
+                  lambda v: v["excess"].mean > 0 and v["excess"].beyond_noise))),
+        Claim(f"er_peaks_first_{dataset}",
+              "er peaks no later than the deepest head's random-label accuracy reaches half "
+              "its final value.", "ours",
+              "epoch at which the deepest RLP head reaches half its final excess over chance "
+              "minus the er peak epoch, per seed, mean ± 2 SE",
+              ">= 0", **all_of(lambda v: [margin(v["lead"], 0)]),
+              preconditions=(MEMORIZED, INTERIOR, (
+                  "the deepest head rises above chance in every run",
+                  lambda v: v["rlp_rises"]))),
+        Claim(f"rlp_confidence_flags_{dataset}",
+              "The deepest random-label head is more confident on examples whose label was "
+              "corrupted.", "ours",
+              "AUROC for the flip mask of the head's final probability of each example's own "
+              "random label, mean ± 2 SE over seeds",
+              "> 0.5", **all_of(lambda v: [margin(v["auroc"], 0.5)]),
+              preconditions=(MEMORIZED,)),
+        Claim(f"measures_agree_{dataset}",
+              "The per-example measures see the same examples as memorized.", "ours",
+              "mean Spearman correlation over the pairs of six oriented scores (exact LOO, "
+              "final loss, AUM, forgetting events, epoch learned, random-label confidence), "
+              "per seed, mean ± 2 SE",
+              ">= 0.3", **all_of(lambda v: [margin(v["rho"], 0.3)]),
+              preconditions=(MEMORIZED, ("every score was computed",
+                                         lambda v: v["rho"] is not None))),
+    ]
+
+
+def claims(config: Config) -> list[Claim]:
+    """The claims of the datasets the config runs ("mnist" also answers for mnist-5k)."""
+    keys = dict.fromkeys(probes.claim_dataset(datasets.resolve(d)) for d in config.datasets)
+    return [claim for key in keys for claim in _dataset_claims(key)]
