@@ -139,6 +139,16 @@ def measured_rate(w: Work, steps: int = 10) -> float:
     return steps * batch / (time.perf_counter() - start)
 
 
+def lens_work() -> list[Work]:
+    from memlib import lens
+
+    c = preset_config("lens", "full")
+    s = lens.study1_config(c)  # the lens trains study 1's full setting, watched
+    runs = len(c.datasets) * len(c.noise_rates) * len(c.seeds)
+    return [Work("lens (CIFAR-100)", s.model, CIFAR, 100, runs, runs * 50_000 * s.epochs,
+                 s.batch_size, dict(depth=s.wrn_depth, width=s.wrn_width))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tflops", type=float, default=100.0,
@@ -153,7 +163,8 @@ def main() -> None:
     print(f"{'study':26} {'model':22} {'runs':>5} {'sample-passes':>14} {'GFLOP/ex':>9} "
           f"{'hours':>9}")
     totals: dict[str, float] = {}
-    for work in (*rlp_work(), *modarith_work(), *fisher_work(), *probes_work()):
+    for work in (*rlp_work(), *modarith_work(), *fisher_work(), *probes_work(),
+                 *lens_work()):
         flops = forward_flops(work)
         if args.measure:
             hours = work.passes / measured_rate(work) / 3600

@@ -31,11 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from scipy.stats import spearmanr
 from torch import nn
 
 from memlib import data as datasets
@@ -68,6 +66,8 @@ class Config:
     # the scale of study 1's preset (params/<setting>/01_random_label_heads.yaml) that gives
     # every run's data size, model, heads and training: the lens watches that very model
     setting: Literal["smoke", "small", "full"] = "small"
+    # changes to that preset, as `key=value` like memlib's --set (e.g. "epochs=20")
+    study1_sets: tuple[str, ...] = ()
     # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
     datasets: Annotated[tuple[str, ...], NonEmpty] = ("fashion_mnist", "mnist")
     noise_rates: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.4)
@@ -75,7 +75,9 @@ class Config:
     # training examples scored and forming the gradient scatter (a fixed class-stratified
     # subset); None: every training example
     scatter_samples: Annotated[int | None, AtLeast(10)] = None
-    fisher_every: Annotated[int, Positive] = 2  # epochs between er measurements (+ the last)
+    # epochs between the measurements over training (er, the fits, head and test accuracy;
+    # and always the last); each example's margin is recorded every epoch
+    measure_every: Annotated[int, Positive] = 2
     exact_loo_max: Annotated[int, NonNegative] = 20000  # exact LOO up to this scatter size
     null_draws: Annotated[int, Positive] = 3  # null-model B shuffles per layer
     # training runs computed at once, each in its own process on one CPU thread
@@ -86,6 +88,9 @@ class Config:
         bad = [d for d in self.datasets if d not in DATASETS]
         check(not bad, f"dataset {bad[:1]} is not available to the lens (its images must fit "
                        f"in memory); choose from: {', '.join(DATASETS)}")
+        bad = [s for s in self.study1_sets if "=" not in s]
+        check(not bad, f"study1_sets expects key=value items, got {bad[:1]}")
+        study1_config(self)  # the preset with these changes must be a valid study-1 config
 
 
 @dataclass(frozen=True)
@@ -94,21 +99,28 @@ class LensRun:
 
     run: rlp.RunSpec
     scatter_samples: int | None
-    fisher_every: int
+    measure_every: int
     exact_loo_max: int
     null_draws: int
 
 
 def study1_config(config: Config) -> rlp.Config:
+    """Study 1's config: its preset at `config.setting`, changed by `config.study1_sets`."""
+    from memlib.config import ConfigError, build, to_dict
     from memlib.pipeline import preset_config
 
-    return preset_config("rlp", config.setting)
+    preset = to_dict(preset_config("rlp", config.setting))
+    sets = dict(item.split("=", 1) for item in config.study1_sets)
+    try:
+        return build(rlp.Config, {**preset, **sets})
+    except ConfigError as err:
+        raise ConfigError(f"study1_sets: {err}") from None
 
 
 def runs(config: Config) -> list[LensRun]:
     """Every (dataset, noise rate, seed) run, on the resolved dataset names."""
     base = study1_config(config)
-    watch = dict(scatter_samples=config.scatter_samples, fisher_every=config.fisher_every,
+    watch = dict(scatter_samples=config.scatter_samples, measure_every=config.measure_every,
                  exact_loo_max=config.exact_loo_max, null_draws=config.null_draws)
     return [LensRun(rlp.spec(base, dataset=datasets.resolve(name), noise=noise, seed=seed),
                     **watch)
@@ -133,9 +145,10 @@ def aum(margins: torch.Tensor) -> torch.Tensor:
 
 
 def forgetting_counts(margins: torch.Tensor) -> torch.Tensor:
-    """Forgetting events (Toneva et al. 2019): epochs at which an example predicted correctly
-    (margin > 0) at the previous epoch is not any more. An example never predicted correctly
-    after epoch 0 counts as forgotten more often than any other (T + 1), as in the paper."""
+    """Forgetting events (Toneva et al. 2019): epochs t >= 2 at which an example predicted
+    correctly (margin > 0) at epoch t - 1 is not any more (the untrained network's guesses at
+    epoch 0 are not learning). An example never predicted correctly after epoch 0 counts as
+    forgotten more often than any other (T + 1), as in the paper."""
     correct = margins[1:] > 0
     events = (correct[:-1] & ~correct[1:]).sum(0).double()
     return torch.where(correct.any(0), events, float(len(margins)))
@@ -162,10 +175,11 @@ def scatter_positions(s: rlp.RunSpec, clean: torch.Tensor, count: int | None) ->
 
 
 def observer(r: LensRun):
-    """`rlp.train_run`'s observe hook: every epoch, on the scatter set, each example's margin,
-    the fits of the clean and corrupted labels, the deepest head's random-label accuracy and
-    test accuracy; every `fisher_every` epochs er, keeping the features and logits of its peak.
-    Everything is evaluated in eval mode without random draws: training is unchanged."""
+    """`rlp.train_run`'s observe hook. Every epoch, each scatter example's margin; every
+    `measure_every` epochs (and the last) er, keeping the features and logits of its peak,
+    the fits of the clean and the corrupted labels, the deepest head's random-label accuracy
+    and test accuracy. Everything is evaluated in eval mode without random draws: the
+    training is study 1's, unchanged."""
     s = r.run
 
     def observe(model: nn.Module, heads: rlp.RLPHeads, d: dict, memo: dict):
@@ -179,27 +193,26 @@ def observer(r: LensRun):
 
         def track(state) -> None:
             h, z = fisher.last_layer(model, s.model, xs)
-            memo["margins"].append(fisher.margins(z, ys).float())
+            memo["margins"].append(fisher.margins(z, ys))
+            if state.epoch % r.measure_every and state.epoch != s.epochs:
+                return
             predicted = z.argmax(1)
             feats = rlp.pooled_features(model, (xs, y[pick]), [deepest])[deepest]
             with torch.no_grad():
-                guess = heads.head(deepest)(feats).argmax(1)
+                head = heads.head(deepest)(feats)
             row = {"epoch": state.epoch,
                    "clean_fit": _mean(predicted[~flipped] == ys[~flipped]),
                    "noisy_fit": _mean(predicted[flipped] == ys[flipped]),
                    "noisy_true": _mean(predicted[flipped] == true[flipped]),
-                   "rlp_deepest": _mean(guess == random),
-                   "test_acc": rlp.measure(model, None, d["test"])["acc"], "er": math.nan}
-            if state.epoch % r.fisher_every == 0 or state.epoch == s.epochs:
-                row["er"] = fisher.scatter_effective_rank(h, z, ys)
-                if state.epoch >= 1 and row["er"] > memo["best"]:  # epoch 0: inflated by init
-                    memo.update(best=row["er"], peak_epoch=state.epoch, h=h, z=z)
+                   "rlp_deepest": _mean(head.argmax(1) == random),
+                   "test_acc": rlp.measure(model, None, d["test"])["acc"],
+                   "er": fisher.scatter_effective_rank(h, z, ys)}
+            if state.epoch >= 1 and row["er"] > memo["best"]:  # epoch 0: inflated by the init
+                memo.update(best=row["er"], peak_epoch=state.epoch, h=h, z=z)
             memo["rows"].append(row)
             if state.epoch == s.epochs:
-                with torch.no_grad():
-                    p = heads.head(deepest)(feats).softmax(1)
-                memo.update(final_logits=z,
-                            rlp_confidence=p.gather(1, random[:, None])[:, 0].cpu())
+                memo.update(final_logits=z, rlp_confidence=head.softmax(1)
+                            .gather(1, random[:, None])[:, 0].cpu())
 
         return [track]
 
@@ -228,7 +241,8 @@ def example_scores(memo: dict, labels: torch.Tensor, flipped: torch.Tensor,
 
 def layer_weights(model: nn.Module, layers: Sequence[str]) -> dict[str, list[str]]:
     """The weight tensors (2-D and more; no biases or norms) that compute each probed layer:
-    those of the modules after the previous probed layer, up to and inside this one."""
+    those of the modules after the previous probed layer, up to and inside this one. The
+    model's own parameters (a ViT's class token and position embedding) belong to none."""
     order = {name: i for i, (name, _) in enumerate(model.named_modules())}
     ends = [max(order[n] for n in order if n == layer or n.startswith(layer + "."))
             for layer in layers]
@@ -236,7 +250,7 @@ def layer_weights(model: nn.Module, layers: Sequence[str]) -> dict[str, list[str
     for name, p in model.named_parameters():
         owner = order[name.rpartition(".")[0]]
         layer = next((lay for lay, end in zip(layers, ends, strict=True) if owner <= end), None)
-        if layer is not None and p.ndim >= 2:
+        if layer is not None and p.ndim >= 2 and owner > 0:
             out[layer].append(name)
     return out
 
@@ -244,12 +258,13 @@ def layer_weights(model: nn.Module, layers: Sequence[str]) -> dict[str, list[str
 def layer_probes(model: nn.Module, layers: Sequence[str], x: torch.Tensor, y: torch.Tensor,
                  draws: int, seed: int) -> pd.DataFrame:
     """Test accuracy (%) with one probed layer's weights binarized (the paper's sign(W), and
-    alpha sign(W)) or shuffled within sign (null model B, median over `draws`), per layer."""
+    alpha sign(W)) or shuffled within sign (null model B, median over `draws`), per layer
+    (NaN for a layer without weights of its own, e.g. a pooling layer)."""
     gen = generator(seed)  # a CPU generator: probe CPU copies, evaluate on the model's device
     params = {k: v.cpu() for k, v in probes.detached_params(model).items()}
     weights = layer_weights(model, layers)
     variants, keys = [params], [("-", "float")]
-    for layer in layers:
+    for layer in (lay for lay in layers if weights[lay]):
         names = weights[layer]
         variants += [probes.apply_probe(params, names, probes.binarize),
                      probes.apply_probe(params, names, lambda w: probes.binarize(w, True))]

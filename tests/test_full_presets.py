@@ -4,8 +4,8 @@ Each test loads params/full/<stem>.yaml, applies the overrides below, which ONLY
 sizes (epochs, seeds, sample counts, sweep lists, widths), and runs the study with the
 preset's datasets, models and code paths: CIFAR-100 + WRN/ResNet18 (rlp), MNIST (modarith),
 CIFAR-10 + SmallCNN/ResNet18/ViT + CIFAR-10N human labels (fisher), MNIST + Fashion-MNIST
-(probes). The datasets are tiny random images in MEMLIB_DATA (a temporary folder); the cache
-is a temporary folder too (conftest).
+(probes), and study 1's CIFAR-100 + WRN watched by the lens. The datasets are tiny random
+images in MEMLIB_DATA (a temporary folder); the cache is a temporary folder too (conftest).
 """
 
 from __future__ import annotations
@@ -210,6 +210,33 @@ def test_fisher_full_preset_cifar100_variant(data_root):
     results, table, _ = run_and_claim(fisher, config, lambda r: fisher.measure(r, config))
     assert set(results["summary"]["model"]) == {"smallcnn"}
     assert (results["summary"]["rank_bound"] >= 99).all()
+
+
+LENS = {  # study 1's full setting (CIFAR-100, WRN-16-4) shrunk by the same kind of changes as
+    # RLP above; two noise rates, one seed, a smaller scatter set, one null draw
+    "study1_sets": ["train_samples=200", "test_samples=100", "epochs=2", "batch_size=100",
+                    "wrn_width=1"],
+    "noise_rates": [0.0, 0.4], "seeds": [0], "scatter_samples": 40, "null_draws": 1,
+}
+
+
+def test_lens_full_preset(data_root):
+    from memlib import lens
+
+    write_cifar(data_root / "cifar100", "cifar100", 400, 150)
+    balance_labels(data_root / "cifar100" / "cifar-100-python", 100)
+    config = full_config(lens, "05_memorization_lens", LENS)
+    study1 = lens.study1_config(config)
+    assert (study1.dataset, study1.model, study1.augment) == ("cifar100", "wrn", "cifar_cutout")
+    results = lens.run(config)
+    table = evaluate(lens.claims(config), lens.measure(results))
+    assert len(table) == 5 and NOT_RUN not in set(table["verdict"])
+    assert len(results["examples"]) == 2 * 40  # every scored example of both runs
+    layers = results["layers"]
+    assert list(layers["layer"].unique()) == ["block1", "block2", "block3", "pool"]
+    convs = layers[layers["layer"] != "pool"]  # pool has no weights of its own to probe
+    assert convs[["sign", "null_b"]].notna().all().all()
+    assert layers.loc[layers["layer"] == "pool", "sign"].isna().all()
 
 
 def test_probes_full_preset(data_root):

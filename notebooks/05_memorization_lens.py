@@ -1,0 +1,283 @@
+# %% [markdown]
+# # One model, four lenses: do the memorization measures agree?
+#
+# The four papers of this companion each measure memorization their own way, on their own
+# models: random-label heads per layer (notebook 01), the split of a network into a
+# generalizing and a memorizing part (02), the effective rank of per-example last-layer
+# gradients and its leave-one-out attribution (03), and the robustness of the weights to
+# binarization and to shuffles that keep their signs (04). None of them asks whether these
+# measures agree. This notebook asks it on one model: **do they see the same memorization,
+# in the same examples, in the same layers, at the same time?**
+#
+# No paper makes these claims. We stated five questions as claims before the first run,
+# with rules in the same form as the papers' (a precondition, a noise rule, a threshold),
+# and report what the data say:
+#
+# 1. the Fisher attribution finds the corrupted labels about as well as the plain final
+#    loss (AUROCs within 0.1);
+# 2. the layer that carries the most sample-specific information (largest random-label
+#    excess) is among the two layers least robust to binarization;
+# 3. er peaks no later than the deepest random-label head reaches half its final accuracy;
+# 4. the random-label head is more confident on examples whose label was corrupted;
+# 5. the per-example measures agree (mean Spearman correlation ≥ 0.3).
+#
+# ## The model
+# Study 1's default, exactly: its preset at this scale
+# (`params/<scale>/01_random_label_heads.yaml`: at the small scale 1,000 training images,
+# a 6×256 ReLU MLP trained 150 epochs with Adam and a cosine schedule to interpolation,
+# a linear random-label head on every hidden layer) trained by study 1's own
+# `memlib.rlp.train_run`, on Fashion-MNIST and on MNIST (the bundled 5,000-digit subset,
+# `mnist-5k`, when the full set is not on disk), with symmetric label noise 0, 20% and 40%,
+# three seeds each. While it trains, a callback watches it through the other studies' public
+# functions; watching only evaluates (eval mode, no random draws), so the training is
+# study 1's bit for bit. The frozen-initialisation baselines are study 1's own cached runs.
+#
+# ## The four lenses
+# **Random-label heads (notebook 01).** Every training example $i$ gets a fixed random label
+# $r_i$; a linear head on layer $\ell$'s detached features learns $r_i$ alongside training.
+# Its training accuracy above that of a head trained on the *untrained* network's features,
+# the excess $\mathrm{acc}_\ell - \mathrm{acc}^{\text{frozen}}_\ell$, measures how much
+# sample-specific information layer $\ell$ has acquired. Per example we keep the deepest
+# head's final probability of its own random label, $p_\theta(r_i \mid h_i)$.
+#
+# **Generalizing vs memorizing part (notebook 02).** With label noise, a training label is
+# clean or corrupted; the network can fit the clean labels, memorize the corrupted ones, or
+# keep predicting the true class of a corrupted example (the rule survives inside). Study 2
+# follows these three fractions over training; per example, its *learning order* is the
+# epoch from which its label stays predicted, $t_i = 1 + \max\{t : \hat y_i(t) \neq y_i\}$.
+#
+# **Fisher rank inflation (notebook 03).** With last-layer features $h_i$, logits $z_i$
+# and residual $r_i=\mathrm{softmax}(z_i)-e_{y_i}$, the per-example gradient of the last
+# layer is $g_i = r_i\otimes[h_i;1]$; the centred scatter $S=\sum_i c_i c_i^\top$ has
+# effective rank $\mathrm{er}(S)=\exp(-\sum_k p_k\log p_k)$, $p_k=\lambda_k/\sum_j
+# \lambda_j$. er is tracked over training; at its peak each example's leave-one-out
+# attribution $\Delta_i=\mathrm{er}(S)-\mathrm{er}(S_{-i})$ is computed exactly (and to first
+# order, $\Delta_i^{(1)}=\tfrac{n}{n-1}\sum_k\beta_k (v_k^\top c_i)^2$).
+#
+# **Weight probes (notebook 04).** One hidden layer's weight matrix $W$ alone is replaced by
+# $\mathrm{sign}(W)$ (the paper's binarization), or its positive and negative weights are
+# each shuffled among their own positions (null model B: the sign structure is kept, the
+# magnitudes are moved). The test accuracy lost says how much that layer's magnitudes
+# matter; the paper finds easy tasks live in the signs, hard ones in the magnitudes.
+#
+# **Classic per-example scores**, for reference: the final loss on the label as trained,
+# the area under the margin $\mathrm{AUM}_i=\frac1T\sum_{t=1}^T\big(z_{i,y_i}(t)-\max_{c\neq
+# y_i} z_{i,c}(t)\big)$ (Pleiss et al. 2020), and the number of forgetting events, epochs at
+# which a correctly predicted example stops being so (Toneva et al. 2019; an example never
+# learned counts $T+1$).
+#
+# Every score is oriented so that higher means "looks memorized" (AUM negated); agreement
+# between two scores is their Spearman correlation over the training examples, and each
+# score's ability to find the corrupted labels is its AUROC against the true flip mask.
+#
+# ## What differs from the papers
+# Everything here is ours: the papers never put their measures side by side. The model is
+# study 1's small-scale MLP on 1,000 images, not any paper's network; er is measured every
+# other epoch (study 3 measures every epoch) to stay within ten minutes on two CPU cores;
+# the probes of study 4 act on one layer at a time of a 10-class network, where the paper
+# binarizes every layer of binary-task networks. The full preset (`params/full`) watches
+# study 1's CIFAR-100 / WRN-16-4 setting on GPUs with 5,000 scored examples.
+#
+# **How the claims are judged**, as for the papers' claims: each question is measured on
+# every seed's run at the highest noise rate and read as mean ± 2 standard errors over
+# seeds; a threshold inside that spread gives *within noise*; a question whose premise
+# fails (the corrupted labels were not memorized, er does not peak inside training) gives
+# *precondition failed*.
+
+# %% tags=["parameters"]
+scale = "small"
+setting = "small"
+study1_sets = []
+datasets = ["fashion_mnist", "mnist"]
+noise_rates = [0.0, 0.2, 0.4]
+seeds = [0, 1, 2]
+scatter_samples = None
+measure_every = 2
+exact_loo_max = 20000
+null_draws = 3
+parallel_runs = 2
+
+# %%
+import numpy as np
+import pandas as pd
+
+from memlib import lens, rlp
+from memlib.claims import describe, evaluate, write
+from memlib.config import from_namespace, to_dict
+from memlib.pipeline import study_results
+from memlib.plotting import figure, reference_line, savefig
+from memlib.tables import save_table
+
+STUDY = "05_memorization_lens"
+config = from_namespace(lens.Config, globals())
+# At full scale this reads what `memlib run lens` computed; below it computes, cached.
+results = study_results("lens", config, scale)
+runs, examples, layers, curves = (results[k] for k in ("runs", "examples", "layers", "curves"))
+NOISE = runs["noise"].max()  # the claims' setting: study 1's noise rate
+DATA = list(dict.fromkeys(runs["dataset"]))
+pd.set_option("display.width", 160)
+pd.set_option("display.max_columns", 30)
+spec = results["specs"][0].run
+{k: v for k, v in to_dict(spec).items() if k not in ("dataset", "noise", "seed")}
+
+# %% [markdown]
+# The training setting above is study 1's preset at this scale, read from its parameter
+# file. Below: each run's final fit. `noisy_fit` is the fraction of the corrupted labels the
+# network predicts at the end (memorized), `peak_epoch` the epoch of highest er.
+
+# %%
+save_table(runs, "runs", STUDY, scale)
+runs.groupby(["dataset", "noise"])[["train_acc", "test_acc", "noisy_fit", "peak_epoch"]] \
+    .agg(["mean", "min", "max"]).round(3)
+
+# %% [markdown]
+# Whether the lens really watched study 1's model: where study 1 has run the same
+# configuration (its dataset and noise rate), its cached result is compared with the lens's
+# run of it, value for value.
+
+# %%
+same = [r.run for r in results["specs"]
+        if not rlp.missing([(rlp.cached_run, r.run)])]  # study 1 has this run cached
+checks = []
+for s in same:
+    ours = lens.cached_lens(next(r for r in results["specs"] if r.run == s))["history"]
+    theirs = rlp.cached_run(s)["history"]
+    checks.append({"dataset": s.dataset, "noise": s.noise, "seed": s.seed,
+                   "identical_history": ours.equals(theirs)})
+pd.DataFrame(checks) if checks else "study 1 has not cached any of these runs yet"
+
+# %% [markdown]
+# ## 1. Per example: do the scores see the same examples?
+# Each heat map is the Spearman correlation between the oriented per-example scores at
+# the highest noise rate (mean over seeds); the last column is each score's AUROC for "this
+# label was corrupted" (0.5: no better than chance, 1: perfect).
+
+# %%
+agreement = results["agreement"].groupby(["dataset", "noise", "a", "b"], sort=False)["rho"] \
+    .mean().reset_index()
+auroc = results["auroc"].groupby(["dataset", "noise", "score"], sort=False)["auroc"] \
+    .agg(["mean", "std"]).reset_index()
+scores = list(lens.SCORES)
+table = []
+for (dataset, noise), group in agreement.groupby(["dataset", "noise"], sort=False):
+    matrix = group.pivot(index="a", columns="b", values="rho").reindex(index=scores,
+                                                                       columns=scores)
+    au = auroc[(auroc["dataset"] == dataset) & (auroc["noise"] == noise)].set_index("score")
+    table.append(matrix.assign(auroc=au["mean"], auroc_sd=au["std"]).rename_axis("score")
+                 .reset_index().assign(dataset=dataset, noise=noise))
+table = pd.concat(table, ignore_index=True)
+save_table(table, "agreement", STUDY, scale)
+
+fig, axes = figure("grid", 1, len(DATA), squeeze=False)
+for ax, dataset in zip(axes[0], DATA):
+    t = table[(table["dataset"] == dataset) & (table["noise"] == NOISE)].set_index("score")
+    shown = t[scores + ["auroc"]].to_numpy(dtype=float)
+    image = ax.imshow(shown, cmap="RdBu_r", vmin=-1, vmax=1)
+    for (i, j), value in np.ndenumerate(shown):
+        ax.text(j, i, "" if np.isnan(value) else f"{value:.2f}", ha="center", va="center",
+                fontsize=7, color="white" if abs(value) > 0.6 else "black")
+    ax.axvline(len(scores) - 0.5, color="black", linewidth=2)
+    ax.set_xticks(range(len(scores) + 1), [*scores, "AUROC\n(corrupted)"], rotation=60,
+                  ha="right", fontsize=7)
+    ax.set_yticks(range(len(scores)), scores, fontsize=7)
+    ax.set_title(f"{dataset}, {NOISE:.0%} noise: Spearman ρ and AUROC")
+    ax.grid(False)
+fig.colorbar(image, ax=axes[0].tolist(), shrink=0.7, label="Spearman ρ (AUROC: same scale)")
+savefig(fig, "fig1_example_agreement", STUDY, scale)
+
+# %%
+auroc.assign(noise=auroc["noise"].map("{:.0%}".format)).pivot_table(
+    index="score", columns=["dataset", "noise"], values="mean").loc[scores].round(3)
+
+# %% [markdown]
+# *What it shows* (to be filled in from the run).
+
+# %% [markdown]
+# ## 2. Per layer: do the layers that memorize break first?
+# For each hidden layer at the highest noise rate: the random-label excess over the frozen
+# baseline (study 1), the test accuracy lost when that layer alone is binarized (study 4's
+# sign probe), and the accuracy lost under null model B on that layer (median over
+# draws). Each curve is divided by its largest absolute value over layers so that the three
+# shapes can be compared on one axis; the raw values are in the table.
+
+# %%
+at = layers[layers["noise"] == NOISE]
+measures = {"random-label excess (points)": "excess", "binarization loss (points)": "drop_sign",
+            "null-model B loss (points)": "gap_null_b"}
+fig, axes = figure("wide", 1, len(DATA), squeeze=False, sharey=True)
+for ax, dataset in zip(axes[0], DATA):
+    d = at[at["dataset"] == dataset]
+    for (name, column), marker in zip(measures.items(), "osd"):
+        stats = d.groupby("depth")[column].agg(["mean", "sem"])
+        scale_by = stats["mean"].abs().max() or 1.0
+        ax.errorbar(stats.index, stats["mean"] / scale_by, yerr=2 * stats["sem"] / scale_by,
+                    marker=marker, capsize=2, label=f"{name}, max {scale_by:.1f}")
+    ax.axhline(0, color="0.6", linewidth=0.8)
+    ax.set(xlabel="hidden layer (depth)", ylabel="value / its largest |value|",
+           title=f"{dataset}, {NOISE:.0%} noise", xticks=sorted(d["depth"].unique()))
+    ax.legend(fontsize=6)
+savefig(fig, "fig2_layer_agreement", STUDY, scale)
+layer_table = layers.groupby(["dataset", "noise", "layer", "depth"], sort=False)[
+    ["rlp_acc", "frozen_acc", "excess", "float", "sign", "drop_sign", "drop_scaled_sign",
+     "null_b", "gap_null_b"]].mean().reset_index()
+save_table(layer_table, "layers", STUDY, scale)
+layer_table[layer_table["noise"] == NOISE].round(2)
+
+# %% [markdown]
+# *What it shows* (to be filled in from the run).
+
+# %% [markdown]
+# ## 3. Over training: which measure moves first?
+# On one time axis, at the highest noise rate (mean over seeds): er (study 3), the deepest
+# random-label head's accuracy (study 1), the fraction of corrupted labels memorized and of
+# corrupted examples still predicted as their true class (study 2), and test accuracy. Each
+# curve is rescaled to [0, 1] between its smallest and largest value; the dashed line marks
+# er's peak.
+
+# %%
+signals = {"er (Fisher)": "er", "deepest random-label head": "rlp_deepest",
+           "corrupted labels memorized": "noisy_fit",
+           "corrupted, true class predicted": "noisy_true", "test accuracy": "test_acc"}
+fig, axes = figure("wide", 1, len(DATA), squeeze=False, sharey=True)
+for ax, dataset in zip(axes[0], DATA):
+    c = curves[(curves["dataset"] == dataset) & (curves["noise"] == NOISE)]
+    mean = c.groupby("epoch")[list(signals.values())].mean()
+    for name, column in signals.items():
+        v = mean[column].dropna()
+        ax.plot(v.index, (v - v.min()) / (v.max() - v.min() or 1.0), label=name)
+    peak = lens.er_peak_epoch(mean.reset_index())
+    reference_line(ax, peak, f"er peak (epoch {peak})", axis="x")
+    ax.set(xlabel="epoch", ylabel="rescaled to [0, 1]", title=f"{dataset}, {NOISE:.0%} noise")
+    ax.legend(fontsize=6)
+savefig(fig, "fig3_over_training", STUDY, scale)
+timing = []
+for (dataset, noise, seed), c in curves[curves["noise"] > 0].groupby(["dataset", "noise",
+                                                                      "seed"]):
+    chance = runs["chance"].iloc[0]
+    timing.append({"dataset": dataset, "noise": noise, "seed": seed,
+                   "er_peak": lens.er_peak_epoch(c),
+                   "rlp_half": lens.rlp_half_epoch(c, chance),
+                   "half_memorized": c.loc[c["noisy_fit"] >= 0.5, "epoch"].min(),
+                   "best_test": int(c.loc[c["test_acc"].idxmax(), "epoch"])})
+timing = pd.DataFrame(timing)
+save_table(timing, "timing", STUDY, scale)
+timing.groupby(["dataset", "noise"]).mean().drop(columns="seed")
+
+# %% [markdown]
+# *What it shows* (to be filled in from the run).
+
+# %% [markdown]
+# ## Claims
+
+# %%
+measured = lens.measure(results)
+{claim: describe(value) for claim, value in measured.items()}
+
+# %%
+claims_table = evaluate(lens.claims(config), measured)
+write(claims_table, STUDY, scale)
+claims_table
+
+# %% [markdown]
+# ## What the agreement means, and what it cannot say
+# *To be filled in from the run.*

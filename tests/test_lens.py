@@ -1,0 +1,401 @@
+"""memlib.lens: per-example scores on hand-built margins, the study modules' own scores, the
+layer probes, the claim measures, the config, and one tiny watched run."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import spearmanr
+from torch.func import functional_call
+
+from memlib import data, fisher, lens, probes, rlp
+from memlib.config import ConfigError
+from memlib.models import MLP, SmallCNN, WideResNet
+from memlib.seed import generator
+
+# --- per-example scores from the margins over training -------------------------------------
+
+# each list: one example's margins at epochs 0..4 (T = 4); HAND: rows epochs, columns examples
+HAND = torch.tensor([
+    [-1.0, 1.0, 2.0, 3.0, 4.0],  # A: correct from epoch 1 on
+    [-1.0, 2.0, -1.0, 1.0, 2.0],  # B: correct -> wrong -> correct
+    [3.0, -1.0, -2.0, 0.0, -1.0],  # C: correct only at initialisation (margin 0: not correct)
+    [1.0, 1.0, 1.0, 1.0, 1.0],  # D: correct at every epoch, epoch 0 included
+    [-1.0, 1.0, -1.0, 1.0, -0.5],  # E: forgotten twice, wrong at the end
+    [1.0, -1.0, 1.0, 1.0, 1.0],  # F: right by chance at initialisation, then wrong, then learned
+]).T
+T = len(HAND) - 1
+
+
+def test_hand_built_margins():
+    assert HAND.shape == (5, 6)
+    assert lens.aum(HAND).tolist() == [2.5, 1.0, -1.0, 1.0, 0.125, 0.5]
+    # C never predicted after epoch 0: T + 1 forgetting events (Toneva's convention), and
+    # learned "after the end"; F's correct guess at initialisation is no learning event
+    assert lens.forgetting_counts(HAND).tolist() == [0, 1, T + 1, 0, 2, 0]
+    assert lens.learned_epoch(HAND).tolist() == [1, 3, T + 1, 0, T + 1, 2]
+    for score in (lens.aum, lens.forgetting_counts, lens.learned_epoch):
+        assert score(HAND).dtype == torch.float64 and score(HAND).shape == (6,)
+
+
+def reference_forgetting(m: torch.Tensor) -> list[float]:
+    out = []
+    for column in m.T.tolist():
+        correct = [v > 0 for v in column[1:]]  # epochs 1..T
+        if not any(correct):
+            out.append(float(len(column)))
+        else:
+            out.append(float(sum(a and not b for a, b in zip(correct, correct[1:]))))
+    return out
+
+
+def reference_learned(m: torch.Tensor) -> list[float]:
+    return [float(max((e + 1 for e, v in enumerate(column) if v <= 0), default=0))
+            for column in m.T.tolist()]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 9), st.integers(0, 10_000))
+def test_margin_scores_properties(epochs, n, seed):
+    g = torch.Generator().manual_seed(seed)
+    # small integers: zero margins (not correct) and long runs of either sign are common
+    m = torch.randint(-2, 3, (epochs + 1, n), generator=g).float()
+    forgetting, learned = lens.forgetting_counts(m), lens.learned_epoch(m)
+    assert forgetting.tolist() == reference_forgetting(m)
+    assert learned.tolist() == reference_learned(m)
+    assert (forgetting >= 0).all() and (forgetting <= epochs + 1).all()
+    assert (learned >= 0).all() and (learned <= epochs + 1).all()
+    # AUM as study 3 accumulates it: margins of epochs 1..T summed, over T
+    num_classes = 3
+    labels = torch.randint(0, num_classes, (n,), generator=g)
+    logits = 3 * torch.randn(epochs + 1, n, num_classes, generator=g)
+    margins = torch.stack([fisher.margins(z, labels) for z in logits])
+    margin_sum = torch.zeros(n, dtype=torch.float64)
+    for e in range(1, epochs + 1):
+        margin_sum += fisher.margins(logits[e], labels)
+    torch.testing.assert_close(lens.aum(margins), margin_sum / epochs, rtol=1e-12, atol=1e-12)
+
+
+# --- every per-example score is the study module's own ---------------------------------------
+
+
+def tiny_memo(n=40, width=5, num_classes=3, epochs=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, num_classes, (n,), generator=g)
+    logits = [2 * torch.randn(n, num_classes, generator=g) for _ in range(epochs + 1)]
+    memo = {"margins": [fisher.margins(z, labels).float() for z in logits],
+            "h": torch.randn(n, width, generator=g), "z": logits[2],
+            "final_logits": logits[-1], "rlp_confidence": torch.rand(n, generator=g),
+            "pick": torch.arange(100, 100 + 2 * n, 2)}
+    flipped = torch.rand(n, generator=g) < 0.3
+    return memo, labels, flipped
+
+
+def test_example_scores_are_the_study_modules_own():
+    memo, labels, flipped = tiny_memo()
+    table = lens.example_scores(memo, labels, flipped, exact=True)
+    assert len(table) == 40
+    assert {col for col, _ in lens.SCORES.values()} <= set(table.columns)
+    lam, z = fisher.decompose(memo["h"], memo["z"], labels)
+    np.testing.assert_allclose(table["delta_exact"], fisher.loo_exact(lam, z).numpy(),
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(table["delta_first"], fisher.loo_first_order(lam, z).numpy(),
+                               rtol=0, atol=1e-12)
+    # the attribution is of the er peak's features and logits, not of the final ones
+    final_lam, final_z = fisher.decompose(memo["h"], memo["final_logits"], labels)
+    assert not np.allclose(table["delta_first"], fisher.loo_first_order(final_lam, final_z))
+    nll = -memo["final_logits"].double().log_softmax(1).gather(1, labels[:, None])[:, 0]
+    np.testing.assert_allclose(table["final_loss"], nll.numpy(), rtol=1e-12)
+    m = torch.stack(memo["margins"])
+    np.testing.assert_array_equal(table["aum"], lens.aum(m).numpy())
+    np.testing.assert_array_equal(table["forgetting"], lens.forgetting_counts(m).numpy())
+    np.testing.assert_array_equal(table["learned_epoch"], lens.learned_epoch(m).numpy())
+    np.testing.assert_allclose(table["rlp_confidence"], memo["rlp_confidence"].numpy())
+    assert table["position"].tolist() == memo["pick"].tolist()
+    assert table["flipped"].tolist() == flipped.tolist()
+
+
+def test_example_scores_without_exact_loo():
+    memo, labels, flipped = tiny_memo(seed=1)
+    fast = lens.example_scores(memo, labels, flipped, exact=False)
+    full = lens.example_scores(memo, labels, flipped, exact=True)
+    assert len(fast) == 40 and fast["delta_exact"].isna().all()
+    assert full["delta_exact"].notna().all()
+    pd.testing.assert_frame_equal(fast.drop(columns="delta_exact"),
+                                  full.drop(columns="delta_exact"))
+
+
+# --- comparing the scores: AUROC and agreement ---------------------------------------------
+
+
+def scores_frame(base: np.ndarray, flipped: np.ndarray, reverse: bool = False, **extra):
+    """Every SCORES column built so that its oriented score is `base` (or -base): AUM, whose
+    sign is -1, is then *lower* on the examples with a high base."""
+    out = {"flipped": flipped, **extra}
+    for col, sign in lens.SCORES.values():
+        out[col] = (-1 if reverse else 1) * sign * base
+    return pd.DataFrame(out)
+
+
+def test_corruption_auroc_perfect_reversed_and_without_corruption():
+    flipped = np.array([False] * 6 + [True] * 4)
+    base = np.arange(10.0)  # higher on every flipped example
+    perfect = scores_frame(base, flipped, seed=0)
+    assert (perfect.loc[flipped, "aum"].max() < perfect.loc[~flipped, "aum"].min())
+    reversed_ = scores_frame(base, flipped, reverse=True, seed=1)
+    clean = scores_frame(base, np.zeros(10, bool), seed=2)
+    table = lens.corruption_auroc(pd.concat([perfect, reversed_, clean]), ["seed"])
+    assert len(table) == 3 * len(lens.SCORES) and set(table["score"]) == set(lens.SCORES)
+    auroc = table.pivot(index="score", columns="seed", values="auroc")
+    assert (auroc[0] == 1).all() and (auroc[1] == 0).all() and auroc[2].isna().all()
+    # an exact attribution that was not computed has no AUROC
+    skipped = perfect.assign(delta_exact=math.nan)
+    table = lens.corruption_auroc(skipped, ["seed"]).set_index("score")["auroc"]
+    assert math.isnan(table["Fisher LOO (exact)"])
+    assert table.drop("Fisher LOO (exact)").eq(1).all()
+
+
+def test_agreement_is_a_spearman_matrix_per_run():
+    rng = np.random.default_rng(0)
+    frames = []
+    for seed in (0, 1):
+        n = 30
+        frame = pd.DataFrame({"seed": seed, "flipped": rng.random(n) < 0.3,
+                              **{col: rng.normal(size=n) for col, _ in lens.SCORES.values()}})
+        # AUM (sign -1) a decreasing transform of the final loss: oriented, an increasing one
+        frame["aum"] = -frame["final_loss"] ** 3
+        frame["forgetting"] = np.exp(frame["delta_first"])
+        frame["delta_exact"] = math.nan  # not computed: left out
+        frames.append(frame)
+    table = lens.agreement(pd.concat(frames, ignore_index=True), ["seed"])
+    assert set(table.columns) == {"seed", "a", "b", "rho"}
+    names = [n for n in lens.SCORES if n != "Fisher LOO (exact)"]
+    for seed, frame in zip((0, 1), frames, strict=True):
+        rho = table[table["seed"] == seed].pivot(index="a", columns="b", values="rho")
+        assert sorted(rho.index) == sorted(names) == sorted(rho.columns)
+        np.testing.assert_allclose(rho.to_numpy(), rho.to_numpy().T, atol=1e-12)
+        np.testing.assert_allclose(np.diag(rho.loc[names, names].to_numpy()), 1.0)
+        assert rho.loc["final loss", "AUM"] == pytest.approx(1.0)
+        assert rho.loc["Fisher LOO (first order)", "forgetting events"] == pytest.approx(1.0)
+        expected = spearmanr(frame["final_loss"], frame["rlp_confidence"]).statistic
+        assert rho.loc["final loss", "random-label confidence"] == pytest.approx(expected)
+        assert abs(rho.loc["final loss", "epoch learned"]) < 0.99
+
+
+# --- layer probes ----------------------------------------------------------------------------
+
+
+def test_layer_weights_mlp_smallcnn_and_wrn():
+    mlp = MLP(784, (8, 8), 10)
+    assert lens.layer_weights(mlp, ("act1", "act2")) == {"act1": ["fc1.weight"],
+                                                         "act2": ["fc2.weight"]}
+    cnn = SmallCNN(channels=(4, 8, 8))
+    assert lens.layer_weights(cnn, ("block1", "block2", "block3")) == {
+        f"block{i}": [f"block{i}.0.weight"] for i in (1, 2, 3)}
+    # the stem conv computes block1; the pooled features have no weights of their own
+    wrn = WideResNet(depth=10, width=1, num_classes=10)
+    weights = lens.layer_weights(wrn, ("block1", "block2", "block3", "pool"))
+    assert weights["block1"][0] == "conv.weight" and weights["pool"] == []
+    assert "block2.0.shortcut.weight" in weights["block2"]
+    named = dict(wrn.named_parameters())
+    assert all(named[n].ndim == 4 for names in weights.values() for n in names)
+    assert not any(n.startswith("fc") or ".bn" in n for names in weights.values() for n in names)
+
+
+def accuracy(model, params, x, y) -> float:
+    with torch.no_grad():
+        return 100.0 * (functional_call(model, params, (x,)).argmax(1) == y).double().mean().item()
+
+
+@pytest.fixture
+def trained_mlp():
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(300, 6, generator=g)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0.5).long()  # three classes
+    torch.manual_seed(0)
+    model = MLP(6, (16, 16), 3)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        opt.zero_grad()
+        F.cross_entropy(model(x[:200]), y[:200]).backward()
+        opt.step()
+    return model.eval(), x[200:], y[200:]
+
+
+def test_layer_probes_match_hand_binarization(trained_mlp):
+    model, x, y = trained_mlp
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    table = lens.layer_probes(model, ("act1", "act2"), x, y, draws=3, seed=5)
+    assert table["layer"].tolist() == ["act1", "act2"] and table["depth"].tolist() == [1, 2]
+    assert {"sign", "scaled_sign", "null_b", "float", "depth"} <= set(table.columns)
+    # the model is untouched
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    params = probes.detached_params(model)
+    own = 100.0 * (model(x).argmax(1) == y).double().mean().item()
+    assert own > 80 and (table["float"] == own).all()
+    for row in table.itertuples():
+        name = f"fc{row.depth}.weight"
+        signed = probes.apply_probe(params, [name], probes.binarize)
+        assert row.sign == pytest.approx(accuracy(model, signed, x, y))
+        scaled = probes.apply_probe(params, [name], lambda w: probes.binarize(w, True))
+        assert row.scaled_sign == pytest.approx(accuracy(model, scaled, x, y))
+    # null model B of act1: the median of the first three draws of the seed's generator
+    gen = generator(5)
+    draws = [accuracy(model, probes.apply_probe(params, ["fc1.weight"],
+                                                lambda w: probes.null_model(w, "B", gen)), x, y)
+             for _ in range(3)]
+    assert table.loc[0, "null_b"] == pytest.approx(sorted(draws)[1])
+    assert table["sign"].tolist() != [own, own]  # binarizing changes something
+    again = lens.layer_probes(model, ("act1", "act2"), x, y, draws=3, seed=5)
+    pd.testing.assert_frame_equal(table, again)
+
+
+# --- claim measures ------------------------------------------------------------------------
+
+
+def test_breaks_first_picks_the_memorizing_layer_and_its_rival():
+    rows = []
+    excess = {"a": 1.0, "b": 2.0, "c": 9.0, "d": 0.5}
+    drop = {"a": 5.0, "b": 3.0, "c": 4.0, "d": 1.0}
+    for seed in (0, 1, 2):
+        for layer in excess:
+            rows.append({"seed": seed, "layer": layer, "excess": excess[layer] + seed,
+                         "drop_sign": drop[layer] + (0.5 * seed if layer == "c" else 0)})
+    out = lens.breaks_first(pd.DataFrame(rows))
+    assert out["layer"] == "c" and out["rival"] == "b"  # others by drop: a (5), b (3), d (1)
+    assert out["excess"].mean == pytest.approx(10.0) and out["excess"].n == 3
+    assert out["margin"].mean == pytest.approx(1.5)  # 4 + 0.5 seed - 3, seeds 0..2
+    assert out["margin"].n == 3
+    assert lens.breaks_first(pd.DataFrame(rows)[lambda f: f["layer"].isin(["a", "c"])]) is None
+
+
+def test_er_peak_epoch_ignores_epoch_zero_and_missing_er():
+    curve = pd.DataFrame({"epoch": [0, 1, 2, 3, 4, 5],
+                          "er": [99.0, 5.0, math.nan, 7.0, math.nan, 6.0]})
+    assert lens.er_peak_epoch(curve) == 3
+    assert lens.er_peak_epoch(curve.iloc[::-1]) == 3
+    assert lens.er_peak_epoch(curve.assign(er=[99.0, 8.0, 50.0, 7.0, 1.0, 6.0])) == 2
+
+
+def test_rlp_half_epoch_is_study_1s_onset():
+    epochs, values = [0, 2, 4, 6, 8], [0.1, 0.12, 0.35, 0.4, 0.5]
+    curve = pd.DataFrame({"epoch": epochs, "rlp_deepest": values})
+    expected = rlp.onset_epoch(values, 0.1, epochs=epochs)
+    assert expected == 4
+    assert lens.rlp_half_epoch(curve, 0.1) == expected
+    assert lens.rlp_half_epoch(curve.sample(frac=1, random_state=0), 0.1) == expected  # order
+    assert lens.rlp_half_epoch(curve, 0.5) is None  # no excess over chance
+
+
+# --- config --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [
+    {"datasets": ("imagenet",)}, {"noise_rates": (1.5,)}, {"datasets": ()},
+    {"scatter_samples": 5}, {"study1_sets": ("epochs",)}, {"study1_sets": ("epochs=-1",)},
+    {"study1_sets": ("no_such_knob=1",)},
+])
+def test_config_rejects_bad_values_with_one_line(bad):
+    with pytest.raises(ConfigError) as err:
+        lens.Config(**bad)
+    assert "\n" not in str(err.value)
+    if "study1_sets" in bad:
+        assert "study1_sets" in str(err.value)
+
+
+def test_runs_cover_the_grid_and_share_the_frozen_baseline():
+    config = lens.Config(setting="smoke", datasets=("digits",), noise_rates=(0.0, 0.4),
+                         seeds=(0, 1), measure_every=3)
+    planned = lens.runs(config)
+    assert [(r.run.dataset, r.run.noise, r.run.seed) for r in planned] == [
+        ("digits", n, s) for n in (0.0, 0.4) for s in (0, 1)]
+    assert all(r.measure_every == 3 and r.run.model == lens.study1_config(config).model
+               for r in planned)
+    frozen = {lens.frozen_spec(r.run, config) for r in planned}
+    assert len(frozen) == 2  # one per seed, whatever the noise
+    assert {f.noise for f in frozen} == {lens.study1_config(config).noise}
+
+
+def test_study1_sets_change_the_watched_runs():
+    config = lens.Config(setting="smoke", datasets=("digits",), noise_rates=(0.4,), seeds=(0,),
+                         study1_sets=("epochs=3", "widths=[8, 8]"))
+    (r,) = lens.runs(config)
+    assert r.run.epochs == 3 and r.run.widths == (8, 8) and r.run.noise == 0.4
+    plain = lens.runs(dataclasses.replace(config, study1_sets=()))[0].run
+    assert dataclasses.replace(r.run, epochs=plain.epochs, widths=plain.widths) == plain
+
+
+# --- one tiny watched run ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def tiny_fashion(tmp_path, monkeypatch):
+    """Random images in Fashion-MNIST's IDX files under $MEMLIB_DATA: 100 train, 50 test."""
+    from test_data import write_mnist_like
+
+    monkeypatch.setenv("MEMLIB_DATA", str(tmp_path / "data"))
+    write_mnist_like(tmp_path / "data" / "fashion_mnist", 100, 50, gz=False)
+    torch.set_num_threads(1)
+    data.clear_cache()
+    yield
+    data.clear_cache()
+
+
+# the second run has dropout: training then draws from the global RNG and depends on the
+# model's train/eval mode, so an observer that drew or left the mode changed would show
+@pytest.mark.parametrize("scatter, exact_max, dropout", [(None, 1000, 0.0), (30, 10, 0.2)])
+def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact_max, dropout):
+    config = rlp.Config(dataset="fashion_mnist", train_samples=60, test_samples=40,
+                        widths=(16, 16), epochs=2, batch_size=32, head_project=0,
+                        layer_models=("mlp",))
+    s = rlp.spec(config, noise=0.4, dropout=dropout)
+    r = lens.LensRun(run=s, scatter_samples=scatter, measure_every=1, exact_loo_max=exact_max,
+                     null_draws=1)
+    out = lens.lens_run(r)
+    d = rlp.load_data(s)
+    flipped = (d["y"] != d["clean_y"]).cpu()
+
+    examples = out["examples"]
+    positions = (torch.arange(60) if scatter is None else
+                 data.stratified_subset(d["clean_y"], count=scatter, seed=s.data_seed + 4))
+    assert examples["position"].tolist() == positions.tolist()
+    assert examples["flipped"].tolist() == flipped[positions].tolist()
+    assert examples["flipped"].any()
+    assert examples["delta_exact"].notna().all() == (scatter is None)
+    assert examples["delta_exact"].isna().all() == (scatter is not None)
+    assert examples.drop(columns="delta_exact").notna().all().all()
+    assert examples["forgetting"].between(0, 3).all()
+    assert examples["learned_epoch"].between(0, 3).all()
+
+    curves = out["curves"]
+    assert curves["epoch"].tolist() == [0, 1, 2] and curves["er"].notna().all()
+    assert out["peak_epoch"] == lens.er_peak_epoch(curves) and out["peak_epoch"] in (1, 2)
+    assert out["chance"] == pytest.approx(0.1)
+    assert out["layers"]["layer"].tolist() == ["act1", "act2"]
+
+    # the observer only evaluates: the same training as study 1's plain run
+    plain = rlp.train_run(s)["history"]
+    watched = out["history"]
+    last, plain_last = watched.iloc[-1], plain.iloc[-1]
+    columns = ["train_acc", "test_acc", *[c for c in plain.columns if c.startswith("rlp_")]]
+    assert columns[2:] == ["rlp_act1", "rlp_act2"]
+    for column in columns:
+        assert last[column] == plain_last[column], column
+    pd.testing.assert_frame_equal(watched, plain)
+    assert out["layers"]["rlp_acc"].tolist() == [plain_last["rlp_act1"], plain_last["rlp_act2"]]
+    assert curves["test_acc"].tolist() == plain["test_acc"].tolist()
+    if scatter is None:  # the curves see what the history measures, on the same examples
+        np.testing.assert_allclose(curves["rlp_deepest"], plain["rlp_act2"], atol=1e-6)
+        share = flipped.double().mean().item()
+        fit = (1 - share) * curves["clean_fit"] + share * curves["noisy_fit"]
+        np.testing.assert_allclose(fit, plain["train_acc"], atol=1e-6)
+        assert curves["noisy_fit"].iloc[-1] == pytest.approx(out["noisy_fit"])
