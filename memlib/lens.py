@@ -40,7 +40,19 @@ from memlib import data as datasets
 from memlib import fisher, probes, rlp
 from memlib.cache import cached, code_version, entry_path, prefetch
 from memlib.claims import Claim, Estimate, all_of, margin, paired
-from memlib.config import AtLeast, NonEmpty, NonNegative, Positive, Rate, check, check_fields
+from memlib.config import (
+    AtLeast,
+    ConfigError,
+    NonEmpty,
+    NonNegative,
+    Positive,
+    Rate,
+    build,
+    check,
+    check_fields,
+    to_dict,
+)
+from memlib.pipeline import preset_config
 from memlib.seed import generator
 
 DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits")  # in memory
@@ -106,9 +118,6 @@ class LensRun:
 
 def study1_config(config: Config) -> rlp.Config:
     """Study 1's config: its preset at `config.setting`, changed by `config.study1_sets`."""
-    from memlib.config import ConfigError, build, to_dict
-    from memlib.pipeline import preset_config
-
     preset = to_dict(preset_config("rlp", config.setting))
     sets = dict(item.split("=", 1) for item in config.study1_sets)
     try:
@@ -171,6 +180,9 @@ def scatter_positions(s: rlp.RunSpec, clean: torch.Tensor, count: int | None) ->
     fixed by the data seed (the same examples at every noise rate and seed)."""
     if count is None or count >= len(clean):
         return torch.arange(len(clean))
+    classes = len(clean.unique())
+    check(count >= classes, f"scatter_samples={count} is fewer than the {classes} classes; the "
+                            "scored examples are a class-stratified subset")
     return datasets.stratified_subset(clean.cpu(), count=count, seed=s.data_seed + 4)
 
 

@@ -216,7 +216,7 @@ LENS = {  # study 1's full setting (CIFAR-100, WRN-16-4) shrunk by the same kind
     # RLP above; two noise rates, one seed, a smaller scatter set, one null draw
     "study1_sets": ["train_samples=200", "test_samples=100", "epochs=2", "batch_size=100",
                     "wrn_width=1"],
-    "noise_rates": [0.0, 0.4], "seeds": [0], "scatter_samples": 40, "null_draws": 1,
+    "noise_rates": [0.0, 0.4], "seeds": [0], "scatter_samples": 100, "null_draws": 1,
 }
 
 
@@ -231,7 +231,7 @@ def test_lens_full_preset(data_root):
     results = lens.run(config)
     table = evaluate(lens.claims(config), lens.measure(results))
     assert len(table) == 5 and NOT_RUN not in set(table["verdict"])
-    assert len(results["examples"]) == 2 * 40  # every scored example of both runs
+    assert len(results["examples"]) == 2 * 100  # every scored example of both runs
     layers = results["layers"]
     assert list(layers["layer"].unique()) == ["block1", "block2", "block3", "pool"]
     convs = layers[layers["layer"] != "pool"]  # pool has no weights of its own to probe

@@ -399,3 +399,13 @@ def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact
         fit = (1 - share) * curves["clean_fit"] + share * curves["noisy_fit"]
         np.testing.assert_allclose(fit, plain["train_acc"], atol=1e-6)
         assert curves["noisy_fit"].iloc[-1] == pytest.approx(out["noisy_fit"])
+
+
+def test_scatter_smaller_than_the_classes_is_one_clear_error():
+    spec = lens.runs(lens.Config(setting="smoke", datasets=("digits",)))[0].run
+    clean = torch.arange(100) % 10
+    assert lens.scatter_positions(spec, clean, 20).tolist() == sorted(
+        lens.scatter_positions(spec, clean, 20).tolist())
+    assert torch.bincount(clean[lens.scatter_positions(spec, clean, 20)]).tolist() == [2] * 10
+    with pytest.raises(ConfigError, match="fewer than the 10 classes"):
+        lens.scatter_positions(spec, clean, 9)
