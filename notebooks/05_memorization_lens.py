@@ -266,9 +266,11 @@ for ax, dataset in zip(axes[0], DATA):
         v = mean[column].dropna()
         ax.plot(v.index, (v - v.min()) / (v.max() - v.min() or 1.0), label=name)
     peak = lens.er_peak_epoch(mean.reset_index())
-    reference_line(ax, peak, f"er peak (epoch {peak})", axis="x")
-    ax.set(xlabel="epoch", ylabel="rescaled to [0, 1]", title=f"{dataset}, {NOISE:.0%} noise")
-    ax.legend(fontsize=6, loc="upper right", bbox_to_anchor=(1.0, 0.75))
+    reference_line(ax, peak, "er peak", axis="x")
+    ax.set(xlabel="epoch", ylabel="rescaled to [0, 1]",
+           title=f"{dataset}, {NOISE:.0%} noise (er peak: epoch {peak})")
+fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=6,
+           fontsize=7)
 savefig(fig, "fig3_over_training", STUDY, scale)
 timing = []
 for (dataset, noise, seed), c in curves[curves["noise"] > 0].groupby(["dataset", "noise",
