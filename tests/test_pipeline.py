@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from memlib import cli, paths
+from memlib import STUDIES, cli, paths
 from memlib.claims import collect
 from memlib.pipeline import NotebookError, run_notebook
 
@@ -44,7 +44,7 @@ def test_missing_params_file_is_one_sentence(tmp_path):
 def test_claims_report_lists_every_study(tmp_path):
     text = collect("smoke")
     assert "# Claims report (smoke scale)" in text
-    assert text.count("No results yet") == 4
+    assert text.count("No results yet") == len(STUDIES)
     assert paths.claims_report("smoke").read_text() == text
 
 
