@@ -216,14 +216,15 @@ def _kernel_manager(sockets: Path, log):
 
 
 class _KernelDeathReported(logging.Filter):
-    """run_notebook reports a dead kernel itself in one line (Ctrl-C included): drop the
-    multi-line echoes papermill and asyncio would print of it."""
+    """run_notebook reports a dead kernel and a failed cell itself in one line (Ctrl-C
+    included): drop the multi-line echoes papermill and asyncio would print of them, e.g.
+    asyncio's "Task exception was never retrieved" for a cell that a Ctrl-C interrupted."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
         error = record.exc_info[1] if record.exc_info else None
         return not ("Kernel died" in text or "DeadKernelError" in text
-                    or type(error).__name__ == "DeadKernelError")
+                    or type(error).__name__ in ("DeadKernelError", "CellExecutionError"))
 
 
 def _quiet_kernel_deaths() -> None:

@@ -100,3 +100,26 @@ def test_missing_data_stops_a_run_with_one_line(tmp_path, monkeypatch, capsys):
     assert cli.main(["run", "rlp", "--scale", "full", "--params", str(arm)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("memlib: error: ImageNet train folder") and err.count("\n") == 1
+
+
+def test_echoes_of_a_reported_failure_are_dropped():
+    """run_notebook reports a failed or interrupted cell and a dead kernel in one line; the
+    echoes asyncio logs of them (e.g. "Task exception was never retrieved" for a cell a
+    Ctrl-C interrupted, seen on a loaded CI machine) must not reach the terminal."""
+    import logging
+
+    from nbclient.exceptions import CellExecutionError, DeadKernelError
+
+    from memlib.pipeline import _KernelDeathReported
+
+    def record(message, error=None):
+        exc_info = (type(error), error, None) if error is not None else None
+        return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, message, None, exc_info)
+
+    keep = _KernelDeathReported().filter
+    assert not keep(record("Task exception was never retrieved",
+                           CellExecutionError("traceback", "KeyboardInterrupt", "")))
+    assert not keep(record("Task exception was never retrieved", DeadKernelError("died")))
+    assert not keep(record("Kernel died while waiting for execute reply."))
+    assert keep(record("Task exception was never retrieved", ValueError("ours")))
+    assert keep(record("an unrelated warning"))
