@@ -30,7 +30,9 @@
 # `mnist-5k`, when the full set is not on disk), with symmetric label noise 0, 20% and 40%,
 # three seeds each. While it trains, a callback watches it through the other studies' public
 # functions; watching only evaluates (eval mode, no random draws), so the training is
-# study 1's bit for bit. The frozen-initialisation baselines are study 1's own cached runs.
+# study 1's bit for bit (checked below against study 1's own cached runs). The
+# frozen-initialisation baselines come from study 1's code too; they do not depend on the
+# label noise, so every noise rate shares one per seed (on Fashion-MNIST, study 1's own).
 #
 # ## The four lenses
 # **Random-label heads (notebook 01).** Every training example $i$ gets a fixed random label
