@@ -136,12 +136,12 @@ def runs(config: Config) -> list[LensRun]:
             for name in config.datasets for noise in config.noise_rates for seed in config.seeds]
 
 
-def frozen_spec(s: rlp.RunSpec, config: Config) -> rlp.RunSpec:
+def frozen_spec(s: rlp.RunSpec, study1: rlp.Config) -> rlp.RunSpec:
     """The run whose frozen-initialisation baseline `s` is compared with. The baseline does
     not depend on the label noise (the same initialisation, random labels and head
     training), so every noise rate shares the one at study 1's own noise rate, which study 1
     has computed already for its dataset."""
-    return dataclasses.replace(s, noise=study1_config(config).noise)
+    return dataclasses.replace(s, noise=study1.noise)
 
 
 # --- per-example scores from the margins over training ------------------------------------
@@ -361,8 +361,8 @@ def corruption_auroc(examples: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
 def run(config: Config) -> dict:
     """Every (dataset, noise, seed) run, cached; `parallel_runs` computed at once. Tidy
     tables with dataset, noise and seed columns."""
-    planned = runs(config)
-    frozen = list(dict.fromkeys((rlp.cached_frozen, frozen_spec(r.run, config))
+    planned, study1 = runs(config), study1_config(config)
+    frozen = list(dict.fromkeys((rlp.cached_frozen, frozen_spec(r.run, study1))
                                 for r in planned))
     prefetch([(cached_lens, r) for r in missing(planned)] + rlp.missing(frozen),
              config.parallel_runs, "lens runs")
@@ -371,7 +371,7 @@ def run(config: Config) -> dict:
         s = r.run
         label = {"dataset": s.dataset, "noise": s.noise, "seed": s.seed}
         result = cached_lens(r)
-        baseline = rlp.cached_frozen(frozen_spec(s, config))["history"].iloc[-1]
+        baseline = rlp.cached_frozen(frozen_spec(s, study1))["history"].iloc[-1]
         examples.append(result["examples"].assign(**label))
         layer = result["layers"].assign(**label)
         layer["frozen_acc"] = [baseline[f"rlp_{n}"] for n in layer["layer"]]

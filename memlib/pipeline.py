@@ -112,7 +112,7 @@ def _execute(notebook: Path, scale: str, params: dict[str, Any], build_dir: Path
     saved_env = {k: os.environ.get(k) for k in ("MEMLIB_FIGURES", "MEMLIB_PROGRESS")}
     os.environ["MEMLIB_FIGURES"] = str(staging)
     os.environ["MEMLIB_PROGRESS"] = "0"  # the kernel inherits this: no bars in saved outputs
-    _quiet_kernel_deaths()
+    _quiet_reported_failures()
     start = time.time()
     try:
         with open(work / "kernel.log", "w") as log:
@@ -215,7 +215,7 @@ def _kernel_manager(sockets: Path, log):
     return Manager
 
 
-class _KernelDeathReported(logging.Filter):
+class _ReportedInOneLine(logging.Filter):
     """run_notebook reports a dead kernel and a failed cell itself in one line (Ctrl-C
     included): drop the multi-line echoes papermill and asyncio would print of them, e.g.
     asyncio's "Task exception was never retrieved" for a cell that a Ctrl-C interrupted."""
@@ -227,11 +227,11 @@ class _KernelDeathReported(logging.Filter):
                     or type(error).__name__ in ("DeadKernelError", "CellExecutionError"))
 
 
-def _quiet_kernel_deaths() -> None:
+def _quiet_reported_failures() -> None:
     for name in ("papermill", "asyncio"):
         logger = logging.getLogger(name)
-        if not any(isinstance(f, _KernelDeathReported) for f in logger.filters):
-            logger.addFilter(_KernelDeathReported())
+        if not any(isinstance(f, _ReportedInOneLine) for f in logger.filters):
+            logger.addFilter(_ReportedInOneLine())
 
 
 def preset_config(study: str, scale: str):

@@ -138,13 +138,12 @@ runs.groupby(["dataset", "noise"])[["train_acc", "test_acc", "noisy_fit", "peak_
 # run of it, value for value.
 
 # %%
-same = [r.run for r in results["specs"]
-        if not rlp.missing([(rlp.cached_run, r.run)])]  # study 1 has this run cached
 checks = []
-for s in same:
-    ours = lens.cached_lens(next(r for r in results["specs"] if r.run == s))["history"]
-    theirs = rlp.cached_run(s)["history"]
-    checks.append({"dataset": s.dataset, "noise": s.noise, "seed": s.seed,
+for r in results["specs"]:
+    if rlp.missing([(rlp.cached_run, r.run)]):  # study 1 has not run this configuration
+        continue
+    ours, theirs = lens.cached_lens(r)["history"], rlp.cached_run(r.run)["history"]
+    checks.append({"dataset": r.run.dataset, "noise": r.run.noise, "seed": r.run.seed,
                    "identical_history": ours.equals(theirs)})
 pd.DataFrame(checks) if checks else "study 1 has not cached any of these runs yet"
 
@@ -274,10 +273,9 @@ for ax, dataset in zip(axes[0], DATA):
 fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=6,
            fontsize=7)
 savefig(fig, "fig3_over_training", STUDY, scale)
-timing = []
+timing, chance = [], runs["chance"].iloc[0]
 for (dataset, noise, seed), c in curves[curves["noise"] > 0].groupby(["dataset", "noise",
                                                                       "seed"]):
-    chance = runs["chance"].iloc[0]
     timing.append({"dataset": dataset, "noise": noise, "seed": seed,
                    "er_peak": lens.er_peak_epoch(c),
                    "rlp_half": lens.rlp_half_epoch(c, chance),

@@ -320,9 +320,10 @@ def test_runs_cover_the_grid_and_share_the_frozen_baseline():
         ("digits", n, s) for n in (0.0, 0.4) for s in (0, 1)]
     assert all(r.measure_every == 3 and r.run.model == lens.study1_config(config).model
                for r in planned)
-    frozen = {lens.frozen_spec(r.run, config) for r in planned}
+    study1 = lens.study1_config(config)
+    frozen = {lens.frozen_spec(r.run, study1) for r in planned}
     assert len(frozen) == 2  # one per seed, whatever the noise
-    assert {f.noise for f in frozen} == {lens.study1_config(config).noise}
+    assert {f.noise for f in frozen} == {study1.noise}
 
 
 def test_study1_sets_change_the_watched_runs():

@@ -110,13 +110,13 @@ def test_echoes_of_a_reported_failure_are_dropped():
 
     from nbclient.exceptions import CellExecutionError, DeadKernelError
 
-    from memlib.pipeline import _KernelDeathReported
+    from memlib.pipeline import _ReportedInOneLine
 
     def record(message, error=None):
         exc_info = (type(error), error, None) if error is not None else None
         return logging.LogRecord("asyncio", logging.ERROR, __file__, 1, message, None, exc_info)
 
-    keep = _KernelDeathReported().filter
+    keep = _ReportedInOneLine().filter
     assert not keep(record("Task exception was never retrieved",
                            CellExecutionError("traceback", "KeyboardInterrupt", "")))
     assert not keep(record("Task exception was never retrieved", DeadKernelError("died")))
