@@ -1,27 +1,33 @@
-"""The papers' claims as data, checked against our measurements.
+"""The papers' claims as data, registered before the confirmatory run and checked against it.
 
-A study module declares its claims (statement, the paper's value, what we measure, the
-rule) as `Claim` objects before any run. A notebook measures, then calls
+A study module declares its claims (statement, the paper's value, the statistic, the rule,
+preconditions, synthetic `Cases` that make the rule hold, fail and miss each precondition)
+as `Claim` objects. Each rule's defining text has a fingerprint, recorded in the register
+(`register/<notebook>.yaml`) before the confirmatory run; a rule changed afterwards gets a
+new register entry with its reason and keeps its earlier versions in `Claim.previous`, whose
+verdicts the report shows beside the new one. A notebook measures, then calls
 `evaluate(CLAIMS, measured)`: each rule sees only its measured value. A verdict is decided
 in this order, the same for every study:
 
 1. the value is missing (None): **not run at this scale**;
-2. a precondition fails (the model did not memorize, a head sits at chance, a curve is
-   empty): **precondition failed: <which>**, never "holds";
-3. the claim compares conditions and the difference does not exceed its seed-to-seed
-   spread (|mean| <= 2 standard errors over seeds, or fewer than two seeds): **within
-   noise**;
+2. a precondition fails (the model did not memorize, a curve has no peak): **precondition
+   failed: <which>**, never "holds";
+3. the claim compares conditions and its 95% Student-t interval over replicates does not
+   exclude the threshold (or there is one replicate): **within noise**;
 4. otherwise the rule decides: **holds** or **does not hold**.
 
-Differences over seeds are `Estimate`s (mean, standard error, number of seeds), shown as
-"mean ± 2 SE" in the table. `collect(scale)` gathers every study's claims into CLAIMS.md.
+Differences over replicates are `Estimate`s (mean, standard error, n), shown as
+"mean ± half-width (n=…)". `collect(scale)` gathers every study's claims into CLAIMS.md.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,7 +35,7 @@ import pandas as pd
 
 from memlib import DEFAULT_SCALE, STUDIES, paths
 from memlib.cache import atomic_write_bytes
-from memlib.tables import save_table, to_markdown
+from memlib.tables import save_table
 
 HOLDS, FAILS, NOT_RUN = "holds", "does not hold", "not run at this scale"
 WITHIN_NOISE, PRECONDITION = "within noise", "precondition failed"
@@ -37,9 +43,21 @@ VERDICTS = (HOLDS, FAILS, WITHIN_NOISE, PRECONDITION, NOT_RUN)
 CLAIMS_TABLE = "claims"
 
 
+LEVEL = 0.95  # two-sided confidence level of every interval over seeds
+
+
+def t_quantile(n: int) -> float:
+    """Student-t quantile for a two-sided LEVEL interval of a mean over n replicates."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + LEVEL / 2, n - 1))
+
+
 @dataclass(frozen=True)
 class Estimate:
-    """A quantity measured over seeds: its mean, standard error of the mean and seed count."""
+    """A quantity measured over replicates (seeds, runs, pairs): mean, standard error of the
+    mean and replicate count. Its interval is the 95% Student-t interval, mean ± t·SE, which
+    with 3 seeds is 4.3 SE wide on each side, not 2."""
 
     mean: float
     se: float
@@ -52,14 +70,19 @@ class Estimate:
         return cls(float(v.mean()) if len(v) else math.nan, se, len(v))
 
     @property
+    def half_width(self) -> float:
+        """Half the width of the 95% t interval (nan for fewer than two replicates)."""
+        return t_quantile(self.n) * self.se if self.n >= 2 else math.nan
+
+    @property
     def beyond_noise(self) -> bool:
-        """|mean| > 2 SE over at least two seeds (one seed has no spread to compare with)."""
-        return self.n >= 2 and not math.isnan(self.se) and abs(self.mean) > 2 * self.se
+        """The 95% t interval excludes zero (one replicate has no spread to compare with)."""
+        return self.n >= 2 and not math.isnan(self.se) and abs(self.mean) > self.half_width
 
     def __str__(self) -> str:
         if self.n < 2:
-            return f"{self.mean:.4g} (1 seed)"
-        return f"{self.mean:.4g} ± {2 * self.se:.2g}"
+            return f"{self.mean:.4g} (n=1)"
+        return f"{self.mean:.4g} ± {self.half_width:.2g} (n={self.n})"
 
 
 def paired(a: Sequence[float], b: Sequence[float]) -> Estimate:
@@ -125,19 +148,53 @@ def all_beyond_noise(value: Any) -> bool:
 
 
 @dataclass(frozen=True)
+class Cases:
+    """Synthetic measured values that exercise a rule, so that no rule passes by construction:
+    one where the claim holds, one where it is false beyond noise, and for each precondition
+    (by name) one that fails exactly that precondition and none before it."""
+
+    holds: Any
+    fails: Any
+    preconditions: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
-    statement: str  # what the paper says
-    paper: str  # the paper's number or setting, "" if it gives none
-    measure: str  # how our run measures it
-    rule: str  # the rule for "holds", in words
+    statement: str  # what the paper says, in its own terms
+    paper: str  # the paper's number or setting, "qualitative" if it gives none
+    measure: str  # the statistic, its unit of replication and how our run measures it
+    rule: str  # the rule for "holds", in words, with its threshold and direction
     holds: Callable[[Any], bool]  # the same rule, as code
     # (name, test) pairs checked on the measured value before the rule; the first failing
     # one names the verdict "precondition failed: <name>"
     preconditions: tuple[tuple[str, Callable[[Any], bool]], ...] = field(default=())
-    # True when the value's difference exceeds its seed-to-seed spread; by default every
-    # Estimate in the value must (a value without Estimates is not a comparison over seeds)
+    # True when the value's difference exceeds its interval; by default every Estimate in the
+    # value must (a value without Estimates is not a comparison over replicates)
     beyond_noise: Callable[[Any], bool] = all_beyond_noise
+    cases: Cases | None = None  # required: the every-rule-can-fail test reads them
+    unit: str = ""  # unit of the headline number ("points", "AUROC", "Spearman ρ", "×")
+    # the one number a reader sees first (an Estimate, a float or a short string); by
+    # default the first Estimate in the value
+    headline: Callable[[Any], Any] | None = None
+    caveat: str = ""  # one line a reader needs beside the verdict
+    where: str = ""  # the figure or table of the notebook that shows it (file stem)
+    scope: str = "paper"  # "paper": a paper's claim; "ours": memlib's own question
+    # earlier registered versions of this rule, evaluated beside it so a change stays visible
+    previous: tuple[Claim, ...] = ()
+
+    @property
+    def fingerprint(self) -> str:
+        """Hash of everything that defines the rule; registered before the confirmatory run."""
+        return fingerprint(self)
+
+
+def fingerprint(claim: Claim) -> str:
+    fields = {"id": claim.id, "statement": claim.statement, "paper": claim.paper,
+              "measure": claim.measure, "rule": claim.rule, "unit": claim.unit,
+              "scope": claim.scope, "preconditions": [name for name, _ in claim.preconditions]}
+    text = json.dumps(fields, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def describe(value: Any) -> str:
@@ -156,6 +213,17 @@ def describe(value: Any) -> str:
     return str(value)
 
 
+def headline(claim: Claim, value: Any) -> str:
+    """The one number shown first, with its unit."""
+    if value is None:
+        return ""
+    shown = claim.headline(value) if claim.headline else next(iter(estimates(value)), None)
+    if shown is None:
+        return ""
+    text = describe(shown)
+    return f"{text} {claim.unit}".strip() if claim.unit else text
+
+
 def verdict(claim: Claim, value: Any) -> str:
     if value is None:
         return NOT_RUN
@@ -168,7 +236,8 @@ def verdict(claim: Claim, value: Any) -> str:
 
 
 def evaluate(claims: Sequence[Claim], measured: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per claim: id, statement, paper, measure, rule, ours, verdict."""
+    """One row per claim: its rule and fingerprint, ours (headline and every value), the
+    verdict, and the verdict under each earlier registered version of the rule."""
     unknown = set(measured) - {c.id for c in claims}
     if unknown:
         raise KeyError(f"measured values for undeclared claims: {sorted(unknown)}")
@@ -178,45 +247,195 @@ def evaluate(claims: Sequence[Claim], measured: Mapping[str, Any]) -> pd.DataFra
         rule = claim.rule
         if claim.preconditions:
             rule += "; requires " + ", ".join(name for name, _ in claim.preconditions)
-        rows.append({"id": claim.id, "statement": claim.statement, "paper": claim.paper,
-                     "measure": claim.measure, "rule": rule,
+        rows.append({"id": claim.id, "scope": claim.scope, "statement": claim.statement,
+                     "paper": claim.paper, "measure": claim.measure, "rule": rule,
+                     "fingerprint": claim.fingerprint, "headline": headline(claim, value),
                      "ours": "" if value is None else describe(value),
-                     "verdict": verdict(claim, value)})
+                     "verdict": verdict(claim, value), "caveat": claim.caveat,
+                     "where": claim.where,
+                     "previous": "; ".join(f"{old.fingerprint}={verdict(old, value)}"
+                                           for old in claim.previous)})
     return pd.DataFrame(rows)
 
 
+# ---- the register: every rule's fingerprint, recorded before the confirmatory run -------
+
+def register_path(study: str) -> Path:
+    return paths.repo_root() / "register" / f"{STUDIES.get(study, study)}.yaml"
+
+
+def read_register(study: str) -> dict:
+    """The study's register: confirmatory and pilot seeds, and one entry per registered rule
+    version (id, version, fingerprint, registered date, reason)."""
+    import yaml
+
+    path = register_path(study)
+    if not path.exists():
+        return {"seeds": [], "pilot_seeds": [], "claims": []}
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def registered_versions(study: str) -> dict[str, dict[str, int]]:
+    """claim id -> {fingerprint: version} over every registered version."""
+    versions: dict[str, dict[str, int]] = {}
+    for entry in read_register(study).get("claims", []):
+        versions.setdefault(entry["id"], {})[entry["fingerprint"]] = entry["version"]
+    return versions
+
+
+def latest_registration(study: str) -> dict[str, dict]:
+    """claim id -> its latest register entry."""
+    latest: dict[str, dict] = {}
+    for entry in read_register(study).get("claims", []):
+        if entry["id"] not in latest or entry["version"] > latest[entry["id"]]["version"]:
+            latest[entry["id"]] = entry
+    return latest
+
+
+def register(study: str, claims: Sequence[Claim], reason: str, today: str) -> list[str]:
+    """Append a register entry for every claim whose fingerprint differs from its latest
+    registration (version 1 for a new claim); return the ids registered. A changed rule
+    must keep its earlier versions in `Claim.previous` so the report shows both verdicts."""
+    import yaml
+
+    if not reason.strip():
+        raise ValueError("a registration needs a reason")
+    data = read_register(study)
+    data.setdefault("claims", [])
+    latest = latest_registration(study)
+    added = []
+    for claim in claims:
+        entry = latest.get(claim.id)
+        if entry and entry["fingerprint"] == claim.fingerprint:
+            continue
+        data["claims"].append({"id": claim.id, "version": entry["version"] + 1 if entry else 1,
+                               "fingerprint": claim.fingerprint, "registered": today,
+                               "reason": reason})
+        added.append(claim.id)
+    if added:
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+        atomic_write_bytes(register_path(study), text.encode())
+    return added
+
+
+def _version_of(versions: dict[str, int], fp: str) -> str:
+    return f"v{versions[fp]}" if fp in versions else "unregistered"
+
+
+def with_versions(table: pd.DataFrame, study: str) -> pd.DataFrame:
+    """Name each row's registered rule version ("v2") from the register; a rule whose
+    fingerprint was never registered reads "unregistered", so an unrecorded change shows."""
+    known = registered_versions(study)
+    table = table.copy()
+    table["version"] = [_version_of(known.get(i, {}), fp)
+                        for i, fp in zip(table["id"], table["fingerprint"])]
+
+    def previous(row) -> str:
+        pairs = [p.split("=", 1) for p in str(row["previous"]).split("; ") if "=" in p]
+        return "; ".join(f"{_version_of(known.get(row['id'], {}), fp)}: {v}" for fp, v in pairs)
+
+    table["previous"] = table.apply(previous, axis=1) if len(table) else []
+    return table
+
+
 def write(table: pd.DataFrame, study: str, scale: str = DEFAULT_SCALE) -> None:
-    save_table(table, CLAIMS_TABLE, study, scale)
+    save_table(with_versions(table, study), CLAIMS_TABLE, study, scale)
 
 
-def summary(table: pd.DataFrame) -> str:
+# ---- the report ------------------------------------------------------------------------
+
+def counts(table: pd.DataFrame) -> str:
+    kinds = table["verdict"].str.split(":").str[0].value_counts()
+    return ", ".join(f"{kinds.get(v, 0)} {v}" for v in VERDICTS)
+
+
+
+def decided_by_interval(table: pd.DataFrame) -> int:
+    """Rows whose verdict the interval decided (holds, does not hold or within noise)."""
     kinds = table["verdict"].str.split(":").str[0]
-    counts = kinds.value_counts()
-    return ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+    return int(kinds.isin([HOLDS, FAILS, WITHIN_NOISE]).sum())
+
+
+def pilot_verdicts(study: str) -> dict[str, str]:
+    """The pilot's verdicts (seeds 0-2, the rules as they were before registration)."""
+    path = paths.repo_root() / "register" / "pilot" / f"{STUDIES.get(study, study)}.csv"
+    if not path.exists():
+        return {}
+    pilot = pd.read_csv(path, keep_default_na=False)
+    return dict(zip(pilot["id"], pilot["verdict"]))
+
+
+def _cell(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _section(study: str, table: pd.DataFrame, scale: str) -> str:
+    pilot = pilot_verdicts(study) if scale == DEFAULT_SCALE else {}
+    notebook = STUDIES.get(study, study)
+    folder = f"{notebook}" if scale == DEFAULT_SCALE else f"{scale}/{notebook}"
+    lines = ["| verdict | claim | paper | ours | note |", "|---|---|---|---|---|"]
+    for row in table.itertuples():
+        note = row.caveat
+        if getattr(row, "where", ""):
+            link = f"[{row.where}]({folder}/{row.where}.png)"
+            note = f"{note} {link}".strip()
+        lines.append("| " + " | ".join(_cell(c) for c in (
+            f"**{row.verdict}**", row.statement, row.paper or "qualitative",
+            row.headline, note)) + " |")
+    details = ["| id | rule version | pilot (seeds 0-2) | earlier versions |",
+               "|---|---|---|---|"]
+    for row in table.itertuples():
+        details.append("| " + " | ".join(_cell(c) for c in (
+            row.id, f"{row.version} ({row.fingerprint})", pilot.get(row.id, "—"),
+            row.previous or "—")) + " |")
+    rules = "\n".join(f"- **{row.id}**: measure: {row.measure}. Rule: {row.rule}. "
+                      f"Ours: {row.ours or 'not run'}." for row in table.itertuples())
+    return (f"{counts(table)}.\n\n" + "\n".join(lines) + "\n\n<details><summary>Rule versions, "
+            "pilot verdicts, rules and every measured value</summary>\n\n" + "\n".join(details)
+            + "\n\n" + rules + "\n\n</details>\n")
 
 
 def collect(scale: str = DEFAULT_SCALE) -> str:
     """Write CLAIMS.md from every study's claims.csv at `scale`; return its text."""
     sections, tables = [], []
-    for study in STUDIES.values():
+    for key, study in STUDIES.items():
         csv = paths.figures_dir(study, scale) / f"{CLAIMS_TABLE}.csv"
         if not csv.exists():
             sections.append(f"## {study}\n\nNo results yet: run `make figures SCALE={scale}`.\n")
             continue
         table = pd.read_csv(csv, keep_default_na=False)
+        for column in ("scope", "headline", "caveat", "where", "previous", "version",
+                       "fingerprint"):
+            if column not in table:
+                table[column] = "paper" if column == "scope" else ""
         tables.append(table)
-        shown = table[["id", "statement", "paper", "ours", "rule", "verdict"]]
-        sections.append(f"## {study}\n\n{summary(table)}.\n\n{to_markdown(shown)}")
-    total = summary(pd.concat(tables)) if tables else "no claims checked yet"
+        sections.append(f"## {study}\n\n{_section(key, table, scale)}")
+    everything = pd.concat(tables) if tables else pd.DataFrame(columns=["verdict", "scope"])
+    papers = everything[everything["scope"] == "paper"]
+    ours = everything[everything["scope"] != "paper"]
+    decided = decided_by_interval(everything)
+    chance = (1 - LEVEL) / 2 * decided
+    summary_lines = [f"- **The papers' claims ({len(papers)}):** {counts(papers)}."]
+    if len(ours):
+        summary_lines.append(f"- **memlib's own questions ({len(ours)}):** {counts(ours)}.")
     text = (
         f"# Claims report ({scale} scale)\n\n"
-        "Generated by `make figures` from the notebooks' runs; do not edit by hand. "
-        "Each row is one claim of a paper: the paper's value, ours, the rule fixed before "
-        "the run, and the verdict. A verdict is *precondition failed* when what the rule "
-        "presupposes did not happen (the model did not memorize, a curve is empty), and "
-        "*within noise* when a difference does not exceed two standard errors over seeds "
-        "(shown as mean ± 2 SE).\n\n"
-        f"**Summary:** {total}.\n\n" + "\n".join(sections)
+        "Generated by `make figures` from the notebooks' runs; do not edit by hand. Each row "
+        "is one claim: the verdict first, then the paper's statement, the paper's value, our "
+        "headline number and a note with the figure that shows it. Every rule was registered "
+        "(`register/`, with a fingerprint) before the confirmatory run on seeds never used "
+        "while the rules were designed; the pilot's verdicts (seeds 0-2) and any earlier rule "
+        "version stay visible in each section's details.\n\n"
+        "A verdict is, in this order: *not run at this scale*; *precondition failed* when what "
+        "the rule presupposes did not happen (the model did not memorize, a curve has no "
+        f"peak); *within noise* when the {LEVEL:.0%} Student-t interval over replicates "
+        "(shown as mean ± half-width, n replicates) does not exclude the rule's threshold; "
+        "otherwise *holds* or *does not hold*.\n\n"
+        + "\n".join(summary_lines) + "\n\n"
+        f"{decided} rows were decided by an interval; if none of their effects existed, about "
+        f"{chance:.1f} of them would still read *holds* by chance alone (each interval errs "
+        f"in that direction {(1 - LEVEL) / 2:.1%} of the time).\n\n" + "\n".join(sections)
     )
     atomic_write_bytes(paths.claims_report(scale), text.encode())
     return text

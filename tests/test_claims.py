@@ -43,7 +43,7 @@ def test_difference_inside_the_spread_is_within_noise():
 def test_one_seed_has_no_spread():
     value = {"train_acc": 1.0, "diff": Estimate.of([5.0])}
     assert verdicts([POSITIVE], {"pos": value})["pos"] == WITHIN_NOISE
-    assert describe(value["diff"]) == "5 (1 seed)"
+    assert describe(value["diff"]) == "5 (n=1)"
 
 
 def test_rule_decides_beyond_the_noise():
@@ -69,9 +69,17 @@ def test_estimate_spread_scales_with_the_values(values, scale):
     a, b = Estimate.of(values), Estimate.of([v * scale for v in values])
     assert math.isclose(b.mean, a.mean * scale, rel_tol=1e-9, abs_tol=1e-9)
     assert math.isclose(b.se, a.se * scale, rel_tol=1e-9, abs_tol=1e-9)
-    assert a.beyond_noise == (abs(a.mean) > 2 * a.se)
+    assert a.beyond_noise == (abs(a.mean) > a.half_width)
+    assert a.beyond_noise == b.beyond_noise
 
 
 def test_constant_nonzero_difference_is_beyond_noise():
     assert paired([2.0, 3.0], [1.0, 2.0]).beyond_noise
     assert not paired([1.0, 2.0], [1.0, 2.0]).beyond_noise
+
+
+def test_interval_is_student_t():
+    # with 3 replicates the 95% t quantile is 4.303: 2 SE is not enough, 4.4 SE is
+    assert not Estimate(2.0, 1.0 / 2.0 * 2, 3).beyond_noise  # 1 SE at 2.0 -> no: 2 < 4.3
+    assert Estimate(4.4, 1.0, 3).beyond_noise and not Estimate(4.2, 1.0, 3).beyond_noise
+    assert math.isclose(Estimate(0.0, 1.0, 3).half_width, 4.302653, rel_tol=1e-6)

@@ -1,0 +1,21 @@
+"""Every rule can fail: each claim's synthetic cases make it hold, not hold, and miss each
+precondition. A claim without cases fails here, so no new claim can skip it."""
+
+import pytest
+
+from memlib.claim_sets import every_claim
+from memlib.claims import FAILS, HOLDS, PRECONDITION, verdict
+
+CLAIMS = every_claim()
+
+
+@pytest.mark.parametrize("study,claim", CLAIMS, ids=[f"{s}.{c.id}.{c.fingerprint}"
+                                                    for s, c in CLAIMS])
+def test_rule_holds_fails_and_misses_each_precondition(study, claim):
+    assert claim.cases is not None, f"{study}.{claim.id} has no Cases"
+    assert verdict(claim, claim.cases.holds) == HOLDS
+    assert verdict(claim, claim.cases.fails) == FAILS
+    names = [name for name, _ in claim.preconditions]
+    assert set(claim.cases.preconditions) == set(names), "one case per precondition"
+    for name in names:
+        assert verdict(claim, claim.cases.preconditions[name]) == f"{PRECONDITION}: {name}"
