@@ -140,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="a YAML file of overrides, applied before --set")
     claims = sub.add_parser("claims", help="collect the claims tables into CLAIMS.md")
     claims.add_argument("--scale", default=DEFAULT_SCALE)
+    reg = sub.add_parser("register", help="record the fingerprint of every changed claim rule")
+    reg.add_argument("study")
+    reg.add_argument("--reason", required=True, help="why the rule is (re)registered")
+    reg.set_defaults(scale=DEFAULT_SCALE)
 
     warnings.formatwarning = _one_line_warning
     interrupted = "memlib"
@@ -155,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
             interrupted = (f"notebook {args.path.name} at {args.scale} scale (its published "
                            "outputs are unchanged)")
             return _notebook(args)
+        if args.command == "register":
+            return _register(args)
         from memlib.claims import collect
 
         paths.require_writable(paths.figures_root(), "MEMLIB_FIGURES")
@@ -197,6 +203,22 @@ def _run(args) -> int:
         print(f"memlib: {args.study} at {args.scale} scale done in "
               f"{time.monotonic() - start:.1f} s; results ({done}) are in "
               f"{_shown(paths.cache_dir())}, where its notebook reads them")
+    return 0
+
+
+def _register(args) -> int:
+    import datetime
+
+    from memlib.claim_sets import study_claims
+    from memlib.claims import register, register_path
+
+    study = {s: key for key, s in STUDIES.items()}.get(args.study, args.study)
+    if study not in STUDIES:
+        raise UsageError(f"unknown study {args.study!r}; choose one of: {', '.join(STUDIES)}")
+    added = register(study, study_claims(study), args.reason,
+                     datetime.date.today().isoformat())
+    print(f"memlib: registered {len(added)} rule(s) of {study} in "
+          f"{_shown(register_path(study))}: {', '.join(added) or 'none changed'}")
     return 0
 
 
