@@ -373,13 +373,14 @@ def _cell(text: str, limit: int = 200) -> str:
 def _section(study: str, table: pd.DataFrame, scale: str) -> str:
     pilot = pilot_verdicts(study) if scale == DEFAULT_SCALE else {}
     notebook = STUDIES.get(study, study)
-    folder = f"{notebook}" if scale == DEFAULT_SCALE else f"{scale}/{notebook}"
     lines = ["| verdict | claim | paper | ours | note |", "|---|---|---|---|---|"]
     for row in table.itertuples():
         note = row.caveat
-        if getattr(row, "where", ""):
-            link = f"[{row.where}]({folder}/{row.where}.png)"
-            note = f"{note} {link}".strip()
+        shown = [f"{row.where}{ext}" for ext in (".png", ".md")
+                 if row.where and (paths.figures_dir(notebook, scale) / f"{row.where}{ext}"
+                                   ).exists()]
+        if shown:  # relative to CLAIMS.md, which sits beside the notebooks' folders
+            note = f"{note} [{row.where}]({notebook}/{shown[0]})".strip()
         lines.append("| " + " | ".join(_cell(c) for c in (
             f"**{row.verdict}**", row.statement, row.paper or "qualitative",
             row.headline, note)) + " |")

@@ -80,6 +80,6 @@ def test_constant_nonzero_difference_is_beyond_noise():
 
 def test_interval_is_student_t():
     # with 3 replicates the 95% t quantile is 4.303: 2 SE is not enough, 4.4 SE is
-    assert not Estimate(2.0, 1.0 / 2.0 * 2, 3).beyond_noise  # 1 SE at 2.0 -> no: 2 < 4.3
+    assert not Estimate(2.0, 1.0, 3).beyond_noise
     assert Estimate(4.4, 1.0, 3).beyond_noise and not Estimate(4.2, 1.0, 3).beyond_noise
     assert math.isclose(Estimate(0.0, 1.0, 3).half_width, 4.302653, rel_tol=1e-6)
