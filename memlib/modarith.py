@@ -474,7 +474,7 @@ class Config:
         0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
     spectra_neurons: Annotated[int, Positive] = 48
     # learning order per optimizer
-    order_alpha: Annotated[float, Rate] = 0.5
+    order_alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.2, 0.5)
     order_epochs: Annotated[int, Positive] = 150
     order_log_every: Annotated[int, Positive] = 2
     order_optimizers: Annotated[tuple[Optimizer, ...], NonEmpty] = ("adamw", "adam", "muon", "sgd")
@@ -567,21 +567,21 @@ def analyse_main(config: Config, main: dict) -> dict:
 
 
 def learning_order(config: Config) -> pd.DataFrame:
-    """Clean vs noisy train accuracy over the first epochs: per optimizer, one run per seed
-    (trained together)."""
+    """Clean vs noisy train accuracy over the first epochs: per optimizer, one run per
+    (order alpha, seed), trained together."""
     frames = []
-    seeds = list(config.seeds)
+    alphas, seeds = _grid(config.order_alphas, config.seeds)
     for opt, lr, wd in zip(config.order_optimizers, config.order_lrs,
                            config.order_weight_decays, strict=True):
         key = {**_task_key(config), "width": config.width, "activation": config.activation,
-               "alpha": config.order_alpha, "seeds": seeds, "optimizer": opt, "lr": lr,
+               "alphas": alphas, "seeds": seeds, "optimizer": opt, "lr": lr,
                "weight_decay": wd, "epochs": config.order_epochs,
                "log_every": config.order_log_every}
         spec = TrainSpec(epochs=config.order_epochs, batch_size=None, optimizer=opt, lr=lr,
                          weight_decay=wd, seed=seeds[0])
         out = cached("modarith-order", key, lambda spec=spec: train_runs(
-            _task(config), [config.order_alpha] * len(seeds), seeds, config.width, spec,
-            config.activation, config.noise, config.order_log_every)["history"], code=_code())
+            _task(config), alphas, seeds, config.width, spec, config.activation,
+            config.noise, config.order_log_every)["history"], code=_code())
         frames.append(out.assign(optimizer=opt, lr=lr, weight_decay=wd))
     return pd.concat(frames, ignore_index=True)
 
@@ -689,7 +689,7 @@ def run(config: Config) -> dict:
             "analytic": analytic_check(config), "chance": chance(config)}
 
 
-# --------------------------------------------------------------------------- claims
+# --- claims ----------------------------------------------------------------------
 FIT = 0.99  # accuracy on each training subset (labels as trained) of a net that fitted them
 IMAGE_DATA = ("mnist", "mnist-5k")  # the image claim is about MNIST, full or the bundled 5k
 
