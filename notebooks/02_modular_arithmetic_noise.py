@@ -106,7 +106,7 @@ log_every = 50
 eval_activations = ["relu", "quadratic", "abs", "reverse_relu"]
 partition_fractions = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0]
 spectra_neurons = 48
-order_alpha = 0.5
+order_alphas = [0.2, 0.5]
 order_epochs = 150
 order_log_every = 2
 order_optimizers = ["adamw", "adam", "muon", "sgd"]
@@ -125,6 +125,7 @@ image_dataset = "mnist"
 image_fallback = "fashion_mnist"
 image_samples = 2000
 image_epochs = 100
+variants = ["leaky_relu", "mul"]
 
 # %%
 import time
@@ -183,32 +184,35 @@ print(final.pivot_table(index="alpha", columns="subset", values="acc")[list(SUBS
 
 # %% [markdown]
 # ## 1. Learning order: are noisy labels fitted first?
-# Full-batch training at $\alpha$ = `order_alpha`, one run per optimizer and seed (the seeds
-# trained together). The dotted lines mark the first logged epoch at which each run's
+# Full-batch training at each $\alpha$ of `order_alphas` (one row of panels each), one run
+# per optimizer, noise ratio and seed (trained together). The dotted lines mark the first logged epoch at which each run's
 # training accuracy (on the labels as trained) passes 20%, where the claim compares the two
 # subsets.
 
 # %%
 order = results["order"]
-fig, axes = figure("wide", 1, len(config.order_optimizers), sharey=True)
-axes = np.atleast_1d(axes)
+fig, axes = figure("grid" if len(config.order_alphas) > 1 else "wide",
+                   len(config.order_alphas), len(config.order_optimizers), sharey=True,
+                   squeeze=False)
 first_rows = []
-for ax, opt in zip(axes, config.order_optimizers, strict=True):
-    frame = order[order["optimizer"] == opt]
-    h = frame.groupby(["epoch", "subset"])["acc"].mean().unstack()
-    for subset in ("clean_train", "noisy_memorized", "test"):
-        ax.plot(h.index, 100 * h[subset], label=SUBSET_LABELS[subset])
-    for seed, run in frame.groupby("seed"):
-        first = noisy_first(run, config.order_alpha)
-        first_rows.append({"optimizer": opt, "seed": seed, "lr": frame["lr"].iloc[0],
-                           "weight_decay": frame["weight_decay"].iloc[0], **first,
-                           "lead": first["noisy"] - first["clean"]})
-        if not np.isnan(first["epoch"]):
-            ax.axvline(first["epoch"], color="0.5", linestyle=":", linewidth=1)
-    reference_line(ax, 100 * chance, "chance (1/P)")
-    ax.set(title=opt, xlabel="epoch", ylim=(-3, 103))
-axes[0].set_ylabel("train accuracy (%)")
-axes[-1].legend(fontsize=6)
+for row, order_alpha in zip(axes, config.order_alphas, strict=True):
+    for ax, opt in zip(row, config.order_optimizers, strict=True):
+        frame = order[(order["optimizer"] == opt) & np.isclose(order["alpha"], order_alpha)]
+        h = frame.groupby(["epoch", "subset"])["acc"].mean().unstack()
+        for subset in ("clean_train", "noisy_memorized", "test"):
+            ax.plot(h.index, 100 * h[subset], label=SUBSET_LABELS[subset])
+        for seed, run in frame.groupby("seed"):
+            first = noisy_first(run, order_alpha)
+            first_rows.append({"optimizer": opt, "alpha": order_alpha, "seed": seed,
+                               "lr": frame["lr"].iloc[0],
+                               "weight_decay": frame["weight_decay"].iloc[0], **first,
+                               "lead": first["noisy"] - first["clean"]})
+            if not np.isnan(first["epoch"]):
+                ax.axvline(first["epoch"], color="0.5", linestyle=":", linewidth=1)
+        reference_line(ax, 100 * chance, "chance (1/P)")
+        ax.set(title=f"{opt}, α = {order_alpha:g}", xlabel="epoch", ylim=(-3, 103))
+    row[0].set_ylabel("train accuracy (%)")
+axes[0, -1].legend(fontsize=6)
 savefig(fig, "fig_learning_order_optimizers", STUDY, scale)
 first_table = pd.DataFrame(first_rows)
 save_table(first_table, "learning_order_first_pass", STUDY, scale)
