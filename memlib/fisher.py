@@ -929,7 +929,7 @@ def _onset(main: pd.DataFrame, mc: pd.DataFrame) -> dict | None:
             "test_drop": float((noisy["test_acc_best"] - noisy["test_acc_last"]).min())}
 
 
-def _architectures(s: pd.DataFrame, curves: pd.DataFrame, config: Config) -> dict | None:
+def _architectures(curves: pd.DataFrame, config: Config) -> dict | None:
     """collapse gap per architecture at the attribution noise rate, one value per seed; None
     unless two or more architectures ran on two or more seeds each (the full preset)."""
     at = curves[(curves["noise"] == "symmetric")
@@ -1003,7 +1003,7 @@ def measure(results: dict, config: Config) -> dict:
         if len(exact) else None,
         "onset": _onset(main, mc) if 0.0 in levels else None,
         "attribution_weakens": weakens,
-        "inflation_architectures": _architectures(s, curves, config),
+        "inflation_architectures": _architectures(curves, config),
     }
 
 

@@ -251,3 +251,16 @@ def test_a_still_rising_curve_fails_the_peak_precondition():
               "fall_after_peak": Estimate(0.04, 0.005, 5)}
     assert verdict(claim, rising).startswith("precondition failed: er peaks inside training")
     assert verdict(claim, {**rising, "fall_after_peak": Estimate(0.3, 0.05, 5)}) == HOLDS
+
+
+def test_architectures_row_needs_two_seeded_architectures():
+    config = build(fisher.Config, {"epochs": 5, "arch_models": ["smallcnn"], "arch_seeds": 2})
+    results = synthetic_results(config)
+    cnn = results["curves"].query("corruption == 0.4 and seed < 2").assign(model="smallcnn")
+    assert fisher.measure(results, config)["inflation_architectures"] is None
+    results["curves"] = pd.concat([results["curves"], cnn], ignore_index=True)
+    value = fisher.measure(results, config)["inflation_architectures"]
+    assert set(value["gaps"]) == {"mlp", "smallcnn"} and value["gaps"]["smallcnn"].n == 2
+    assert value["noisy_fit"] == pytest.approx(0.95)
+    assert fisher.runs(config)[-2:] == [("smallcnn", "symmetric", 0.4, 0, 15),
+                                        ("smallcnn", "symmetric", 0.4, 1, 15)]
