@@ -1164,7 +1164,7 @@ CLAIMS = [
                                               "chance": 0.017}}),
           unit="points",
           headline=lambda v: (_points(_lowest(v["widest_test"].values()))
-                              if v["widest_test"] else "no interpolating width"),
+                              if v["widest_test"] else None),
           caveat="headline: the widest interpolating net's test accuracy",
           where="fig_width_sweep"),
     Claim("activation-maxima",
@@ -1187,8 +1187,7 @@ CLAIMS = [
                                                "fitted_widths": {"quadratic, α=0.5": []},
                                                "chance": 0.017}}),
           unit="% test",
-          headline=lambda v: (_points(_lowest(v["maxima"].values())) if v["maxima"]
-                              else "no interpolating width"),
+          headline=lambda v: _points(_lowest(v["maxima"].values())) if v["maxima"] else None,
           caveat="headline: the lowest maximum over activations and noise ratios",
           where="fig_width_sweep"),
     _ff_claim("leaky_relu", "with LeakyReLU"),
