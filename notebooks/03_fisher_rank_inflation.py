@@ -39,16 +39,18 @@
 # ## What differs from the paper
 # The paper trains SmallCNN, ResNet18 and ViTs on CIFAR-10/100 and CIFAR-10N with 5 seeds.
 # Here (small scale, 2 CPU cores) we use a 2,000-image Fashion-MNIST subset, an MLP
-# 784-256-64-10 (so $D=650$, rank bound $585$), 3 seeds, 50 epochs of Adam, a 1,000-example
+# 784-256-64-10 (so $D=650$, rank bound $585$), 6 seeds, 50 epochs of Adam, a 1,000-example
 # scatter set, and one small SmallCNN run at 40% noise. The full preset
 # (`params/full`) holds the paper's settings. cleanlab's confident learning is not part of
 # the comparison (not installed; it is AGPL). Scores are judged against the true flip mask.
 #
 # **How the claims are judged.** Every claim is measured on each seed's run and read as the
-# mean ± 2 standard errors over the 3 seeds; a verdict whose threshold lies inside that
-# spread is *within noise*. Each rule also names what it presupposes (the noisy labels were
-# fitted, er peaks inside training, test accuracy degrades); where that fails the verdict is
-# *precondition failed*, never "holds".
+# mean ± the half-width of its 95% Student-t interval over the 6 seeds (100-105); a verdict
+# whose threshold lies inside that interval is *within noise*. Each rule also names what it
+# presupposes (the noisy labels were fitted, er peaks and then declines, test accuracy
+# degrades); where that fails the verdict is *precondition failed*, never "holds". The
+# rules were registered (`register/03_fisher_rank_inflation.yaml`) after a pilot on seeds
+# 0-2 and before these seeds were run; the claims section says what changed.
 
 # %% tags=["parameters"]
 scale = "small"
@@ -60,7 +62,7 @@ model = "mlp"
 mlp_widths = [256, 64]
 cnn_channels = [8, 16, 32]
 corruptions = [0.0, 0.2, 0.4, 0.6]
-seeds = [0, 1, 2]
+seeds = [100, 101, 102, 103, 104, 105]
 epochs = 50
 batch_size = 32
 optimizer = "adam"
@@ -74,6 +76,7 @@ top_k = 100
 direct_checks = 10
 arch_models = ["smallcnn"]
 arch_epochs = 15
+arch_seeds = 1
 human_label_sets = []
 synthetic_n = 300
 augment = "none"
@@ -313,10 +316,34 @@ arch_table.round(3)
 # %% [markdown]
 # ## Claims
 #
-# Five claims hold beyond the seed spread (peak ordering, enrichment, first order,
-# difficulty control, onset); `not_detector` is within noise (AUROC 0.79 ± 0.06 against the
-# 0.8 bound), and `inflation_collapse` is "precondition failed": er falls by a third from
-# its peak, but the noisy labels are not yet fitted when it does.
+# The rules were rewritten after the pilot (seeds 0-2, whose verdicts the claims report
+# keeps beside these) and registered before the confirmatory seeds 100-105 were run:
+#
+# - `onset` measured the first epoch at which er had risen a tenth of the way to its peak;
+#   er climbs from epoch 1, so that epoch was 2 in every pilot run and the rule could not
+#   fail. It now measures how far er has risen from epoch 1 to the epoch of best test
+#   accuracy *beyond the clean run's change over the same epochs* (same seed), averaged over
+#   each seed's noisy runs: the claim holds when that inflation is above 0 beyond noise, and
+#   fails when test accuracy peaks before er has moved away from the clean run.
+# - `not_detector` tested the paper's example range 0.6 ≤ AUROC ≤ 0.8 on both sides; an AUROC
+#   of 0.85 would have "failed" without contradicting the paper. The claim is one-sided: a
+#   signature (above chance, 0.5) that is clearly short of a detector (below 0.9, which the
+#   cheap loss-based signals exceed here), each side beyond noise.
+# - The precondition of `enrichment` and `not_detector` accepted any argmax inside training,
+#   including curves still rising at the last epochs. It now also needs a decline: the fall
+#   from the peak to the last epoch is at least a tenth of the peak (seed mean) and its
+#   interval excludes 0.
+# - `first_order` is judged on the mean over seeds (it was the minimum in an earlier draft)
+#   against the paper's CNN figure 0.96 (it was 0.9); the minimum is shown beside the mean.
+# - `inflation_collapse` is judged on each seed's curve; the gap of the seed-mean curve is
+#   shown beside it.
+# - New rows: `attribution_weakens` (AUROC at the er peak minus at the last epoch, after the
+#   noise is fitted) and `inflation_architectures` (the collapse gap per architecture, which
+#   needs two or more seeds per architecture: the full preset, with CIFAR-100 as the same
+#   notebook on `dataset: cifar100`; here it reads *not run at this scale*).
+#
+# Every interval is a 95% Student-t interval over seeds (it was ± 2 SE, which with three
+# seeds is less than half as wide).
 
 # %%
 measured = measure(results, config)

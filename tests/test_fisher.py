@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlib import fisher
-from memlib.claims import HOLDS, WITHIN_NOISE, Estimate, evaluate
+from memlib.claims import HOLDS, NOT_RUN, WITHIN_NOISE, Estimate, evaluate, verdict
 from memlib.config import ConfigError, build
 
 
@@ -173,7 +173,7 @@ def test_math_checks_pass():
     assert table["passed"].all(), table
 
 
-def synthetic_results(config, noisy_fit=0.95, auroc=0.7):
+def synthetic_results(config, noisy_fit=0.95, auroc=0.7, test_peak=3):
     curves, summary, signals, difficulty = [], [], [], []
     for c in config.corruptions:
         for seed in config.seeds:
@@ -183,8 +183,9 @@ def synthetic_results(config, noisy_fit=0.95, auroc=0.7):
             curves += [{**run, "epoch": e, "er": v, "noisy_fit": noisy_fit if e == 5 else 0.1}
                        for e, v in enumerate(er)]
             summary.append({**run, "er_peak": peak, "peak_epoch": 3,
-                            "spearman_exact_first": 0.95 + 0.01 * seed, "onset_epoch": 2,
-                            "test_peak_epoch": 3, "test_acc_best": 0.8, "test_acc_last": 0.6})
+                            "spearman_exact_first": 0.975 + 0.002 * seed, "onset_epoch": 2,
+                            "test_peak_epoch": test_peak, "test_acc_best": 0.8,
+                            "test_acc_last": 0.6, "auroc_last": auroc - 0.2 + 0.02 * seed})
             signals.append({**run, "signal": "LOO er attribution (exact)",
                             "precision_at_100": 0.9 + 0.01 * seed, "enrichment": 2 + 0.1 * seed,
                             "auroc": auroc + 0.01 * seed})
@@ -213,14 +214,53 @@ def test_measure_per_seed_and_the_verdicts():
     assert list(measured["monotone_peak"]) == ["0->0.2", "0.2->0.4", "0.4->0.6"]
     assert measured["monotone_peak"]["0->0.2"] == Estimate(8.0, 0.0, 3)
     assert measured["enrichment"]["peak_epochs"] == [3, 3, 3]
-    assert measured["onset"]["onset_first"].mean == 1
+    # by epoch 3 the noisy er rose 40 * c more than the clean run's: 16 averaged over c
+    assert measured["onset"]["inflation_at_test_peak"].mean == pytest.approx(16)
+    assert measured["onset"]["by_corruption"]["0.2"].mean == pytest.approx(8)
     assert measured["onset"]["test_drop"] == pytest.approx(0.2)
-    assert set(verdicts(measured).values()) == {HOLDS}
+    assert measured["first_order"]["min_over_seeds"] == pytest.approx(0.975)
+    assert measured["attribution_weakens"]["peak_minus_last"].mean == pytest.approx(0.19)
+    assert measured["inflation_architectures"] is None  # one architecture
+    assert set(verdicts(measured).values()) == {HOLDS, NOT_RUN}
 
-    measured = fisher.measure(synthetic_results(config, noisy_fit=0.5, auroc=0.79), config)
+    measured = fisher.measure(synthetic_results(config, noisy_fit=0.5, auroc=0.89), config)
     v = verdicts(measured)
     assert v["inflation_collapse"].startswith("precondition failed: the noisy labels")
-    assert v["not_detector"] == WITHIN_NOISE  # 0.79, 0.80, 0.81 straddle the 0.8 bound
+    assert v["attribution_weakens"].startswith("precondition failed: the noisy labels")
+    assert v["not_detector"] == WITHIN_NOISE  # 0.89, 0.90, 0.91 straddle the 0.9 bound
     late = build(fisher.Config, {"epochs": 3})
     assert verdicts(fisher.measure(synthetic_results(late), late))["enrichment"].startswith(
         "precondition failed: er peaks inside training")
+    # test accuracy best at epoch 1: no inflation yet, the onset claim does not hold
+    early = fisher.measure(synthetic_results(config, test_peak=1), config)
+    assert early["onset"]["inflation_at_test_peak"].mean == 0
+    assert verdicts(early)["onset"] == WITHIN_NOISE
+
+
+def test_inflation_beyond_clean_and_fall_after_peak():
+    noisy, clean = [40, 10, 20, 30, 25], [40, 8, 9, 7, 6]
+    assert fisher.inflation_beyond_clean(noisy, clean, 3) == pytest.approx(20 - (-1))
+    assert fisher.inflation_beyond_clean(noisy, clean, 1) == 0
+    assert fisher.fall_after_peak(noisy) == pytest.approx(5 / 30)
+    assert fisher.fall_after_peak([40, 10, 20, 30]) == 0  # still rising: no fall
+
+
+def test_a_still_rising_curve_fails_the_peak_precondition():
+    claim = {c.id: c for c in fisher.CLAIMS}["not_detector"]
+    rising = {"auroc": Estimate(0.75, 0.01, 5), "peak_epochs": [40, 44, 48], "epochs": 50,
+              "fall_after_peak": Estimate(0.04, 0.005, 5)}
+    assert verdict(claim, rising).startswith("precondition failed: er peaks inside training")
+    assert verdict(claim, {**rising, "fall_after_peak": Estimate(0.3, 0.05, 5)}) == HOLDS
+
+
+def test_architectures_row_needs_two_seeded_architectures():
+    config = build(fisher.Config, {"epochs": 5, "arch_models": ["smallcnn"], "arch_seeds": 2})
+    results = synthetic_results(config)
+    cnn = results["curves"].query("corruption == 0.4 and seed < 2").assign(model="smallcnn")
+    assert fisher.measure(results, config)["inflation_architectures"] is None
+    results["curves"] = pd.concat([results["curves"], cnn], ignore_index=True)
+    value = fisher.measure(results, config)["inflation_architectures"]
+    assert set(value["gaps"]) == {"mlp", "smallcnn"} and value["gaps"]["smallcnn"].n == 2
+    assert value["noisy_fit"] == pytest.approx(0.95)
+    assert fisher.runs(config)[-2:] == [("smallcnn", "symmetric", 0.4, 0, 15),
+                                        ("smallcnn", "symmetric", 0.4, 1, 15)]

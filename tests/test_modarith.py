@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlib import modarith as ma
-from memlib.claims import HOLDS, VERDICTS, evaluate
+from memlib.claims import HOLDS, VERDICTS, Estimate, evaluate
 from memlib.config import ConfigError, build
 from memlib.train import TrainSpec
 
@@ -268,18 +268,54 @@ def test_noisy_lead_is_measured_per_seed():
     history = pd.concat([early_history(0, [(0, 0), (0.1, 0.4), (0.9, 0.9)]),
                          early_history(1, [(0, 0), (0.2, 0.35), (0.9, 0.9)])])
     lead = ma.noisy_lead(history, 0.5)
-    assert lead.n == 2 and lead.mean == pytest.approx(0.225) and lead.beyond_noise
+    assert lead.n == 2 and lead.mean == pytest.approx(0.225)
     never = pd.concat([history, early_history(2, [(0, 0), (0.1, 0.1)])])
     assert math.isnan(ma.noisy_lead(never, 0.5).mean)
+
+
+def test_image_order_is_read_where_half_the_labels_are_fitted():
+    # clean labels reach 50% at epoch 2, noisy ones at epoch 3: clean first
+    history = pd.concat([early_history(0, [(0, 0), (0.3, 0.1), (0.6, 0.3), (0.9, 0.6)]),
+                         early_history(1, [(0, 0), (0.3, 0.1), (0.6, 0.3), (0.9, 0.55),
+                                           (1.0, 0.7)])])
+    assert ma.epochs_to_fit(history[history["seed"] == 0]) == {"clean": 2, "noisy": 3}
+    lead = ma.fit_lead(history)
+    assert lead == Estimate(-1.0, 0.0, 2)
     images = pd.concat([history.assign(dataset="digits"), history.assign(dataset="mnist-5k")])
     value = ma.image_lead(images)
-    assert value["data"] == "mnist-5k" and value["0.5"] == lead
+    assert value["data"] == "mnist-5k" and value["epochs_lead"]["0.5"] == lead
+    assert value["noisy_fit"] == pytest.approx(0.6)
     assert ma.image_lead(history.assign(dataset="digits")) is None
     claim = {c.id: c for c in ma.CLAIMS}["noisy-first-images"]
     table = evaluate([claim], {claim.id: {**value, "data": "fashion_mnist"}})
     assert table["verdict"].item() == "precondition failed: the data is MNIST (full or mnist-5k)"
-    table = evaluate([claim], {claim.id: value})
-    assert table["verdict"].item() == HOLDS and "data=mnist-5k" in table["ours"].item()
+    assert evaluate([claim], {claim.id: value})["verdict"].item() == "does not hold"
+    # a run that never memorizes half of its noisy labels: no verdict on the order
+    young = ma.image_lead(pd.concat([early_history(s, [(0, 0), (0.6, 0.1), (0.9, 0.2)])
+                                     for s in (0, 1)]).assign(dataset="mnist"))
+    assert evaluate([claim], {claim.id: young})["verdict"].item().startswith(
+        "precondition failed: every run fits at least 50%")
+
+
+def test_multiplication_task_is_addition_of_discrete_logs():
+    p = 11
+    g = ma.primitive_root(p)
+    assert sorted(pow(g, i, p) for i in range(p - 1)) == list(range(1, p))
+    task = ma.multiplication_task(p)
+    assert task.p == p - 1 and task.operation == "mul"
+    for (i, j), c in zip(task.pairs.tolist(), task.labels.tolist()):
+        assert pow(g, c, p) == pow(g, i, p) * pow(g, j, p) % p
+
+
+def test_swap_needs_a_relu_net_above_chance():
+    claim = {c.id: c for c in ma.CLAIMS}["swap-helps"]
+    value = {"quadratic_minus_relu": Estimate(0.13, 0.004, 3),
+             "reverse_relu_minus_relu": Estimate(0.29, 0.01, 3),
+             "relu_minus_chance": Estimate(-0.006, 0.0007, 3), "train_fit": 1.0}
+    assert evaluate([claim], {claim.id: value})["verdict"].item().startswith(
+        "precondition failed: the ReLU net generalizes")
+    above = {**value, "relu_minus_chance": Estimate(0.12, 0.01, 3)}
+    assert evaluate([claim], {claim.id: above})["verdict"].item() == HOLDS
 
 
 def sweep_rows(train_acc: dict, test_acc: dict, alpha=0.5):
@@ -369,7 +405,10 @@ def test_run_end_to_end_tiny(tmp_path, monkeypatch):
     assert set(verdicts.str.split(":").str[0]) <= set(VERDICTS)
     assert verdicts["noisy-first-images"] == "not run at this scale"  # image_dataset none
     assert measured["ff-recovers-rule"] is not None and measured["swap-helps"] is not None
-    assert set(measured["noisy-first"]) == set(config.order_optimizers)
+    assert set(measured["noisy-first"]) == {f"{o}, α={a:g}" for o in config.order_optimizers
+                                            for a in config.order_alphas}
+    assert measured["ff-recovers-rule-mul"]["chance"] == pytest.approx(1 / 6)  # p - 1 classes
+    assert measured["ff-recovers-rule-leaky_relu"] is not None
     assert results["analytic"]["test_acc"].tolist() == [1.0, 1.0]
     again = ma.run(config)  # from the cache
     pd.testing.assert_frame_equal(again["parts"], results["parts"])
