@@ -47,11 +47,12 @@ def pct_span(values: Iterable[float], digits: int = 0) -> str:
     return span(values, digits, scale=100, unit="%")
 
 
-def pm(mean: float, se: float, digits: int = 2, scale: float = 1.0) -> str:
-    """'mean ± 2 SE' (the spread the claims use); the mean alone when the SE is missing."""
+def pm(mean: float, se: float, digits: int = 2, scale: float = 1.0, signed: bool = True) -> str:
+    """'mean ± 2 SE' (the spread the claims use), signed as a difference unless `signed` is
+    False; the mean alone when the SE is missing."""
     if se is None or math.isnan(se):
-        return num(mean * scale, digits, signed=True) + " (one seed)"
-    return f"{num(mean * scale, digits, signed=True)} ± {num(2 * se * scale, digits)}"
+        return num(mean * scale, digits, signed) + " (one seed)"
+    return f"{num(mean * scale, digits, signed)} ± {num(2 * se * scale, digits)}"
 
 
 def beyond(mean: float, se: float) -> bool:
