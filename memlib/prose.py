@@ -39,7 +39,11 @@ def span(values: Iterable[float], digits: int = 2, scale: float = 1.0, unit: str
     if not len(v):
         return "n/a"
     low, high = num(v.min(), digits), num(v.max(), digits)
-    return (low if low == high else f"{low}{DASH}{high}") + unit
+    if low == high:
+        return low + unit
+    # "−3–5" reads as a subtraction: a range with a negative end is written "−3 to 5".
+    joint = " to " if low.startswith("−") or high.startswith("−") else DASH
+    return f"{low}{joint}{high}{unit}"
 
 
 def pct_span(values: Iterable[float], digits: int = 0) -> str:
