@@ -55,8 +55,9 @@
 # evaluated with ReLU, $x^2$ and $|x|$. A learned neuron looks like
 # $u_{m,i} \approx \lambda\cos(2\pi k i/P + \phi_a)$, $v_{m,j} \approx \lambda\cos(2\pi k j/P +
 # \phi_b)$, $w_{m,c} \approx \lambda\cos(2\pi k c/P + \phi_c)$; the $x^2$ circuit computes the
-# answer when $\phi_a + \phi_b = \phi_c$, so the *phase error*
-# $|\phi_a + \phi_b - \phi_c| \bmod 2\pi$ measures how well a neuron implements the rule.
+# answer when $\phi_a + \phi_b = \phi_c$, so the *phase error*, the angle between
+# $\phi_a + \phi_b$ and $\phi_c$ on the circle ($|\phi_a + \phi_b - \phi_c|$ wrapped to
+# $[0, \pi]$), measures how well a neuron implements the rule.
 #
 # **Neuron scores.** $\mathrm{IPR}_m = \sum_k p_{m,k}^2 / (\sum_k p_{m,k})^2$ with
 # $p_{m,k} = |\hat u_{m,k}|^2 + |\hat v_{m,k}|^2 + |\hat w_{m,k}|^2$ ($k \ge 1$), and
@@ -135,6 +136,7 @@ import time
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from IPython.display import Markdown, display
 from matplotlib.lines import Line2D
 
 from memlib.claims import evaluate, write
@@ -142,6 +144,7 @@ from memlib.config import from_namespace
 from memlib.modarith import CLAIMS, SUBSET_LABELS, SUBSETS, Config, measure, noisy_first
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
+from memlib.prose import direction, listing, num, pct, pct_span, pm
 from memlib.tables import save_table
 
 STUDY = "02_modular_arithmetic_noise"
@@ -172,17 +175,25 @@ for ax, alpha in zip(axes, shown_alphas, strict=True):
     reference_line(ax, 100 * chance, "chance (1/P)")
     ax.set(title=f"α = {alpha:g}", xlabel="epoch", ylim=(-3, 103))
 axes[0].set_ylabel("accuracy (%)")
-axes[-1].legend(fontsize=6, loc="center right")
+fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside lower center", ncol=5,
+           fontsize=7)
 savefig(fig, "training_curves", STUDY, scale)
 final = history[history["epoch"] == history["epoch"].max()]
 print(final.pivot_table(index="alpha", columns="subset", values="acc")[list(SUBSETS)].round(3))
 
-# %% [markdown]
-# By the end of training every run fits all of its training labels, noisy ones included (100% on the
-# clean and on the noisy subset at every $\alpha$), while the raw ReLU net's test accuracy
-# stays at 14% without noise and at 0.4–1.1% (chance is 1.7%) with it. Raw test accuracy
-# near or below chance at $\alpha > 0$ is expected this early in training: with wrong-only
-# noise the memorized labels are never the true answer, so it can even sit below $1/P$.
+# %% tags=["remove-input"]
+end = final.pivot_table(index="alpha", columns="subset", values="acc")
+noisy_alphas = end.index[end.index > 0]
+fitted = end.loc[noisy_alphas, ["clean_train", "noisy_memorized"]]
+display(Markdown(rf"""
+By the last epoch the runs fit {pct_span(end["clean_train"], 1)} of their clean training pairs
+and {pct_span(fitted["noisy_memorized"], 1)} of their noisy ones (against the noisy label), while
+the raw ReLU net's test accuracy is {pct(end.loc[0.0, "test"], 1) if 0.0 in end.index else "n/a"}
+without noise and {pct_span(end.loc[noisy_alphas, "test"], 1)} with it (chance is
+{pct(chance, 1)}). Raw test accuracy near or below chance at $\alpha > 0$ is expected this
+early in training: with wrong-only noise the memorized labels are never the true answer, so it
+can even sit below $1/P$.
+"""))
 
 # %% [markdown]
 # ## 1. Learning order: are noisy labels fitted first?
@@ -220,14 +231,21 @@ first_table = pd.DataFrame(first_rows)
 save_table(first_table, "learning_order_first_pass", STUDY, scale)
 first_table
 
-# %% [markdown]
-# Curves are means over seeds; the table gives, for each optimizer and seed, the accuracy on
-# the noisy subset (against its noisy labels) and on the clean subset at the first epoch
-# where training accuracy passes 20%, and the noisy lead. With every optimizer and both
-# seeds the noisy labels lead, as the paper reports: at that point 28–30% of the noisy
-# pairs carry their (wrong) label and only 11–13% of the clean pairs their right one (lead
-# 0.15–0.19; 0.16–0.18 ± 0.02 per optimizer over seeds), and the curves keep that order until
-# both subsets are fitted.
+# %% tags=["remove-input"]
+leads = first_table.dropna(subset=["lead"])
+per_optimizer = leads.groupby("optimizer", sort=False)["lead"].agg(["mean", "sem"])
+ahead = int((leads["lead"] > 0).sum())
+display(Markdown(rf"""
+Curves are means over seeds; the table gives, for each optimizer and seed, the accuracy on the
+noisy subset (against its noisy labels) and on the clean subset at the first epoch where
+training accuracy passes 20%, and the noisy lead. The noisy labels lead in {ahead} of
+{len(leads)} runs ({len(first_table) - len(leads)} never passed 20%): at that point
+{pct_span(leads["noisy"])} of the noisy pairs carry their (wrong) label and
+{pct_span(leads["clean"])} of the clean pairs their right one (lead
+{num(leads["lead"].min(), 2)}–{num(leads["lead"].max(), 2)}; per optimizer, mean ± 2 SE over
+seeds: {listing(f"{o} {pm(r['mean'], r['sem'], 2)}" for o, r in per_optimizer.iterrows())}).
+The paper reports the noisy labels first for every optimizer.
+"""))
 
 # %% [markdown]
 # ### The same on images
@@ -263,18 +281,30 @@ print(f"noisy labels ahead of clean ones at the 20% point in {lead} of {len(imag
       "image runs")
 image_first
 
-# %% [markdown]
-# On images the order is reversed in all 8 runs: at the first epoch with 20% training
-# accuracy the MLP already fits 32–49% of the clean `mnist-5k` images (34–58% of the 8x8
-# digits) but only 5–9% of the noisy labels. The paper reports noisy-first on MNIST as well;
-# we do not reproduce it, and the `noisy-first-images` claim (scored on `mnist-5k`) does not
-# hold (lead −0.32 ± 0.15 at 5% noise, −0.33 ± 0.19 at 20%). Image classes share visual
-# structure, so clean examples of a class help each other (the "clean first" picture of
-# Arpit et al.), whereas a modular-arithmetic pair shares nothing with the other pairs of its
-# class that a net fits early. Within its budget the MLP has barely begun to memorize: by
-# the last epoch it fits 17–25% of the noisy `mnist-5k` labels (and 2–4% of the digits'),
-# so our runs say nothing about a later noisy-first phase. Our MLP, Adam at lr 1e-3 and
-# 2,000 images may differ from the paper's unstated MNIST setting.
+# %% tags=["remove-input"]
+def image_text(name: str) -> str:
+    """Clean and noisy fit at the 20% point, and the noisy fit at the last epoch."""
+    runs = image_first[image_first["dataset"] == name]
+    last = images[(images["dataset"] == name) & (images["subset"] == "noisy_memorized")]
+    last = last[last["epoch"] == last["epoch"].max()]["acc"]
+    lead = listing(f"{pm(g['lead'].mean(), g['lead'].sem(), 2)} at {pct(a)} noise"
+                   for a, g in runs.groupby("alpha"))
+    return (f"on `{name}` the MLP fits {pct_span(runs['clean'])} of the clean images and "
+            f"{pct_span(runs['noisy'])} of the noisy labels at that point (lead {lead}, mean ± "
+            f"2 SE over seeds) and {pct_span(last)} of the noisy labels by its last epoch")
+
+
+noisy_ahead = int((image_first["lead"] > 0).sum())
+display(Markdown(rf"""
+Noisy labels ahead at the first epoch with 20% training accuracy: {noisy_ahead} of
+{len(image_first)} image runs. In detail, {listing(image_text(n) for n in datasets)}. The paper
+reports noisy-first on MNIST as well. Image classes share visual structure, so clean examples
+of a class help each other (the "clean first" picture of Arpit et al.), whereas a
+modular-arithmetic pair shares nothing with the other pairs of its class that a net fits early.
+Where the MLP has fitted only part of its noisy labels by the last epoch, these runs say
+nothing about a later noisy-first phase. Our MLP, Adam at lr {config.digits_lr:g} and
+{config.image_samples:,} images may differ from the paper's unstated MNIST setting.
+"""))
 
 # %% [markdown]
 # ## 2. Frequency filtering: the rule hidden in a memorizing net
@@ -312,11 +342,27 @@ ff_table[ff_table["activation"].isin(["relu", "quadratic", "abs"])].round(3)
 # $G$ keeps one frequency per neuron and none of the DC; if it scores well on the test set
 # and on the *true* labels of the noisy training pairs while scoring near zero on their
 # noisy labels, the rule was learned underneath the memorization. $R$ shows where the
-# memorized labels live. That is what the table shows: at $\alpha = 0.8$, $G$ evaluated
-# with $x^2$ reaches 99.9% on the test set and on the true labels of the noisy pairs and
-# 0.0% on their noisy labels, while the raw net's test accuracy is 0.6% and $R$ (ReLU) keeps
-# 94% of the noisy labels with 0.6% test accuracy. With ReLU, $G$ reaches 98.6–100% up to
-# $\alpha = 0.5$ but only 68% at 0.8: the filtered circuit is an $x^2$ circuit.
+# memorized labels live.
+
+# %% tags=["remove-input"]
+acc = parts.groupby(["alpha", "part", "activation", "subset"])["acc"].mean()
+top_alpha = max(ff_alphas)
+lower = [a for a in sorted(parts["alpha"].unique()) if a < top_alpha]
+g_relu_low = [acc[(a, "G", "relu", "test")] for a in lower]
+circuit = ("an $x^2$ circuit" if acc[(top_alpha, "G", "quadratic", "test")]
+           > acc[(top_alpha, "G", "relu", "test")] else "as good with ReLU as with $x^2$")
+display(Markdown(rf"""
+At $\alpha = {top_alpha:g}$, $G$ evaluated with $x^2$ reaches
+{pct(acc[(top_alpha, "G", "quadratic", "test")], 1)} on the test set,
+{pct(acc[(top_alpha, "G", "quadratic", "noisy_true")], 1)} on the true labels of the noisy
+pairs and {pct(acc[(top_alpha, "G", "quadratic", "noisy_memorized")], 1)} on their noisy
+labels, while the raw net's test accuracy is {pct(acc[(top_alpha, "raw", "relu", "test")], 1)}
+and $R$ (ReLU) keeps {pct(acc[(top_alpha, "R", "relu", "noisy_memorized")])} of the noisy
+labels with {pct(acc[(top_alpha, "R", "relu", "test")], 1)} test accuracy. With ReLU, $G$
+reaches {pct_span(g_relu_low, 1)} on the test set for $\alpha < {top_alpha:g}$ and
+{pct(acc[(top_alpha, "G", "relu", "test")])} at {top_alpha:g}: at the highest noise the
+filtered circuit is {circuit}.
+"""))
 
 # %% [markdown]
 # ### Per-neuron spectra before and after filtering
@@ -339,11 +385,14 @@ savefig(fig, "fig_neuron_spectra", STUDY, scale)
 print("fraction of power in the dominant non-DC frequency (median over the neurons shown):",
       round(float(spectra["before"][:, 1:].max(1).values.median()), 3))
 
-# %% [markdown]
-# Each panel has its own colour scale. Before filtering, a neuron of the $\alpha = 0.8$ run
-# holds only 8% of its power (median) in its dominant frequency; the rest is spread over the
-# other frequencies, where the memorization lives. After filtering every neuron is a single
-# frequency by construction, and the frequencies used cover the spectrum.
+# %% tags=["remove-input"]
+dominant = float(spectra["before"][:, 1:].max(1).values.median())
+display(Markdown(rf"""
+Each panel has its own colour scale. Before filtering, a neuron of the
+$\alpha = {spectra["alpha"]:g}$ run holds {pct(dominant)} of its power (median over the neurons
+shown) in its dominant frequency; the rest is spread over the other frequencies, where the
+memorization lives. After filtering every neuron is a single frequency by construction.
+"""))
 
 # %% [markdown]
 # ## 3. Phase alignment versus noise
@@ -354,17 +403,25 @@ fig, ax = figure("single")
 sns.boxplot(phase, x="alpha", y="phase_error", ax=ax, color="C0", fliersize=1)
 medians = phase.groupby("alpha")["phase_error"].median()
 reference_line(ax, np.pi / 2, "random phases (π/2 mean)")
-ax.set(xlabel="noise rate α", ylabel="|φa + φb − φc| mod 2π (rad)")
+ax.set(xlabel="noise rate α", ylabel="phase error |φa + φb − φc|,\nwrapped to [0, π] (rad)")
 ax.legend(fontsize=6)
 savefig(fig, "fig_phase_error", STUDY, scale)
 save_table(medians.rename("median_phase_error").reset_index(), "phase_error", STUDY, scale)
 medians.round(3)
 
-# %% [markdown]
-# The box plot shows the distribution over neurons of the phase error at each $\alpha$ and
-# the table its median: a well-aligned circuit sits near zero, random phases near $\pi/2$.
-# The median grows with the noise, 0.05, 0.09, 0.21 and 0.63 rad at $\alpha$ = 0, 0.2, 0.5
-# and 0.8, in both seeds (the claim's Spearman is 1 for each).
+# %% tags=["remove-input"]
+per_seed = phase.groupby(["seed", "alpha"])["phase_error"].median().unstack("alpha")
+rhos = [pd.Series(row.to_numpy()).corr(pd.Series(row.index.to_numpy()), method="spearman")
+        for _, row in per_seed.iterrows()]
+trend = direction(medians.iloc[-1] - medians.iloc[0], "grows", "shrinks", "stays level")
+display(Markdown(rf"""
+The box plot shows the distribution over neurons of the phase error at each $\alpha$ and the
+table its median: a well-aligned circuit sits near zero, random phases near $\pi/2$ (the mean
+of a uniform angle on $[0, \pi]$). From $\alpha = {medians.index[0]:g}$ to
+{medians.index[-1]:g} the median {trend}: {listing(f"{num(v, 2)} rad at α = {a:g}"
+for a, v in medians.items())}; per seed, the Spearman correlation of the median with
+$\alpha$ is {listing(num(r, 2) for r in rhos)}.
+"""))
 
 # %% [markdown]
 # ## 4. Activation swap
@@ -377,12 +434,29 @@ swap_table = swap.pivot_table(index=["alpha", "part"], columns="activation",
 save_table(swap_table.round(4), "activation_swap", STUDY, scale)
 swap_table.round(3)
 
-# %% [markdown]
-# Test accuracy per activation. Swapping the trained ReLU for another activation helps the
-# raw net, as the paper reports: at $\alpha = 0$ from 14% to 97.5–99% ($x^2$, $|x|$, reverse
-# ReLU), at $\alpha = 0.2$ from 1.1% to 14% ($x^2$), 16% ($|x|$) and 30% (reverse ReLU);
-# at $\alpha \geq 0.5$ all raw nets stay below 6%. For the filtered net $x^2$, the
-# activation the Fourier circuit is built for, gives 99.9–100% at every $\alpha$.
+# %% tags=["remove-input"]
+swapped = [a for a in config.eval_activations if a != "relu"]
+table_by = swap_table.set_index(["alpha", "part"])
+
+
+def swap_text(alpha: float) -> str:
+    """The raw net's test accuracy with ReLU and with each other activation at one α."""
+    row = table_by.loc[(alpha, "raw")]
+    return (f"at $\\alpha = {alpha:g}$ from {pct(row['relu'], 1)} to "
+            + listing(f"{pct(row[a], 1)} ({a})" for a in swapped))
+
+
+best_gain = max(table_by.loc[(a, "raw"), swapped].max() - table_by.loc[(a, "raw"), "relu"]
+                for a in config.alphas)
+g_quadratic = [table_by.loc[(a, "G"), "quadratic"] for a in config.alphas]
+display(Markdown(rf"""
+Test accuracy per activation. Swapping the trained ReLU for another activation changes the raw
+net's test accuracy {swap_text(config.alphas[0])}; {"; ".join(swap_text(a)
+for a in config.alphas[1:])}. The largest gain over ReLU is
+{num(100 * best_gain, 1, True)} points; the paper reports that such swaps preserve or improve
+generalization. For the filtered net, $x^2$, the activation the Fourier circuit is built for,
+gives {pct_span(g_quadratic, 1)} at every $\alpha$.
+"""))
 
 # %% [markdown]
 # ## 5. IPR and neuron-strength partitions
@@ -420,13 +494,17 @@ best_partition = (frame[(frame["variant"] == "top") & (frame["gamma"] < 1)
 print(f"best top-γ sub-network test accuracy: {best_partition.max():.3f} at "
       f"{best_partition.idxmax()}; FF-G test: {ff_best:.3f}")
 
-# %% [markdown]
-# If the scores separated generalizing from memorizing neurons, the top-$\gamma$ sub-network
-# would approach the FF test accuracy (black line) while forgetting the noisy labels, and the
-# bottom-$\gamma$ one would do the reverse. They do not: at $\alpha = 0.8$ the best
-# top-$\gamma$ sub-network (IPR, $\gamma$ = 0.1, with $x^2$) reaches 1.9% test accuracy
-# against FF's 99.9%, so the neuron scores do not isolate the rule: it is spread over
-# neurons, as the paper says.
+# %% tags=["remove-input"]
+best_score, best_gamma, best_act = best_partition.idxmax()
+display(Markdown(rf"""
+If the scores separated generalizing from memorizing neurons, the top-$\gamma$ sub-network
+would approach the FF test accuracy (black line) while forgetting the noisy labels, and the
+bottom-$\gamma$ one would do the reverse. At $\alpha = {part_alpha:g}$ the best top-$\gamma$
+sub-network ({best_score}, $\gamma$ = {best_gamma:g}, evaluated with {best_act}) reaches
+{pct(best_partition.max(), 1)} test accuracy against FF's {pct(ff_best, 1)}: the neuron scores
+{"come close to" if best_partition.max() >= 0.9 * ff_best else "fall far short of"} the rule
+that frequency filtering isolates; the paper finds the rule spread over neurons.
+"""))
 
 # %% [markdown]
 # ## 6. Width sweep (double descent)
@@ -479,16 +557,31 @@ print(raw_train.xs(("relu", config.weight_decay), level=("activation", "weight_d
 sweep_table.pivot_table(index=["activation", "weight_decay", "width"], columns="alpha",
                         values=["raw_test", "ff_test"]).round(3)
 
-# %% [markdown]
-# Circles are filtered nets, crosses raw nets. Filtering helps with width: at width 128 FF
-# reaches 96–99% test accuracy for $\alpha \leq 0.5$ (39–79% at 0.8), while the raw test
-# accuracy of every noisy net stays near chance (at most 20%, for $x^2$ at $\alpha = 0.2$).
-# No width of the sweep interpolates its noisy training set within its 300 epochs: the
-# widest ReLU net (128) fits 47–49% of its training labels (printed above; the claim needs
-# 99%), so there is no curve "from the interpolation threshold on", and the double-descent
-# claim's verdict is *precondition failed* rather than a measurement. Showing it needs the
-# full-scale budget (`params/full`: $P = 113$, widths up to 4097, 200k epochs), where
-# $\mathrm{lr}\cdot\mathrm{wd}\cdot\mathrm{steps} \gg 1$.
+# %% tags=["remove-input"]
+widest = sweep_table[sweep_table["width"] == sweep_table["width"].max()]
+top_sweep = max(config.sweep_alphas)
+low_ff = widest[widest["alpha"] < top_sweep]["ff_test"]
+low_text = (f"{pct_span(low_ff)} test accuracy for $\\alpha < {top_sweep:g}$ and "
+            if len(low_ff) else "")
+noisy_raw = sweep_table[sweep_table["alpha"] > 0]["raw_test"]
+relu_train = raw_train.xs(("relu", config.weight_decay), level=("activation", "weight_decay"))
+widest_relu = relu_train.xs(sweep_table["width"].max(), level="width")
+# 99% of the labels as trained: the double-descent claim's interpolation threshold.
+interpolates = bool((relu_train >= 0.99).any())
+threshold = ("some width interpolates, so the curve from the interpolation threshold on can be "
+             "read in the figure" if interpolates else "no width of the sweep interpolates its "
+             "noisy training set, so there is no curve \"from the interpolation threshold on\" "
+             "and that claim's verdict is a precondition, not a measurement")
+display(Markdown(rf"""
+Circles are filtered nets, crosses raw nets. At width {sweep_table["width"].max()} FF reaches
+{low_text}{pct_span(widest[widest["alpha"] == top_sweep]["ff_test"])} at
+$\alpha = {top_sweep:g}$, while the raw test accuracy of the noisy nets is at most
+{pct(noisy_raw.max())}. The widest ReLU net fits {pct_span(widest_relu)} of its training
+labels within its {config.sweep_epochs} epochs (printed above; the double-descent claim needs
+99%): {threshold}. Showing double descent needs the full-scale budget (`params/full`:
+$P = 113$, widths up to 4097, 200k epochs), where
+$\mathrm{{lr}}\cdot\mathrm{{wd}}\cdot\mathrm{{steps}} \gg 1$.
+"""))
 
 # %% [markdown]
 # ## 7. Analytic check
@@ -497,6 +590,41 @@ sweep_table.pivot_table(index=["activation", "weight_decay", "width"], columns="
 
 # %%
 results["analytic"]
+
+# %% [markdown]
+# ## Try this
+# Each command reruns this notebook with one parameter changed (runs already computed load
+# from the cache). `MEMLIB_FIGURES` sends its figures and tables to a scratch folder, so the
+# published ones stay as they are; the executed notebook lands in
+# `build/small/02_modular_arithmetic_noise.ipynb`.
+#
+# 1. **More noise than the paper's largest rate.** The paper finds the rule inside the net up
+#    to $\alpha = 0.8$.
+#    ```bash
+#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+#        notebooks/02_modular_arithmetic_noise.py --set "alphas=[0.0,0.8,0.9,0.95]"
+#    ```
+#    Expect the phase error of section 3 to keep growing with $\alpha$ and the filtered net
+#    $G$ of section 2 to lose test accuracy once so few clean pairs remain that the rule is
+#    no longer learned underneath the memorization.
+# 2. **Subtraction instead of addition.** The same Fourier circuit computes $a - b$, with
+#    $\phi_a - \phi_b \approx \phi_c$.
+#    ```bash
+#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+#        notebooks/02_modular_arithmetic_noise.py --set operation=sub
+#    ```
+#    Expect the same picture as for addition: noisy labels fitted first, and a filtered net
+#    that recovers the rule while the raw net memorizes.
+# 3. **A longer budget with stronger weight decay.** Raw-output generalization needs
+#    $\mathrm{lr}\cdot\mathrm{wd}\cdot\mathrm{steps} \gg 1$ (here $10^{-3}\cdot 0.1 \cdot 600$
+#    is far below 1); this run takes several times longer than the default.
+#    ```bash
+#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+#        notebooks/02_modular_arithmetic_noise.py --set weight_decay=1.0 --set epochs=5000
+#    ```
+#    Expect the raw net's test accuracy in the training curves to climb late in training
+#    (grokking) at low noise, while the noisy labels stay fitted for a while: the coexistence
+#    of memorization and generalization the paper describes.
 
 # %% [markdown]
 # ## Claims

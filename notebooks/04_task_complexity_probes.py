@@ -66,10 +66,9 @@
 #   data. Every table, figure and claim row names it `mnist-5k`; with the IDX files present
 #   the full set runs and is named `mnist`. A `mnist-5k` pair trains for proportionally more
 #   epochs (150 instead of 10; 25 instead of 5 for the heatmaps), so that it takes as many
-#   Adam steps as the preset would on the full set (with 10 epochs of 7 batches the hard
-#   pair reached about 93% and the heatmaps' ρ was 0.53). Two of the hard pair's five runs
-#   (seeds 2 and 3) never train at all, whatever the epochs: they predict one class from the
-#   first steps on. Runs at chance before any probe are shown but left out of the statistics
+#   Adam steps as the preset would on the full set. Some runs never train at all, whatever
+#   the epochs: they predict one class from the first steps on (the first cell's output
+#   lists them). Runs at chance before any probe are shown but left out of the statistics
 #   (`memlib.probes.UNTRAINED`): a dead model is at chance with or without a probe, and
 #   counting it would make "binarized hard models collapse to chance" hold by default.
 # * 5 runs per pair (paper: 20, and 100 for null models); the 45-pair heatmaps use 3 runs per
@@ -135,6 +134,7 @@ import time
 
 import numpy as np
 import pandas as pd
+from IPython.display import Markdown, display
 
 from memlib import data
 from memlib.claims import evaluate, write
@@ -142,6 +142,7 @@ from memlib.config import from_namespace
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.probes import CLAIMS, Config, measure
+from memlib.prose import listing, num, pm, span
 from memlib.tables import save_table
 
 STUDY = "04_task_complexity_probes"
@@ -192,9 +193,27 @@ for ax, name in zip(axes, datasets, strict=True):
 savefig(fig, "difficulty_ssim_matrix", STUDY, scale)
 print(pairs)
 
-# %% [markdown]
-# The authors' hard pair (Dress / Trouser) is among the most similar pairs and their easy
-# pair (Dress / Pullover) is less similar; the printed table gives both distances.
+# %% tags=["remove-input"]
+def pair_name(name: str, task: str) -> str:
+    """The class names of a dataset's easy or hard pair: 'Dress / Trouser'."""
+    return label[(name, task)].split(": ", 1)[1]
+
+
+def pair_text(name: str) -> str:
+    """Where the easy and the hard pair sit among all pairs, by distance."""
+    d = results["difficulty"].query("dataset == @name and a < b")["distance"]
+    rows = pairs.query("dataset == @name").set_index("task")
+    rank = {t: int((d < rows.loc[t, "distance"]).sum()) + 1 for t in ("easy", "hard")}
+    order = "more" if rows.loc["hard", "distance"] < rows.loc["easy", "distance"] else "less"
+    return (f"on {name} the hard pair ({pair_name(name, 'hard')}, d = "
+            f"{num(rows.loc['hard', 'distance'], 3)}, rank {rank['hard']} of {len(d)} by "
+            f"similarity) is {order} similar than the easy pair ({pair_name(name, 'easy')}, "
+            f"d = {num(rows.loc['easy', 'distance'], 3)}, rank {rank['easy']})")
+
+
+display(Markdown(f"""
+Hard means most similar (smallest 1 − SSIM distance): {listing(pair_text(n) for n in datasets)}.
+"""))
 
 # %%
 TASK_COLORS = {"easy": "C0", "hard": "C3"}
@@ -203,7 +222,8 @@ TASK_COLORS = {"easy": "C0", "hard": "C3"}
 def band(ax, frame, x="level", color="C0", linestyle="-", name=None, scale_x=1.0):
     """Median over runs with the interquartile range as a band."""
     q = frame.groupby(x)["acc"].quantile([0.25, 0.5, 0.75]).unstack()
-    ax.plot(q.index * scale_x, q[0.5], linestyle, color=color, label=name, marker=".", ms=3)
+    ax.plot(q.index * scale_x, q[0.5], linestyle=linestyle, color=color, label=name,
+            marker=".", ms=3)
     ax.fill_between(q.index * scale_x, q[0.25], q[0.75], color=color, alpha=0.2, lw=0)
 
 
@@ -239,24 +259,42 @@ for name in datasets:
 # Fig. 1 analogue, one figure per dataset. Solid lines are full-precision weights, dashed the
 # signed ones. The numbers behind the claims (signed accuracy at p = 0, the rise and width of
 # the hard pair's transition, the noise and flip gains) are printed below and judged, run by
-# run, in the claims table.
-#
-# *Fashion-MNIST.* Unprobed, both pairs stay at 97–98% until about 85% of the weights are
-# pruned. Binarized, the easy pair (Dress / Pullover) keeps about 92% (median) while the hard
-# pair (Dress / Trouser) starts at 54% and recovers to 94–96% once 40–50% of the smallest
-# weights are pruned; moderate noise ($a \approx 2^{-4}$) and flipping 25–30% of the smallest
-# weights lift it too. The paper's picture shows, except that two of the five hard runs
-# start binarized at 76–81%, well above chance (the wide band at $p = 0$).
-#
-# *MNIST (`mnist-5k`, the three runs of the hard pair that trained).* The hard pair (7 / 9)
-# reaches 94–96% unprobed, the easy pair (0 / 7) 99%. Binarized, the hard pair sits at
-# 52–53% (median) up to $p = 0.2$, then rises to 88% at $p = 0.5$ and 94% at $p = 0.6$: the
-# authors' curve (about 50% for $p < 0.35$, 92–96% by $p \approx 0.5$) is reproduced up
-# to a shift of about 0.1 in $p$. The easy pair also loses when binarized (73% median at
-# $p = 0$; the paper's MNIST easy pair is at 54% signed, see its stochastic-resonance
-# number) and needs 35–40% of its small weights pruned to get back to 97–98%. Noise of
-# amplitude $a$ = 0.125–0.25 lifts the binarized easy pair from 74% to 98–98.5%, the
-# paper's stochastic resonance (54% to 98.5% at $a \approx$ 0.2–0.3).
+# run, in the claims table. The paper: binarized hard models near 50% at $p = 0$ and a
+# transition to 92–96% by $p \approx 0.5$ (MNIST); noise lifts the binarized MNIST easy pair
+# from 54% to 98.5% at $a \approx$ 0.2–0.3.
+
+# %% tags=["remove-input"]
+def medians(name: str, task: str, probe: str, form: str, mode: str = "smallest") -> pd.Series:
+    """Median accuracy over the trained runs against the probe's level."""
+    part = sweep[(sweep["dataset"] == name) & (sweep["task"] == task)
+                 & (sweep["probe"] == probe) & (sweep["form"] == form)
+                 & (sweep["mode"] == ("-" if probe == "noise" else mode))]
+    return part.groupby("level")["acc"].median()
+
+
+def fig1_text(name: str) -> str:
+    """What Fig. 1 shows for one dataset, from the medians over trained runs."""
+    runs = baseline.query("dataset == @name").groupby("task")["run"].nunique()
+    parts = [f"*{name}* (median over the trained runs: easy {runs.get('easy', 0)}, hard "
+             f"{runs.get('hard', 0)})."]
+    for task in ("easy", "hard"):
+        full = medians(name, task, "prune", "float")
+        within = (full >= full.iloc[0] - 2).astype(int).cummin()  # 2 points of unpruned
+        top_p = within.index[within.astype(bool)][-1]
+        sign = medians(name, task, "prune", "signed")
+        noise, flip = medians(name, task, "noise", "signed"), medians(name, task, "flip", "signed")
+        parts.append(
+            f"The {task} pair ({pair_name(name, task)}) is at {num(full.iloc[0], 1)}% unprobed and "
+            f"stays within 2 points of it up to p = {top_p:g}. Binarized it starts at "
+            f"{num(sign.iloc[0], 1)}% and reaches its highest median, {num(sign.max(), 1)}%, at "
+            f"p = {sign.idxmax():g}; with noise the binarized median peaks at "
+            f"{num(noise.max(), 1)}% ($a = 2^{{{round(np.log2(noise.idxmax()))}}}$), with sign "
+            f"flips at "
+            f"{num(flip.max(), 1)}% (q = {flip.idxmax():g}).")
+    return " ".join(parts)
+
+
+display(Markdown("\n\n".join(fig1_text(name) for name in datasets)))
 
 # %%
 signed = sweep.query("probe == 'prune' and mode == 'smallest' and form == 'signed'")
@@ -317,15 +355,30 @@ save_table(transitions.round(3), "phase_transition_runs", STUDY, scale)
 transitions.query("trained").groupby("dataset")[["signed_p0", "rise", "width"]].agg(
     ["mean", "min", "max"]).round(2)
 
-# %% [markdown]
-# Fashion-MNIST: the hard runs rise by 33.5 points on average (16–47) over a width of
-# 0.30 (0.16–0.51); the two runs that start binarized near 80% have little to rise and
-# cross their 10% mark at once, which makes them wide. MNIST (`mnist-5k`): the three trained
-# runs rise by 37 points (27–44) over a width of 0.19 (0.14–0.27), close to the paper's
-# sharp transition between $p \approx 0.35$ and 0.5. With 5 (or 3) runs, both widths lie
-# within two standard errors of the rule's 0.25, so the claim is *within noise* for both
-# datasets rather than decided. The two grey runs of the MNIST hard pair never trained (both
-# at 50% before any probe, a constant prediction) and are left out of every statistic.
+# %% tags=["remove-input"]
+def transition_text(name: str) -> str:
+    """Rise and width of the trained hard runs, and which run is widest and narrowest."""
+    t = transitions.query("dataset == @name and trained")
+    dead = transitions.query("dataset == @name and not trained")
+    wide, narrow = t.loc[t["width"].idxmax()], t.loc[t["width"].idxmin()]
+    runs = f"{len(t)} trained hard run" + ("s" if len(t) != 1 else "")
+    text = (f"*{name}*: the {runs} rise by {num(t['rise'].mean(), 1)} points "
+            f"on average ({span(t['rise'], 1)}) over a width of {num(t['width'].mean(), 2)} "
+            f"({span(t['width'], 2)}). The widest transition ({num(wide['width'], 2)}, run "
+            f"{int(wide['run'])}) starts binarized at {num(wide['signed_p0'], 1)}%, the narrowest "
+            f"({num(narrow['width'], 2)}, run {int(narrow['run'])}) at "
+            f"{num(narrow['signed_p0'], 1)}%.")
+    if len(dead):
+        text += (f" {len(dead)} run(s) never trained (grey, at chance before any probe) and "
+                 "are left out of every statistic.")
+    return text
+
+
+display(Markdown("\n\n".join(transition_text(name) for name in datasets) + """
+
+A run that starts binarized well above chance has little to rise, so its 10% and 90% marks
+depend on small wiggles of its curve; the claims table judges the mean width against the
+rule's 0.25 with its spread over runs."""))
 
 # %% [markdown]
 # ### Variants: which weights are pruned or flipped, and the scaled binarization (ours)
@@ -335,6 +388,12 @@ transitions.query("trained").groupby("dataset")[["signed_p0", "rise", "width"]].
 
 
 # %%
+from matplotlib.lines import Line2D
+
+VARIANT_COLORS = {"smallest": "C0", "largest": "C1", "random": "C2", "noise": "C4"}
+FORM_STYLES = {"float": "-", "signed": (0, (4, 2)), "scaled": (0, (1, 1.5))}
+
+
 def fig_variants(dataset):
     fig, axes = figure("grid", 2, 3, sharey=True)
     d = sweep.query("dataset == @dataset")
@@ -342,29 +401,40 @@ def fig_variants(dataset):
         for col, probe in enumerate(("prune", "flip")):
             ax = axes[row, col]
             s = d.query("task == @task and probe == @probe")
-            for i, mode in enumerate(("smallest", "largest", "random")):
-                for form, ls in (("float", "-"), ("signed", "--")):
-                    band(ax, s.query("mode == @mode and form == @form"), color=f"C{i}",
-                         linestyle=ls, name=f"{mode} |w|, {form}")
+            for mode in ("smallest", "largest", "random"):
+                for form in ("float", "signed"):
+                    band(ax, s.query("mode == @mode and form == @form"),
+                         color=VARIANT_COLORS[mode], linestyle=FORM_STYLES[form])
             if probe == "prune":
-                band(ax, s.query("mode == 'smallest' and form == 'scaled'"), color="C4",
-                     linestyle=":", name="smallest |w|, scaled sign (ours)")
+                band(ax, s.query("mode == 'smallest' and form == 'scaled'"),
+                     color=VARIANT_COLORS["smallest"], linestyle=FORM_STYLES["scaled"])
             reference_line(ax, 50, "chance")
             ax.set_xlabel("pruned fraction p" if probe == "prune" else "flipped fraction q")
-            ax.set_title(label[(dataset, task)], fontsize=8)
+            ax.set_title(f"{label[(dataset, task)]}: "
+                         f"{'pruning' if probe == 'prune' else 'sign flips'}", fontsize=8)
         ax = axes[row, 2]
         base = baseline.query("dataset == @dataset and task == @task")
         sigma = base["sigma_fc1"].median()
         s = d.query("task == @task and probe == 'noise'")
-        for form, ls in (("float", "-"), ("signed", "--")):
-            band(ax, s.query("form == @form"), color="C0", linestyle=ls, name=f"noise, {form}",
-                 scale_x=1 / sigma)
+        for form in ("float", "signed"):
+            band(ax, s.query("form == @form"), color=VARIANT_COLORS["noise"],
+                 linestyle=FORM_STYLES[form], scale_x=1 / sigma)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("a / σ(w) of layer fc1")
+        ax.set_title(f"{label[(dataset, task)]}: uniform noise", fontsize=8)
         axes[row, 0].set_ylabel("test accuracy (%)")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    more = axes[0, 2].get_legend_handles_labels()
-    fig.legend(handles + more[0], labels + more[1], loc="outside right center", fontsize=7)
+    # One legend entry per colour (which weights) and per line style (which weights' form):
+    # every curve is one colour × one style, so nothing in the legend is repeated.
+    handles = ([Line2D([], [], color=c, lw=2, label=name) for name, c in (
+        ("smallest |w| pruned / flipped", VARIANT_COLORS["smallest"]),
+        ("largest |w| pruned / flipped", VARIANT_COLORS["largest"]),
+        ("random w pruned / flipped", VARIANT_COLORS["random"]),
+        ("noise on every weight (right)", VARIANT_COLORS["noise"]))]
+        + [Line2D([], [], color="0.3", linestyle=ls, label=name) for name, ls in (
+            ("float weights", FORM_STYLES["float"]), ("sign(w)", FORM_STYLES["signed"]),
+            ("mean|w|·sign(w) (ours)", FORM_STYLES["scaled"]))]
+        + [Line2D([], [], color="0.35", linestyle="--", lw=1, label="chance")])
+    fig.legend(handles=handles, loc="outside right center", fontsize=7)
     fig.suptitle(f"{dataset}: probe variants (median and IQR over {config.runs} runs)")
     return fig
 
@@ -372,11 +442,27 @@ def fig_variants(dataset):
 for name in datasets:
     savefig(fig_variants(name), f"fig1_variants_{name}", STUDY, scale)
 
-# %% [markdown]
-# On both datasets which weights are removed matters: pruning or flipping the *largest*
-# weights destroys both tasks quickly, random choices sit in between, and only removing the
-# small weights gives the rise of the signed hard-pair accuracy. The scaled sign (ours; one
-# $\alpha$ per tensor) follows the paper's unscaled sign closely.
+# %% tags=["remove-input"]
+def variants_text(name: str) -> str:
+    """Mean float accuracy over the pruning levels per choice of weights, and how far the
+    scaled sign departs from the plain sign (medians over runs)."""
+    d = sweep.query("dataset == @name and probe == 'prune'")
+    curve = d.groupby(["task", "mode", "form", "level"])["acc"].median()
+    mean_float = {m: curve.xs(("float", m), level=("form", "mode")).mean()
+                  for m in ("smallest", "random", "largest")}
+    order = sorted(mean_float, key=mean_float.get, reverse=True)
+    gap = (curve.xs(("scaled", "smallest"), level=("form", "mode"))
+           - curve.xs(("signed", "smallest"), level=("form", "mode"))).abs()
+    return (f"on {name}, averaged over pruning levels and both pairs, float accuracy is "
+            + listing(f"{num(mean_float[m], 1)}% when the {m} weights go" for m in order)
+            + f"; the scaled sign differs from the plain sign by {num(gap.median(), 1)} points "
+            f"(median over levels, at most {num(gap.max(), 1)})")
+
+
+display(Markdown(f"""
+Which weights are removed matters: {listing(variants_text(n) for n in datasets)}. The scaled
+sign (ours) multiplies each tensor's sign pattern by one constant, mean |w|.
+"""))
 
 # %% [markdown]
 # ## Fig. 2 analogue: pruning combined with null model B
@@ -402,12 +488,25 @@ for row, name in enumerate(datasets):
 axes[0, 0].legend(fontsize=6)
 savefig(fig, "fig2_prune_randomize_B", STUDY, scale)
 
-# %% [markdown]
-# On the easy pairs B(pruned W) stays close to the pruned weights at every $p$ (Fashion-MNIST
-# 93% at $p = 0$, MNIST 80%); on the hard pairs it falls to 59% (Fashion-MNIST) and 51%
-# (MNIST) at $p = 0$ and recovers together with the signed curve once 40–50% of the small
-# weights are gone: the hard tasks' magnitudes carry information that the sign structure
-# alone does not, as the paper reports.
+# %% tags=["remove-input"]
+def b_text(name: str) -> str:
+    """Median accuracy of B(pruned W) and of the pruned weights at p = 0, per pair."""
+    out = []
+    for task in ("easy", "hard"):
+        b = nulls.query("dataset == @name and task == @task and null == 'B' and prune == 0")
+        w = sweep.query("dataset == @name and task == @task and probe == 'prune' and "
+                        "mode == 'smallest' and form == 'float' and level == 0")
+        out.append(f"{task} {num(b['acc'].median(), 1)}% (trained weights "
+                   f"{num(w['acc'].median(), 1)}%)")
+    return f"{name}: " + ", ".join(out)
+
+
+display(Markdown(f"""
+Medians over runs and draws of B(W) at $p = 0$: {listing(b_text(n) for n in datasets)}. Where
+B costs the hard pair more than the easy one, the hard task's magnitudes carry information that
+the sign structure alone does not, as the paper reports; the figure shows whether B(pruned W)
+recovers together with the signed curve as small weights are pruned.
+"""))
 
 # %% [markdown]
 # ## Fig. 3 analogue: null models A–G at p = 0
@@ -439,11 +538,35 @@ print(nulls.query("prune == 0.0").groupby(["dataset", "task", "null"])["acc"]
 
 # %% [markdown]
 # Boxes span the full range over runs × draws (not trimmed to the IQR as the authors do).
-# Shuffles that do not keep each weight's sign at its position (A, C, D) and the
-# degree-preserving rewiring G leave every model at chance. The sign-keeping shuffles keep
-# the easy pairs (B: 93% Fashion-MNIST, 80% MNIST; E and F: 95–99%) far better than the hard
-# ones (B: 59% and 52%; E, F: 60–84%), the paper's sign-structure picture. MNIST's easy pair
-# under B (80%, mean 78 ± 8 over runs) stays short of the rule's 85%.
+# The table above gives the medians; the claims table reads means over runs with ± 2 SE.
+
+# %% tags=["remove-input"]
+zero_nulls = nulls.query("prune == 0.0")
+median_by = zero_nulls.groupby(["dataset", "task", "null"])["acc"].median()
+run_mean = zero_nulls.groupby(["dataset", "task", "null", "run"])["acc"].mean()
+
+
+def null_text(name: str) -> str:
+    """Medians per null model for both pairs, and B's mean ± 2 SE over runs."""
+    parts = []
+    for task in ("easy", "hard"):
+        m = median_by[(name, task)]
+        keep = [n for n in ("B", "E", "F") if n in m.index]
+        lose = [n for n in ("A", "C", "D", "G") if n in m.index]
+        b_runs = run_mean[(name, task, "B")]
+        se = b_runs.std(ddof=1) / np.sqrt(len(b_runs)) if len(b_runs) > 1 else np.nan
+        parts.append(f"{task}: sign-keeping {span(m[keep], 1)}% ("
+                     + ", ".join(f"{n} {num(m[n], 1)}%" for n in keep)
+                     + f"; B's mean over runs ± 2 SE: {pm(b_runs.mean(), se, 1, signed=False)}), "
+                     f"sign-destroying {span(m[lose], 1)}%")
+    return f"*{name}*: " + "; ".join(parts) + "."
+
+
+display(Markdown("Medians at $p = 0$ (A, C, D and G do not keep each weight's sign at its "
+                 "position; B, E and F do). " + " ".join(null_text(n) for n in datasets)
+                 + " The paper's sign-structure picture is that the sign-keeping shuffles keep "
+                 "the easy pairs far better than the hard ones, and the others leave every "
+                 "model near chance."))
 
 # %% [markdown]
 # ## Fig. 4 analogue: every class pair
@@ -485,14 +608,25 @@ table = results["heatmap"].sort_values(["dataset", "delta_bin"], ascending=[True
 save_table(table.round(3), "task_complexity", STUDY, scale)
 table.head(10)
 
-# %% [markdown]
-# Each cell is one binary task (medians over the runs that trained). The two data-free
-# measures agree with ρ = 0.88 on Fashion-MNIST and ρ = 0.76 on MNIST (`mnist-5k`; the paper:
-# 0.96 on MNIST); both correlate negatively with the 1 − SSIM distance (−0.48 and −0.37):
-# more similar classes give larger gaps. MNIST's lower ρ comes with its smaller test sets
-# (200 images per pair, accuracies in steps of 0.5 points) and 3 runs per pair; in the claims
-# table its bootstrap spread (± 0.10) reaches down past the rule's 0.7. The full table is
-# `task_complexity.csv`.
+# %% tags=["remove-input"]
+def heat_text(name: str) -> str:
+    """Spearman correlations of the two gaps with each other and with the distance."""
+    h = results["heatmap"].query("dataset == @name")
+    rho = h["delta_bin"].corr(h["delta_rand"], method="spearman")
+    rho_ssim = h["distance"].corr(h["delta_rand"], method="spearman")
+    sign = "more similar classes give larger gaps" if rho_ssim < 0 else (
+        "more similar classes do not give larger gaps")
+    return (f"on {name} ρ(Δ_bin, Δ_rand) = {num(rho, 2)} and ρ(1 − SSIM, Δ_rand) = "
+            f"{num(rho_ssim, 2)} ({sign}; {len(h)} pairs)")
+
+
+display(Markdown(f"""
+Each cell is one binary task (medians over the runs that trained). The two data-free measures
+agree as follows: {listing(heat_text(n) for n in datasets)}; the paper reports 0.96 on MNIST.
+On `mnist-5k` the test sets are small (200 images per pair, accuracies in steps of 0.5
+points) and each pair has {config.heatmap_runs} run(s), which adds noise to both gaps; the
+claims table gives each ρ's spread. The full table is `task_complexity.csv`.
+"""))
 
 # %% [markdown]
 # ## Layer-wise probes of a transformer
@@ -527,13 +661,20 @@ savefig(fig, "fig5_layerwise_vit_standin", STUDY, scale)
 standin.pivot_table(index="matrix", columns=["probe", "level"], values="metric",
                     sort=False).round(1)
 
+# %% tags=["remove-input"]
+by_matrix = standin.pivot_table(index="matrix", columns="probe", values="metric", sort=False,
+                                aggfunc="mean")
+sign_drop = (by_matrix["float"] - by_matrix["sign"]).dropna()
+worst = sign_drop.idxmax()
+display(Markdown(f"""
+Which matrix breaks under binarization is read off the `sign` bars; the claim compares the
+patch embedding with the last block's MLP matrices. Binarizing one matrix at a time costs
+(test accuracy points): {listing(f"`{m}` {num(v, 1)}" for m, v in sign_drop.items())}, from
+{num(by_matrix["float"].iloc[0], 1)}% unprobed. The least robust matrix is `{worst}`; the
+paper's ordering for DistilBERT puts the earliest matrices first.
+"""))
+
 # %% [markdown]
-# Which matrix breaks under binarization is read off the `sign` bars; the claim below
-# compares the patch embedding with the last block's MLP matrices. Binarizing the patch
-# embedding costs 33 points (82.6% to 49.5%) and the last block's MLP matrices 14 and 7
-# points, so the stand-in shows the paper's ordering; the first block's MLP matrices are
-# even less robust (49 and 48 points), which also fits "early layers are least robust".
-#
 # **What the stand-in can and cannot show.** It can show whether, in a small vision
 # transformer trained here, binarizing the first matrix the input passes through hurts more
 # than binarizing the last block's MLP matrices (the ordering the paper reports for
@@ -550,6 +691,55 @@ standin.pivot_table(index="matrix", columns=["probe", "level"], values="metric",
 if results["distilbert"] is not None:
     print(results["distilbert"].pivot_table(index="matrix", columns=["probe", "level"],
                                             values="metric", sort=False).round(3))
+
+# %% [markdown]
+# ## Task complexity and memorization
+# The paper measures how complex a task is by what its trained weights need: $\Delta_\mathrm{bin}$,
+# the accuracy lost when only the signs are kept, and $\Delta_\mathrm{rand}$, the accuracy lost
+# when magnitudes are shuffled among weights of the same sign (null model B). An easy task is
+# solved by a coarse pattern of excitatory and inhibitory connections; a hard one, two similar
+# classes with a thin boundary between them, needs finely tuned magnitudes. Memorization sits
+# at the far end of that scale. A label that shares no structure with its class (a corrupted
+# label in notebooks 01–03, a random label of notebook 01's heads) cannot be compressed into a
+# sign pattern; a network that fits it has to store it in its magnitudes, example by example,
+# and a hard pair's boundary examples are the ones closest to being memorized one at a time.
+# Two predictions follow, which the paper itself does not test (its tasks have clean labels,
+# and "hard" there means similar classes, not memorized labels): fitting label noise should
+# raise a task's $\Delta_\mathrm{bin}$ and $\Delta_\mathrm{rand}$, since the noisy version of a
+# task is a harder task, and the layers where memorization lives should be the ones most
+# sensitive to the probes. Notebook 05 asks the second question of study 1's memorizing MLP,
+# probing one layer at a time (its section 2).
+
+# %% [markdown]
+# ## Try this
+# Each command reruns this notebook with one parameter changed (runs already computed load
+# from the cache). `MEMLIB_FIGURES` sends its figures and tables to a scratch folder, so the
+# published ones stay as they are; the executed notebook lands in
+# `build/small/04_task_complexity_probes.ipynb`.
+#
+# 1. **Choose the pairs by SSIM instead of the authors' pairs.**
+#    ```bash
+#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+#        notebooks/04_task_complexity_probes.py --set pair_choice=ssim
+#    ```
+#    The hard pair becomes the most similar pair and the easy pair the least similar. Expect
+#    the paper's picture to sharpen: the binarized hard model nearer chance, the easy one
+#    nearer its full accuracy, and a larger gap between them under null model B.
+# 2. **The authors' probe scripts, biases left at their random initialisation.**
+#    ```bash
+#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+#        notebooks/04_task_complexity_probes.py --set reinit_biases=true
+#    ```
+#    Expect lower accuracies under every probe, most of all for the hard pair, whose
+#    decision boundary depends on fine adjustments the trained biases provide; the qualitative
+#    picture (sign structure suffices for easy tasks, not for hard ones) should remain.
+# 3. **The paper's number of runs per pair.**
+#    ```bash
+#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+#        notebooks/04_task_complexity_probes.py --set runs=20
+#    ```
+#    About four times the compute. Expect narrower interquartile bands and smaller standard
+#    errors, so that claims now *within noise* get decided one way or the other.
 
 # %% [markdown]
 # ## Claims

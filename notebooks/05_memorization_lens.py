@@ -17,7 +17,8 @@
 #    loss (AUROCs within 0.1);
 # 2. the layer that carries the most sample-specific information (largest random-label
 #    excess) is among the two layers least robust to binarization;
-# 3. er peaks no later than the deepest random-label head reaches half its final accuracy;
+# 3. er peaks no later than the deepest random-label head reaches half its final excess
+#    over chance;
 # 4. the random-label head is more confident on examples whose label was corrupted;
 # 5. the per-example measures agree (mean Spearman correlation ≥ 0.3).
 #
@@ -102,12 +103,14 @@ parallel_runs = 2
 # %%
 import numpy as np
 import pandas as pd
+from IPython.display import Markdown, display
 
 from memlib import lens, rlp
 from memlib.claims import describe, evaluate, write
 from memlib.config import from_namespace, to_dict
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
+from memlib.prose import listing, num, span
 from memlib.tables import save_table
 
 STUDY = "05_memorization_lens"
@@ -170,38 +173,83 @@ table = pd.concat(table, ignore_index=True)
 save_table(table, "agreement", STUDY, scale)
 
 fig, axes = figure("grid", 1, len(DATA), squeeze=False)
+n = len(scores)
 for ax, dataset in zip(axes[0], DATA):
     t = table[(table["dataset"] == dataset) & (table["noise"] == NOISE)].set_index("score")
-    shown = t[scores + ["auroc"]].to_numpy(dtype=float)
-    image = ax.imshow(shown, cmap="RdBu_r", vmin=-1, vmax=1)
-    for (i, j), value in np.ndenumerate(shown):
+    rho = t[scores].to_numpy(dtype=float)
+    au = t[["auroc"]].to_numpy(dtype=float)
+    # ρ on a diverging map centred on 0; AUROC on its own sequential map from chance (0.5) up,
+    # so that chance reads as pale, not as a saturated colour.
+    rho_image = ax.imshow(rho, cmap="RdBu_r", vmin=-1, vmax=1,
+                          extent=(-0.5, n - 0.5, n - 0.5, -0.5))
+    au_image = ax.imshow(au, cmap="Greens", vmin=0.5, vmax=1,
+                         extent=(n - 0.5, n + 0.5, n - 0.5, -0.5))
+    for (i, j), value in np.ndenumerate(rho):
         ax.text(j, i, "" if np.isnan(value) else f"{value:.2f}", ha="center", va="center",
                 fontsize=7, color="white" if abs(value) > 0.6 else "black")
-    ax.axvline(len(scores) - 0.5, color="black", linewidth=2)
-    ax.set_xticks(range(len(scores) + 1), [*scores, "AUROC\n(corrupted)"], rotation=60,
-                  ha="right", fontsize=7)
-    ax.set_yticks(range(len(scores)), scores, fontsize=7)
+    for i, value in enumerate(au[:, 0]):
+        ax.text(n, i, "" if np.isnan(value) else f"{value:.2f}", ha="center", va="center",
+                fontsize=7, color="white" if value > 0.85 else "black")
+    ax.axvline(n - 0.5, color="black", linewidth=2)
+    ax.set_xlim(-0.5, n + 0.5)
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_xticks(range(n + 1), [*scores, "AUROC\n(corrupted)"], rotation=60, ha="right",
+                  fontsize=7)
+    ax.set_yticks(range(n), scores, fontsize=7)
     ax.set_title(f"{dataset}, {NOISE:.0%} noise: Spearman ρ and AUROC")
     ax.grid(False)
-fig.colorbar(image, ax=axes[0].tolist(), shrink=0.7, label="Spearman ρ (AUROC: same scale)")
+fig.colorbar(rho_image, ax=axes[0].tolist(), shrink=0.6, label="Spearman ρ")
+fig.colorbar(au_image, ax=axes[0].tolist(), shrink=0.6, label="AUROC (0.5 = chance)")
 savefig(fig, "fig1_example_agreement", STUDY, scale)
 
 # %%
 auroc.assign(noise=auroc["noise"].map("{:.0%}".format)).pivot_table(
     index="score", columns=["dataset", "noise"], values="mean").loc[scores].round(3)
 
-# %% [markdown]
-# At 40% noise every score except one finds the corrupted labels better than chance. The
-# Fisher attribution is among the best (AUROC about 0.8 on Fashion-MNIST, 0.86 on MNIST),
-# ahead of the final loss (0.72–0.74): after interpolation every label is fitted and the
-# loss separates the corrupted ones less well than the gradients did at the er peak. The
-# scores are *not* interchangeable, though. Loss and AUM are nearly the same ranking
-# (ρ ≈ 0.98), and forgetting and the epoch learned (study 2's learning order) form a
-# second family. The Fisher attribution agrees only weakly with either (ρ ≈ 0.2 on
-# Fashion-MNIST, 0.45 on MNIST): it finds corrupted labels as well as they do, but picks
-# other examples. The random-label head's confidence is uncorrelated with everything,
-# and its AUROC is 0.50–0.53: how well the network memorizes an example's *random* label
-# says nothing about whether its *class* label was corrupted.
+# %% tags=["remove-input"]
+at_noise = table[table["noise"] == NOISE]
+fisher, rlp_score = "Fisher LOO (exact)", "random-label confidence"
+lens_scores = [c for c in scores if not c.startswith("Fisher")]
+
+
+def rho_of(dataset: str, a: str, b: str) -> float:
+    return float(at_noise[at_noise["dataset"] == dataset].set_index("score").loc[a, b])
+
+
+def auroc_of(dataset: str, score: str) -> float:
+    return float(at_noise[at_noise["dataset"] == dataset].set_index("score").loc[score, "auroc"])
+
+
+def partner(dataset: str, score: str) -> str:
+    """The other score (Fisher's first order excluded) that ranks examples most like `score`."""
+    others = [c for c in lens_scores if c != score]
+    best = max(others, key=lambda c: rho_of(dataset, score, c))
+    return f"{best} (ρ = {num(rho_of(dataset, score, best), 2)})"
+
+
+def example_text(dataset: str) -> str:
+    above = [c for c in scores if auroc_of(dataset, c) > 0.55]
+    fisher_rho = [rho_of(dataset, fisher, c) for c in lens_scores]
+    rlp_max = max(abs(rho_of(dataset, rlp_score, c)) for c in scores if c != rlp_score)
+    return (f"*{dataset}*: AUROC of the Fisher attribution {num(auroc_of(dataset, fisher), 2)}, "
+            f"of the final loss {num(auroc_of(dataset, 'final loss'), 2)}; "
+            f"{len(above)} of {len(scores)} scores exceed AUROC 0.55. Closest partner of the "
+            f"final loss: {partner(dataset, 'final loss')}; of the forgetting events: "
+            f"{partner(dataset, 'forgetting events')}; of the epoch learned: "
+            f"{partner(dataset, 'epoch learned')}. The Fisher attribution's ρ with the other "
+            f"lenses' scores spans {span(fisher_rho, 2)}. The random-label confidence has "
+            f"|ρ| ≤ {num(rlp_max, 2)} with every other score and AUROC "
+            f"{num(auroc_of(dataset, rlp_score), 2)}.")
+
+
+display(Markdown(f"""
+At {NOISE:.0%} noise (means over seeds). {" ".join(example_text(d) for d in DATA)}
+
+Scores that share a closest partner form a family that ranks the examples alike; a score with
+a high AUROC but low ρ with the others finds the corrupted labels through other examples. An
+AUROC near 0.5 for the random-label confidence would mean that how well the network memorizes
+an example's *random* label says nothing about whether its *class* label was corrupted.
+"""))
 
 # %% [markdown]
 # ## 2. Per layer: do the layers that memorize break first?
@@ -220,13 +268,17 @@ for ax, dataset in zip(axes[0], DATA):
     d = at[at["dataset"] == dataset]
     for (name, column), marker in zip(measures.items(), "osd"):
         stats = d.groupby("depth")[column].agg(["mean", "sem"])
-        scale_by = stats["mean"].abs().max() or 1.0
+        extreme = stats["mean"].loc[stats["mean"].abs().idxmax()]  # signed, at its layer
+        scale_by = abs(extreme) or 1.0
         ax.errorbar(stats.index, stats["mean"] / scale_by, yerr=2 * stats["sem"] / scale_by,
-                    marker=marker, capsize=2, label=f"{name}, max {scale_by:.1f}")
+                    marker=marker, capsize=2,
+                    label=f"{name}; ±1 = {scale_by:.1f} (extreme {extreme:+.1f} at layer "
+                          f"{stats['mean'].abs().idxmax()})")
     ax.axhline(0, color="0.6", linewidth=0.8)
     ax.set(xlabel="hidden layer (depth)", ylabel="value / its largest |value|",
            title=f"{dataset}, {NOISE:.0%} noise", xticks=sorted(d["depth"].unique()))
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+fig.set_figheight(4.4)
 savefig(fig, "fig2_layer_agreement", STUDY, scale)
 layer_table = layers.groupby(["dataset", "noise", "layer", "depth"], sort=False)[
     ["rlp_acc", "frozen_acc", "excess", "float", "sign", "drop_sign", "drop_scaled_sign",
@@ -234,18 +286,29 @@ layer_table = layers.groupby(["dataset", "noise", "layer", "depth"], sort=False)
 save_table(layer_table, "layers", STUDY, scale)
 layer_table[layer_table["noise"] == NOISE].round(2)
 
-# %% [markdown]
-# The three layer measures disagree. The random-label excess rises with depth (about −29
-# points at the first hidden layer, whose random features are easy for a head, to +7 at
-# the last), as in notebook 01. The probes of notebook 04 fall with depth. Binarizing the
-# first layer costs about 4–5 test points, and shuffling it within sign costs 16–22.
-# Binarizing a deep layer costs nothing, and even gains a point or two. The layer that
-# carries the most sample-specific information is thus among the *most* robust to both
-# probes. What the probes see is where the function depends on weight magnitudes (the
-# input layer, as study 4 finds for hard tasks), not where examples are stored. The claim
-# below compares the memorizing layer with the second least robust other layer. Its
-# verdict is "within noise", because the deep layers' binarization losses differ by less
-# than the seeds scatter; the figure shows the ordering is, if anything, reversed.
+# %% tags=["remove-input"]
+def layer_text(dataset: str) -> str:
+    d = at[at["dataset"] == dataset].groupby("depth")[["excess", "drop_sign", "gap_null_b"]] \
+        .mean()
+    first, last = d.index.min(), d.index.max()
+    top = d["excess"].idxmax()
+    fragile = d["drop_sign"].sort_values(ascending=False).index[:2].tolist()
+    return (f"*{dataset}*: the random-label excess goes from {num(d.loc[first, 'excess'], 1, True)}"
+            f" points at layer {first} to {num(d.loc[last, 'excess'], 1, True)} at layer {last} "
+            f"(largest at layer {top}); binarizing layer {first} costs "
+            f"{num(d.loc[first, 'drop_sign'], 1)} test points and shuffling it within sign "
+            f"{num(d.loc[first, 'gap_null_b'], 1)}, binarizing a layer deeper than 1 costs "
+            f"{span(d.loc[d.index > first, 'drop_sign'], 1)}. The two layers least robust to "
+            f"binarization are {listing(str(x) for x in fragile)}; the layer with the largest "
+            f"excess is {'among' if top in fragile else 'not among'} them.")
+
+
+display(Markdown(f"""
+Means over seeds at {NOISE:.0%} noise. {" ".join(layer_text(d) for d in DATA)} What the probes
+see is where the function depends on weight magnitudes (study 4 finds the input layer matters
+most for hard tasks), which need not be where examples are stored. The claim below compares
+the memorizing layer with the second least robust other layer, with the seed spread.
+"""))
 
 # %% [markdown]
 # ## 3. Over training: which measure moves first?
@@ -285,20 +348,64 @@ timing = pd.DataFrame(timing)
 save_table(timing, "timing", STUDY, scale)
 timing.groupby(["dataset", "noise"]).mean().drop(columns="seed")
 
+# %% tags=["remove-input"]
+t_noise = timing[timing["noise"] == NOISE]
+
+
+def timing_text(dataset: str) -> str:
+    d = t_noise[t_noise["dataset"] == dataset]
+    return (f"on {dataset} er peaks at epoch {span(d['er_peak'], 0)} (best test accuracy at "
+            f"epoch {span(d['best_test'], 0)}), half of the corrupted labels are memorized by "
+            f"epoch {span(d['half_memorized'], 0)}, and the deepest random-label head reaches "
+            f"half its final excess over chance at epoch {span(d['rlp_half'], 0)}")
+
+
+order_of = t_noise[["er_peak", "half_memorized", "rlp_half"]].mean().sort_values()
+names = {"er_peak": "the er peak", "half_memorized": "half of the corrupted labels memorized",
+         "rlp_half": "the random-label head halfway"}
+display(Markdown(f"""
+At {NOISE:.0%} noise, over seeds: {listing(timing_text(d) for d in DATA)} (the table gives
+every noise rate). In the mean over runs the order is
+{" → ".join(names[k] for k in order_of.index)}. While the corrupted labels are memorized, the
+fraction of corrupted examples still predicted as their *true* class falls (the figure).
+
+Study 2 finds the rule surviving inside a network that memorizes (its frequency filter
+recovers it). Whether a filter could recover it here is a question for a method this lens does
+not have. In the order these measures move, the first is an early warning and the last a
+record of memorization that has already happened.
+"""))
+
 # %% [markdown]
-# er moves first. At 40% noise it peaks around epoch 14–24 on Fashion-MNIST and epoch 4–6
-# on MNIST, close to the epoch of best test accuracy (the table: every noise rate, seed by
-# seed). Then the corrupted labels are memorized: half of
-# them by about epoch 55 on Fashion-MNIST and epoch 20 on MNIST. While they are, the
-# fraction of corrupted examples still predicted as their *true* class falls from about
-# 0.5 to 0. The deepest random-label head moves last: it reaches half its final excess
-# over chance only around epoch 65–110, when most corrupted labels are fitted.
+# ## Try this
+# Each command reruns this notebook with one parameter changed (runs already computed load
+# from the cache). `MEMLIB_FIGURES` sends its figures and tables to a scratch folder, so the
+# published ones stay as they are; the executed notebook lands in
+# `build/small/05_memorization_lens.ipynb`.
 #
-# Study 2 finds the rule surviving inside a network that memorizes (its frequency filter
-# recovers it). At the output of this MLP the rule is overwritten, example by example.
-# Whether a filter could recover it here is a question for a method this lens does not
-# have. In the order these measures move, er is an early warning, and random-label
-# accuracy is a late record of memorization that has already happened.
+# 1. **More label noise.** Study 1's regularizer and study 3's attribution both sharpen with
+#    more corrupted labels.
+#    ```bash
+#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+#        notebooks/05_memorization_lens.py --set "noise_rates=[0.0,0.4,0.6]"
+#    ```
+#    Expect a higher and later er peak (study 3's peak grows with corruption), more of the
+#    corrupted labels to find, and the per-example agreement at the highest rate to show
+#    whether the families of section 1 survive.
+# 2. **Study 1's preset, changed.** `study1_sets` passes `key=value` changes to the watched
+#    model, here a shallower MLP.
+#    ```bash
+#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+#        notebooks/05_memorization_lens.py --set 'study1_sets=["widths=[256,256,256]"]'
+#    ```
+#    Expect fewer layers in section 2 and, as in study 1's pilot, a smaller random-label
+#    excess at depth; whether the probes' fragile layer moves with it is the question.
+# 3. **er measured every epoch**, as study 3 does (about twice the lens cost).
+#    ```bash
+#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+#        notebooks/05_memorization_lens.py --set measure_every=1
+#    ```
+#    Expect the same ordering over training with a sharper er peak: the peak epoch can only
+#    move by the measurement interval.
 
 # %% [markdown]
 # ## Claims
@@ -323,13 +430,28 @@ claims_table
 
 # %% [markdown]
 # ## What the agreement means, and what it cannot say
-# The four lenses do not see one thing called "memorization". Per example, the loss
-# family (loss, AUM), the learning-order family (forgetting, epoch learned) and the Fisher
-# attribution each find the corrupted labels well, but rank the examples differently. The
-# random-label head sees nothing of the corruption. Per layer, sample-specific information
-# (random-label heads) and fragility to sign probes sit at opposite ends of the network.
-# Over training, er moves first and the random-label head last.
-#
+
+# %% tags=["remove-input"]
+found = [c for c in scores if all(auroc_of(d, c) > 0.55 for d in DATA)]
+
+
+def memorizing_layer_fragile(dataset: str) -> bool:
+    d = at[at["dataset"] == dataset].groupby("depth")[["excess", "drop_sign"]].mean()
+    return d["excess"].idxmax() in d["drop_sign"].sort_values(ascending=False).index[:2]
+
+
+fragile_sets = [d for d in DATA if memorizing_layer_fragile(d)]
+display(Markdown(f"""
+Do the four lenses see one thing called "memorization"? Per example, the scores that find the
+corrupted labels better than chance (AUROC > 0.55) on every dataset are
+{listing(found) if found else "none"}; section 1 shows which of them rank the examples alike
+and which find the corrupted labels through different examples. Per layer, the layer with the
+largest random-label excess is among the two least robust to binarization on
+{len(fragile_sets)} of {len(DATA)} datasets. Over training, the mean order at {NOISE:.0%}
+noise is {" → ".join(names[k] for k in order_of.index)}.
+"""))
+
+# %% [markdown]
 # What this cannot say: it is one small MLP on 1,000 images, trained to interpolation.
 # Random-label heads measure information that is *decodable* from a layer, not whether the
 # network uses it. The probes measure the cost of changing weights, not what the weights

@@ -1,0 +1,85 @@
+"""Numbers and words for notebook prose, computed from the results so text cannot drift.
+
+A notebook describes a figure in a displayed Markdown cell whose every measured number (and
+every word that depends on one, such as "rises" or "beyond the seed spread") comes from
+these helpers, never typed by hand.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+DASH = "–"
+
+
+def _finite(values: Iterable[float]) -> np.ndarray:
+    v = np.asarray(list(values), dtype=float).ravel()
+    return v[~np.isnan(v)]
+
+
+def num(value: float, digits: int = 2, signed: bool = False) -> str:
+    """A number with a fixed count of decimals ('n/a' when missing), '−' as minus sign."""
+    if value is None or math.isnan(value):
+        return "n/a"
+    text = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return text.replace("-", "−")
+
+
+def pct(fraction: float, digits: int = 0) -> str:
+    """A fraction as a percentage: 0.614 -> '61%'."""
+    return "n/a" if fraction is None or math.isnan(fraction) else num(100 * fraction, digits) + "%"
+
+
+def span(values: Iterable[float], digits: int = 2, scale: float = 1.0, unit: str = "") -> str:
+    """The range of `values` as 'low–high' (one value when both round alike)."""
+    v = _finite(values) * scale
+    if not len(v):
+        return "n/a"
+    low, high = num(v.min(), digits), num(v.max(), digits)
+    if low == high:
+        return low + unit
+    # "−3–5" reads as a subtraction: a range with a negative end is written "−3 to 5".
+    joint = " to " if low.startswith("−") or high.startswith("−") else DASH
+    return f"{low}{joint}{high}{unit}"
+
+
+def pct_span(values: Iterable[float], digits: int = 0) -> str:
+    """The range of fractions as percentages: [0.41, 0.52] -> '41–52%'."""
+    return span(values, digits, scale=100, unit="%")
+
+
+def pm(mean: float, se: float, digits: int = 2, scale: float = 1.0, signed: bool = True) -> str:
+    """'mean ± 2 SE' (the spread the claims use), signed as a difference unless `signed` is
+    False; the mean alone when the SE is missing."""
+    if se is None or math.isnan(se):
+        return num(mean * scale, digits, signed) + " (one seed)"
+    return f"{num(mean * scale, digits, signed)} ± {num(2 * se * scale, digits)}"
+
+
+def beyond(mean: float, se: float) -> bool:
+    """|mean| > 2 SE with a known SE: the difference exceeds the seed-to-seed spread."""
+    return se is not None and not math.isnan(se) and abs(mean) > 2 * se
+
+
+def spread_phrase(mean: float, se: float) -> str:
+    """'beyond the seed spread' or 'within the seed spread'."""
+    return "beyond the seed spread" if beyond(mean, se) else "within the seed spread"
+
+
+def direction(change: float, up: str = "rises", down: str = "falls", flat: str = "stays flat",
+              tolerance: float = 0.0) -> str:
+    """A word for the sign of a change: `up` above `tolerance`, `down` below −`tolerance`."""
+    if change is None or math.isnan(change) or abs(change) <= tolerance:
+        return flat
+    return up if change > 0 else down
+
+
+def listing(items: Iterable[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    items = list(items)
+    if len(items) < 2:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
