@@ -12,6 +12,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from memlib.claims import Estimate
+
 DASH = "–"
 
 
@@ -51,22 +53,23 @@ def pct_span(values: Iterable[float], digits: int = 0) -> str:
     return span(values, digits, scale=100, unit="%")
 
 
-def pm(mean: float, se: float, digits: int = 2, scale: float = 1.0, signed: bool = True) -> str:
-    """'mean ± 2 SE' (the spread the claims use), signed as a difference unless `signed` is
-    False; the mean alone when the SE is missing."""
-    if se is None or math.isnan(se):
-        return num(mean * scale, digits, signed) + " (one seed)"
-    return f"{num(mean * scale, digits, signed)} ± {num(2 * se * scale, digits)}"
+def pm(estimate: Estimate, digits: int = 2, scale: float = 1.0, signed: bool = True) -> str:
+    """'mean ± half-width' of the 95% t interval the claims use, signed as a difference unless
+    `signed` is False; the mean alone for a single replicate."""
+    mean = num(estimate.mean * scale, digits, signed)
+    if estimate.n < 2:
+        return mean + " (one seed)"
+    return f"{mean} ± {num(estimate.half_width * scale, digits)}"
 
 
-def beyond(mean: float, se: float) -> bool:
-    """|mean| > 2 SE with a known SE: the difference exceeds the seed-to-seed spread."""
-    return se is not None and not math.isnan(se) and abs(mean) > 2 * se
+def beyond(estimate: Estimate) -> bool:
+    """The 95% t interval excludes zero: the difference exceeds the seed-to-seed spread."""
+    return estimate.beyond_noise
 
 
-def spread_phrase(mean: float, se: float) -> str:
+def spread_phrase(estimate: Estimate) -> str:
     """'beyond the seed spread' or 'within the seed spread'."""
-    return "beyond the seed spread" if beyond(mean, se) else "within the seed spread"
+    return "beyond the seed spread" if beyond(estimate) else "within the seed spread"
 
 
 def direction(change: float, up: str = "rises", down: str = "falls", flat: str = "stays flat",

@@ -143,7 +143,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from memlib import paths
-from memlib.claims import evaluate, write
+from memlib.claims import Estimate, evaluate, write
 from memlib.config import from_namespace
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
@@ -224,7 +224,7 @@ for name in models_run:
     m = memorization(results, name)
     checks.append({"model": name, "worst train acc": m["train"],
                    "worst flipped-label fit": m["flipped"],
-                   "largest excess (mean ± 2 SE)": str(m["excess"]),
+                   "largest excess (mean ± 95% interval)": str(m["excess"]),
                    "last layer excess": str(m["last_excess"]),
                    "meets the target": meets_target(m)})
 checks = pd.DataFrame(checks)
@@ -243,19 +243,19 @@ def excess_text(name: str) -> str:
     target = "meets" if meets_target(m) else "does not meet"
     return (f"**{name}**: train accuracy {pct_span(rows['train_acc'], 1)} over seeds, flipped "
             f"labels fitted {pct_span(rows['noisy_fit'], 1)}; its largest excess is "
-            f"{pm(ex[top].mean, ex[top].se, 1, 100)} points at {top} "
-            f"({spread_phrase(ex[top].mean, ex[top].se)}), so it {target} the "
+            f"{pm(ex[top], 1, 100)} points at {top} "
+            f"({spread_phrase(ex[top])}), so it {target} the "
             f"{100 * MEMORIZATION_TARGET:.0f}-point target")
 
 
 lw_all = results["layerwise"]
 last_excess = memorization(results, models_run[0])["last_excess"]
-has = "has" if beyond(last_excess.mean, last_excess.se) and last_excess.mean > 0 else "lacks"
+has = "has" if beyond(last_excess) and last_excess.mean > 0 else "lacks"
 display(Markdown(f"""
 {"; ".join(excess_text(name) for name in models_run)}. The depth claim is judged on the
 models that meet the target; the regularizer claims, measured on the {models_run[0]}, need
 memorization at the layer they regularize (an excess beyond noise at the last layer), which
-the {models_run[0]} {has} (last-layer excess {pm(last_excess.mean, last_excess.se, 1, 100)}
+the {models_run[0]} {has} (last-layer excess {pm(last_excess, 1, 100)}
 points).
 """))
 
@@ -465,20 +465,20 @@ def drop_text(kind: str) -> str:
     rows = reg[reg["regularizer"] == kind]
     setting = f"{kind.replace('_', ' ')} {rows['strength'].max():g}"
     d = drops[kind]
-    return (f"{setting} changes it by {pm(-d.mean, d.se, 1, 100)} points "
-            f"({spread_phrase(d.mean, d.se)}; train {pct(by_setting.loc[setting, 'train_acc'])}, "
+    return (f"{setting} changes it by {pm(Estimate(-d.mean, d.se, d.n), 1, 100)} points "
+            f"({spread_phrase(d)}; train {pct(by_setting.loc[setting, 'train_acc'])}, "
             f"test {pct(by_setting.loc[setting, 'test_acc'])})")
 
 
 kinds = [k for k in dict.fromkeys(reg["regularizer"]) if k != "none"]
-lowered = [k.replace("_", " ") for k in kinds if beyond(drops[k].mean, drops[k].se)
+lowered = [k.replace("_", " ") for k in kinds if beyond(drops[k])
            and drops[k].mean > 0]
 display(Markdown(f"""
 Left: random-label accuracy per layer (mean ± sd over seeds) without a regularizer and with
 each standard regularizer; right: train (noisy labels) and test accuracy. Without a
 regularizer the network fits {pct(by_setting.loc["none", "train_acc"])} of its training
 labels and reaches {pct(by_setting.loc["none", "test_acc"])} test accuracy. At the last
-layer ({last}), paired by seed (mean ± 2 SE): {listing(drop_text(k) for k in kinds)}.
+layer ({last}), paired by seed (mean ± 95% interval): {listing(drop_text(k) for k in kinds)}.
 Lowered beyond the seed spread: {listing(lowered) if lowered else "none of them"}; the
 claim that all three lower memorization needs every one of them (see the claims table).
 """))
@@ -557,9 +557,8 @@ def rises(lam: float) -> list[str]:
     zero, big = (last_sweep[last_sweep["lam"] == v].sort_values("seed") for v in (0.0, lam))
     up = []
     for n in layers[:-1]:
-        change = big[f"rlp_{n}"].to_numpy() - zero[f"rlp_{n}"].to_numpy()
-        se = change.std(ddof=1) / np.sqrt(len(change)) if len(change) > 1 else np.nan
-        if change.mean() > 0 and beyond(change.mean(), se):
+        change = Estimate.of(big[f"rlp_{n}"].to_numpy() - zero[f"rlp_{n}"].to_numpy())
+        if change.mean > 0 and beyond(change):
             up.append(n)
     return up
 
@@ -582,7 +581,7 @@ the largest λ only, so no line joins them); bottom: random-label accuracy per l
 network fits {pct(means.loc[top, "train_acc"])} of its training labels and reaches
 {pct(means.loc[top, "test_acc"])} test accuracy (λ = 0: {pct(means.loc[0.0, "train_acc"])}
 and {pct(means.loc[0.0, "test_acc"])}), and the last head drops by
-{pm(works.mean, works.se, 1, 100)} points: measured {verdict}. Earlier layers at
+{pm(works, 1, 100)} points: measured {verdict}. Earlier layers at
 λ = {top:g}: {layer_change(top)}; rising beyond the seed spread:
 {listing(top_up) if top_up else "none"}.
 """
@@ -645,16 +644,16 @@ display(Markdown(f"""
 Left: test-accuracy change from the best λ (= {best:g}) against the training-set size (dots:
 seeds); right: per-class test-accuracy change in the long-tailed subset against each class's
 training count (labels are class ids, means over seeds). The regularizer changes test
-accuracy by {pm(sampling["smallest"].mean, sampling["smallest"].se, 1, 100)} points with
-{sizes[0]:,} samples and by {pm(sampling["largest"].mean, sampling["largest"].se, 1, 100)}
+accuracy by {pm(sampling["smallest"], 1, 100)} points with
+{sizes[0]:,} samples and by {pm(sampling["largest"], 1, 100)}
 with {sizes[-1]:,}: its effect is {more} on the larger set (difference
-{pm(sampling["difference"].mean, sampling["difference"].se, 1, 100)} points,
-{spread_phrase(sampling["difference"].mean, sampling["difference"].se)}); the paper's
+{pm(sampling["difference"], 1, 100)} points,
+{spread_phrase(sampling["difference"])}); the paper's
 sampling claim expects more positive. In the long tail, the commoner half of the classes
-changes by {pm(tails["head"].mean, tails["head"].se, 1, 100)} points and the rarer half by
-{pm(tails["tail"].mean, tails["tail"].se, 1, 100)}; their difference
-({pm(tails["difference"].mean, tails["difference"].se, 1, 100)}) is
-{spread_phrase(tails["difference"].mean, tails["difference"].se)}: classes with a handful of
+changes by {pm(tails["head"], 1, 100)} points and the rarer half by
+{pm(tails["tail"], 1, 100)}; their difference
+({pm(tails["difference"], 1, 100)}) is
+{spread_phrase(tails["difference"])}: classes with a handful of
 samples vary much from seed to seed.
 """))
 
@@ -690,8 +689,8 @@ display(Markdown(f"""
 Test accuracy (clean test labels) against λ at {pct(gain["rate"])} label noise; dots are
 single seeds, error bars one standard deviation over seeds. At the default noise rate these
 are the λ sweep's own runs, shown against the noise claim. The best λ (= {gain["best_lam"]:g})
-changes test accuracy by {pm(gain["gain"].mean, gain["gain"].se, 1, 100)} points
-({spread_phrase(gain["gain"].mean, gain["gain"].se)}), while the network fits
+changes test accuracy by {pm(gain["gain"], 1, 100)} points
+({spread_phrase(gain["gain"])}), while the network fits
 {pct_span(flipped_at_best)} of the flipped labels (at λ = 0: {pct_span(high[high["lam"] == 0][
     "noisy_fit"])}), the memorization that costs test accuracy.
 """))

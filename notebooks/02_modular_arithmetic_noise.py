@@ -139,7 +139,7 @@ import seaborn as sns
 from IPython.display import Markdown, display
 from matplotlib.lines import Line2D
 
-from memlib.claims import evaluate, write
+from memlib.claims import Estimate, evaluate, write
 from memlib.config import from_namespace
 from memlib.modarith import CLAIMS, SUBSET_LABELS, SUBSETS, Config, measure, noisy_first
 from memlib.pipeline import study_results
@@ -233,7 +233,6 @@ first_table
 
 # %% tags=["remove-input"]
 leads = first_table.dropna(subset=["lead"])
-per_optimizer = leads.groupby("optimizer", sort=False)["lead"].agg(["mean", "sem"])
 ahead = int((leads["lead"] > 0).sum())
 display(Markdown(rf"""
 Curves are means over seeds; the table gives, for each optimizer and seed, the accuracy on the
@@ -242,8 +241,9 @@ training accuracy passes 20%, and the noisy lead. The noisy labels lead in {ahea
 {len(leads)} runs ({len(first_table) - len(leads)} never passed 20%): at that point
 {pct_span(leads["noisy"])} of the noisy pairs carry their (wrong) label and
 {pct_span(leads["clean"])} of the clean pairs their right one (lead
-{num(leads["lead"].min(), 2)}–{num(leads["lead"].max(), 2)}; per optimizer, mean ± 2 SE over
-seeds: {listing(f"{o} {pm(r['mean'], r['sem'], 2)}" for o, r in per_optimizer.iterrows())}).
+{num(leads["lead"].min(), 2)}–{num(leads["lead"].max(), 2)}; per optimizer, mean ± 95% interval over
+seeds: {listing(f"{o} {pm(Estimate.of(g['lead']), 2)}"
+                for o, g in leads.groupby('optimizer', sort=False))}).
 The paper reports the noisy labels first for every optimizer.
 """))
 
@@ -287,7 +287,7 @@ def image_text(name: str) -> str:
     runs = image_first[image_first["dataset"] == name]
     last = images[(images["dataset"] == name) & (images["subset"] == "noisy_memorized")]
     last = last[last["epoch"] == last["epoch"].max()]["acc"]
-    lead = listing(f"{pm(g['lead'].mean(), g['lead'].sem(), 2)} at {pct(a)} noise"
+    lead = listing(f"{pm(Estimate.of(g['lead']), 2)} at {pct(a)} noise"
                    for a, g in runs.groupby("alpha"))
     return (f"on `{name}` the MLP fits {pct_span(runs['clean'])} of the clean images and "
             f"{pct_span(runs['noisy'])} of the noisy labels at that point (lead {lead}, mean ± "

@@ -86,12 +86,12 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from memlib.claims import describe, evaluate, write
+from memlib.claims import Estimate, describe, evaluate, write
 from memlib.config import from_namespace
 from memlib.fisher import CLAIMS, Config, collapse_gap, measure
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import beyond, listing, num, pct, pct_span, pm, span
+from memlib.prose import listing, num, pct, pct_span, pm, span, spread_phrase
 from memlib.tables import save_table
 
 STUDY = "03_fisher_rank_inflation"
@@ -207,16 +207,14 @@ def step_text(lo: float, hi: float) -> str:
     """The change of peak er from one corruption rate to the next, paired by seed."""
     a, b = (ours[ours["corruption"] == c].sort_values("seed")["er_peak"].to_numpy()
             for c in (lo, hi))
-    d = b - a
-    se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else np.nan
-    word = "beyond" if beyond(d.mean(), se) else "within"
-    return f"{lo:.0%} → {hi:.0%}: {pm(d.mean(), se, 1)} ({word} the seed spread)"
+    d = Estimate.of(b - a)
+    return f"{lo:.0%} → {hi:.0%}: {pm(d, 1)} ({spread_phrase(d)})"
 
 
 ratio = (peaks["mean"].iloc[-1] / peaks["mean"].iloc[0]) if len(peaks) > 1 else np.nan
 display(Markdown(f"""
 Mean ± sd over seeds of the peak er: {listing(f"{num(r['mean'], 1)} ± {num(r['std'], 1)} at "
-f"{c:.0%} noise" for c, r in peaks.iterrows())}. Steps, paired by seed (mean ± 2 SE):
+f"{c:.0%} noise" for c, r in peaks.iterrows())}. Steps, paired by seed (mean ± 95% interval):
 {listing(step_text(lo, hi) for lo, hi in steps) or "none (one corruption rate)"}. The paper's
 values (CIFAR-10, SmallCNN, grey squares: 28.9 clean, 97.1 at 60% noise, a factor 3.4) are a
 different model and dataset, shown only for scale; ours grows by a factor {num(ratio, 1)} from
@@ -303,10 +301,9 @@ savefig(fig, "fig4_signals", STUDY, scale)
 loo = "LOO er attribution (exact)"
 ranked = table["auroc"].sort_values(ascending=False)
 better = [n for n in ranked.index if ranked[n] > ranked[loo] and n != loo]
-per_seed = at[at["signal"] == loo].sort_values("seed")["auroc"]
-se = per_seed.std(ddof=1) / np.sqrt(len(per_seed)) if len(per_seed) > 1 else np.nan
-low, high = per_seed.mean() - 2 * se, per_seed.mean() + 2 * se
-where = ("cannot be placed against" if np.isnan(se) else "lies inside" if 0.6 <= low
+per_seed = Estimate.of(at[at["signal"] == loo].sort_values("seed")["auroc"])
+low, high = per_seed.mean - per_seed.half_width, per_seed.mean + per_seed.half_width
+where = ("cannot be placed against" if per_seed.n < 2 else "lies inside" if 0.6 <= low
          and high <= 0.8 else "lies above" if low > 0.8 else "lies below" if high < 0.6
          else "straddles an edge of")
 display(Markdown(f"""
@@ -318,7 +315,7 @@ solves). The exact LOO attribution reaches AUROC {num(ranked[loo], 2)} (first or
 Their top 100 hold {pct_span(table.drop(index="random", errors="ignore")["precision_at_100"])}
 corrupted examples. The paper calls the er attribution a signature of memorization, not a
 detector (AUROC about 0.6–0.8); over seeds ours is
-{pm(per_seed.mean(), se, 2, signed=False)}: its interval {where} the paper's range.
+{pm(per_seed, 2, signed=False)}: its interval {where} the paper's range.
 """))
 
 # %% [markdown]

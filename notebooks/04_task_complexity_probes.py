@@ -137,7 +137,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from memlib import data
-from memlib.claims import evaluate, write
+from memlib.claims import Estimate, evaluate, write
 from memlib.config import from_namespace
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
@@ -547,17 +547,16 @@ run_mean = zero_nulls.groupby(["dataset", "task", "null", "run"])["acc"].mean()
 
 
 def null_text(name: str) -> str:
-    """Medians per null model for both pairs, and B's mean ± 2 SE over runs."""
+    """Medians per null model for both pairs, and B's mean and 95% interval over runs."""
     parts = []
     for task in ("easy", "hard"):
         m = median_by[(name, task)]
         keep = [n for n in ("B", "E", "F") if n in m.index]
         lose = [n for n in ("A", "C", "D", "G") if n in m.index]
-        b_runs = run_mean[(name, task, "B")]
-        se = b_runs.std(ddof=1) / np.sqrt(len(b_runs)) if len(b_runs) > 1 else np.nan
+        b_runs = Estimate.of(run_mean[(name, task, "B")])
         parts.append(f"{task}: sign-keeping {span(m[keep], 1)}% ("
                      + ", ".join(f"{n} {num(m[n], 1)}%" for n in keep)
-                     + f"; B's mean over runs ± 2 SE: {pm(b_runs.mean(), se, 1, signed=False)}), "
+                     + f"; B's mean over runs ± 95% interval: {pm(b_runs, 1, signed=False)}), "
                      f"sign-destroying {span(m[lose], 1)}%")
     return f"*{name}*: " + "; ".join(parts) + "."
 

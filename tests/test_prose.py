@@ -2,6 +2,8 @@
 
 import math
 
+from memlib.claims import Estimate
+
 from memlib.prose import beyond, direction, listing, num, pct, pct_span, pm, span, spread_phrase
 
 
@@ -19,15 +21,17 @@ def test_percentages_and_ranges():
     assert span([math.nan]) == "n/a"
 
 
-def test_mean_plus_minus_two_standard_errors():
-    assert pm(-0.006, 0.007, 1, 100) == "−0.6 ± 1.4"
-    assert pm(0.79, 0.03, 2, signed=False) == "0.79 ± 0.06"
-    assert pm(0.1, math.nan, 1) == "+0.1 (one seed)"
+def test_mean_plus_minus_the_t_interval():
+    # 3 replicates: the 95% t quantile is 4.303
+    assert pm(Estimate(-0.006, 0.001, 3), 1, 100) == "−0.6 ± 0.4"
+    assert pm(Estimate(0.79, 0.01, 3), 2, signed=False) == "0.79 ± 0.04"
+    assert pm(Estimate(0.1, math.nan, 1), 1) == "+0.1 (one seed)"
 
 
 def test_words_follow_the_numbers():
-    assert beyond(0.1, 0.04) and not beyond(0.1, 0.06) and not beyond(0.1, math.nan)
-    assert spread_phrase(0.1, 0.06) == "within the seed spread"
+    assert beyond(Estimate(0.1, 0.02, 3)) and not beyond(Estimate(0.1, 0.03, 3))
+    assert not beyond(Estimate(0.1, math.nan, 1))
+    assert spread_phrase(Estimate(0.1, 0.06, 3)) == "within the seed spread"
     assert direction(0.2) == "rises" and direction(-0.2) == "falls"
     assert direction(0.001, tolerance=0.005) == "stays flat"
     assert listing(["a"]) == "a" and listing(["a", "b", "c"]) == "a, b and c"
