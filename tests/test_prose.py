@@ -3,7 +3,6 @@
 import math
 
 from memlib.claims import Estimate
-
 from memlib.prose import beyond, direction, listing, num, pct, pct_span, pm, span, spread_phrase
 
 
