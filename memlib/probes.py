@@ -1173,9 +1173,9 @@ def interior_peak(curves: pd.DataFrame) -> dict:
     the last (curves: levels x runs), and each run's gain there over the first level and its
     fall from there to the last level (Estimates over runs)."""
     interior = curves.iloc[1:-1]
-    if interior.empty:
+    if interior.empty:  # two levels or fewer: no peak can lie between them
         return {"peak": math.nan, "gain": Estimate(math.nan, math.nan, 0),
-                "fall": Estimate(math.nan, math.nan, 0)}
+                "fall": Estimate(math.nan, math.nan, 0), "start": float(curves.iloc[0].mean())}
     peak = interior.mean(axis=1).idxmax()
     return {"peak": float(peak), "gain": Estimate.of(curves.loc[peak] - curves.iloc[0]),
             "fall": Estimate.of(curves.loc[peak] - curves.iloc[-1]),

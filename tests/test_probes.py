@@ -332,6 +332,8 @@ def test_interior_peak_ignores_the_ends():
     assert peak["peak"] == 0.2 and peak["gain"].mean == 38 and peak["fall"].mean == 39
     rising = pd.DataFrame({0: [50, 60, 70, 99]}, index=[0.01, 0.1, 0.2, 1])  # no interior peak
     assert probes.interior_peak(rising)["gain"].mean == 20
+    ends = probes.interior_peak(curves.iloc[[0, -1]])  # two levels: nothing in between
+    assert np.isnan(ends["gain"].mean) and ends["start"] == 51
 
 
 def estimate(values):
