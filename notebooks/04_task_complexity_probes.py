@@ -496,7 +496,7 @@ save_table(table.round(3), "task_complexity", STUDY, scale)
 table.head(10)
 
 # %% [markdown]
-# Each cell is one binary task (medians over the runs that trained). The two data-free
+# Each cell is one binary task (means over every run). The two data-free
 # measures agree with ρ = 0.88 on Fashion-MNIST and ρ = 0.76 on MNIST (`mnist-5k`; the paper:
 # 0.96 on MNIST); both correlate negatively with the 1 − SSIM distance (−0.48 and −0.37):
 # more similar classes give larger gaps. MNIST's lower ρ comes with its smaller test sets
