@@ -34,7 +34,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from memlib import paths
 from memlib import train as training
 from memlib.cache import cached, code_version
-from memlib.claims import Claim, Estimate, all_of, any_of, margin, paired
+from memlib.claims import LEVEL, Cases, Claim, Estimate, all_of, margin, paired
 from memlib.config import (
     NonEmpty,
     NonNegative,
@@ -55,10 +55,11 @@ AUTHORS_PAIRS = {"fashion_mnist": {"easy": (3, 2), "hard": (3, 1)},
 # results carry that name; its claims keep the ids of MNIST and say "data=mnist-5k".
 MNIST_5K = "mnist-5k"
 AUTHORS_PAIRS[MNIST_5K] = AUTHORS_PAIRS["mnist"]
-# A binary model whose unprobed test accuracy is at most this never trained (chance is 50%;
-# with inputs in [-1, 1] and Adam at lr 0.01 a run can die in its first steps and predict one
-# class). Such runs are shown but left out of the heatmaps' medians and the claims' statistics:
-# a dead model sits at chance with or without a probe.
+# A binary model whose unprobed test accuracy is at most this never trained (chance is 50%):
+# it predicts one class, at chance with or without a probe. Without a learning-rate warmup,
+# Adam at lr 0.01 on inputs in [-1, 1] kills every ReLU of some runs in their first steps
+# (`Config.warmup_steps`). Every run enters every statistic; the claims' preconditions fail
+# when a run is at chance.
 UNTRAINED = 60.0
 MNIST_PER_CLASS = 6000  # training images per class of the full MNIST (60,000 / 10)
 MNIST_5K_PER_CLASS = 400  # of the bundled subset's 4,000 training images
@@ -83,7 +84,11 @@ class Config:
     epochs: Annotated[int, Positive] = 10
     batch_size: Annotated[int, Positive] = 128
     lr: Annotated[float, Positive] = 0.01
-    runs: Annotated[int, Positive] = 5
+    # the learning rate rises linearly over the first optimizer steps: without it, a run's
+    # first full-size Adam steps can push every hidden unit below zero for every input
+    warmup_steps: Annotated[int, NonNegative] = 5
+    # one run per seed: initialisation, batch order and the probes' random draws
+    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0, 1, 2, 3, 4)
     # None: every training image of the two classes
     train_per_class: Annotated[int | None, Positive] = None
     reinit_biases: bool = False  # the authors' scripts reload weights only
@@ -103,7 +108,7 @@ class Config:
     ssim_pairs: Annotated[int, Positive] = 200  # random image pairs per ordered class pair
     # the heatmaps cover every pair of the first k classes
     heatmap_classes: Annotated[int, Range(3, 10)] = 10
-    heatmap_runs: Annotated[int, Positive] = 3
+    heatmap_runs: Annotated[int, Positive] = 3  # the first heatmap_runs seeds
     heatmap_epochs: Annotated[int, Positive] = 5
     heatmap_train_per_class: Annotated[int | None, Positive] = 2000
     heatmap_null_draws: Annotated[int, Positive] = 3
@@ -119,15 +124,26 @@ class Config:
     distilbert_model: str = DISTILBERT
     # None: the whole CoNLL-2003 test split
     distilbert_sentences: Annotated[int | None, Positive] = None
-    seed: Annotated[int, NonNegative] = 0
 
     def __post_init__(self):
         check_fields(self)
+        check(len(set(self.seeds)) == len(self.seeds), f"seeds repeat: {list(self.seeds)}")
+        check(self.heatmap_runs <= len(self.seeds),
+              f"heatmap_runs={self.heatmap_runs} exceeds the {len(self.seeds)} seeds")
         for name in self.datasets:
             check(name in DATASETS,
                   f"unknown dataset {name!r}; choose from: {', '.join(DATASETS)}")
         check(0.0 in self.prune_levels and 0.0 in self.flip_levels,
               "prune_levels and flip_levels must include 0.0 (the unprobed reference)")
+
+    @property
+    def runs(self) -> int:
+        return len(self.seeds)
+
+    @property
+    def seed(self) -> int:
+        """The first seed: draws of the data (SSIM pairs, stand-in subsets) and the stand-in."""
+        return self.seeds[0]
 
 
 # --- probes on one tensor ----------------------------------------------------------------
@@ -512,18 +528,20 @@ def _ensemble_step(model: Ensemble, batch) -> Tensor:
 
 def train_runs(x: Tensor, y: Tensor, seeds: Sequence[int], width: int, activation: str,
                epochs: int, batch_size: int, lr: float, reinit_biases: bool = False,
-               desc: str = "train") -> dict[str, Tensor]:
-    """Train one MLP per seed (Adam, cosine annealing, final weights); stacked parameters.
+               desc: str = "train", warmup_steps: int = 0) -> dict[str, Tensor]:
+    """Train one MLP per seed (Adam, cosine annealing after a linear warmup over the first
+    `warmup_steps` optimizer steps, final weights); stacked parameters.
 
     `reinit_biases` replaces the trained biases by a fresh random initialisation, as the
     authors' probe scripts effectively do when they reload weights only.
     """
     models = [make_mlp(width, activation, s, x.shape[1]) for s in seeds]
     ensemble = Ensemble(models)
+    batches = RunBatches(x, y, batch_size, seeds)
     spec = training.TrainSpec(epochs=epochs, batch_size=batch_size, optimizer="adam", lr=lr,
-                              schedule="cosine", seed=seeds[0])
-    training.train(ensemble, RunBatches(x, y, batch_size, seeds), spec, step=_ensemble_step,
-                   desc=desc)
+                              schedule="warmup_cosine" if warmup_steps else "cosine",
+                              warmup_epochs=warmup_steps / len(batches), seed=seeds[0])
+    training.train(ensemble, batches, spec, step=_ensemble_step, desc=desc)
     # trained where train() put them (a GPU if any); probed and evaluated on the CPU
     params = {k: v.detach().cpu().clone() for k, v in ensemble.params().items()}
     if reinit_biases:
@@ -564,13 +582,14 @@ def trained_pair(dataset: str, pair: tuple[int, int], seeds: Sequence[int], conf
     epochs = pair_epochs(dataset, epochs, per_class)
     key = {"dataset": dataset, "pair": list(pair), "seeds": list(seeds), "width": config.width,
            "activation": config.activation, "epochs": epochs, "batch_size": config.batch_size,
-           "lr": config.lr, "per_class": per_class, "reinit_biases": config.reinit_biases}
+           "lr": config.lr, "per_class": per_class, "reinit_biases": config.reinit_biases,
+           "warmup_steps": config.warmup_steps}
 
     def compute():
         x, y = pair_data(dataset, pair, "train", per_class, seed=seeds[0])
         return train_runs(x, y, seeds, config.width, config.activation, epochs,
                           config.batch_size, config.lr, config.reinit_biases,
-                          desc=f"{dataset} {pair}")
+                          desc=f"{dataset} {pair}", warmup_steps=config.warmup_steps)
 
     return cached("probes-train", key, compute, code=_train_version())
 
@@ -901,7 +920,7 @@ def _difficulty(dataset: str, config: Config) -> pd.DataFrame:
 
 
 def _task_results(dataset: str, task: str, pair: tuple[int, int], config: Config) -> dict:
-    seeds = [config.seed + r for r in range(config.runs)]
+    seeds = list(config.seeds)
     stacked = trained_pair(dataset, pair, seeds, config, config.epochs, config.train_per_class)
 
     def compute():
@@ -909,20 +928,21 @@ def _task_results(dataset: str, task: str, pair: tuple[int, int], config: Config
         x, y = pair_data(dataset, pair, "test")
         specs = fig1_grid(config)
         baseline, sweeps, nulls = [], [], []
-        for r in range(config.runs):
+        for r, seed in enumerate(seeds):
             params = run_params(stacked, r)
             acc = accuracy_of_variants(model, [params], x, y, config.eval_batch_size)
-            baseline.append({"run": r, "acc": float(acc[0]),
+            baseline.append({"run": r, "seed": seed, "acc": float(acc[0]),
                              **{f"sigma_{n.split('.')[0]}": float(params[n].std())
                                 for n, _ in mlp_layers(model)}})
-            sweeps.append(sweep(model, params, x, y, specs, seed=config.seed + 7919 * r,
+            # the probes' draws of run r come from its seed alone
+            sweeps.append(sweep(model, params, x, y, specs, seed=7919 * seed,
                                 batch_size=config.eval_batch_size).assign(run=r))
             null_at_zero = null_sweep(model, params, x, y, NULL_MODELS, [0.0],
-                                      config.null_draws, config.seed + 104729 * r,
+                                      config.null_draws, 104729 * seed,
                                       config.curveball_trades, config.eval_batch_size)
             pruned_b = null_sweep(model, params, x, y, ["B"],
                                   [p for p in config.null_prune_levels if p > 0],
-                                  max(1, config.null_draws // 2), config.seed + 15485863 * r,
+                                  max(1, config.null_draws // 2), 15485863 * seed,
                                   config.curveball_trades, config.eval_batch_size)
             nulls.append(pd.concat([null_at_zero, pruned_b]).assign(run=r))
         tag = {"dataset": dataset, "task": task, "pair": f"{pair[0]}/{pair[1]}"}
@@ -931,21 +951,22 @@ def _task_results(dataset: str, task: str, pair: tuple[int, int], config: Config
                 "nulls": pd.concat(nulls, ignore_index=True).assign(**tag)}
 
     key = {k: getattr(config, k) for k in (
-        "width", "activation", "epochs", "batch_size", "lr", "runs", "train_per_class",
-        "reinit_biases", "eval_batch_size", "prune_levels", "noise_log2_levels", "flip_levels",
-        "null_draws", "null_prune_levels", "curveball_trades", "seed")}
+        "width", "activation", "epochs", "batch_size", "lr", "warmup_steps", "seeds",
+        "train_per_class", "reinit_biases", "eval_batch_size", "prune_levels",
+        "noise_log2_levels", "flip_levels", "null_draws", "null_prune_levels",
+        "curveball_trades")}
     return cached("probes-task", {**key, "dataset": dataset, "pair": list(pair)}, compute,
                   code=_code())
 
 
 def _heatmap(dataset: str, distance: pd.DataFrame, config: Config
              ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per class pair: medians over the runs that trained (accuracies, Delta_bin, Delta_rand);
-    and every run, marked `trained`."""
+    """Per class pair: means over every run (accuracies, Delta_bin, Delta_rand), and how many
+    runs trained; and every run, marked `trained`."""
     from memlib import data
 
     classes = data.load(dataset, "test").classes
-    seeds = [config.seed + r for r in range(config.heatmap_runs)]
+    seeds = list(config.seeds[:config.heatmap_runs])
     model = make_mlp(config.width, config.activation, 0)
     weights = [w for w, _ in mlp_layers(model)]
     names = [n for pair in mlp_layers(model) for n in pair if n is not None]
@@ -972,6 +993,7 @@ def _heatmap(dataset: str, distance: pd.DataFrame, config: Config
         key = {"dataset": dataset, "pair": [a, b], "seeds": seeds, "width": config.width,
                "activation": config.activation, "epochs": config.heatmap_epochs,
                "per_class": config.heatmap_train_per_class, "lr": config.lr,
+               "warmup_steps": config.warmup_steps,
                "batch_size": config.batch_size, "reinit_biases": config.reinit_biases,
                "draws": config.heatmap_null_draws, "eval": config.eval_batch_size}
         runs = cached("probes-heatmap", key, compute, code=_code())
@@ -981,13 +1003,10 @@ def _heatmap(dataset: str, distance: pd.DataFrame, config: Config
                            delta_rand=runs["acc"] - runs["acc_B"])
         runs["trained"] = runs["acc"] > UNTRAINED
         per_run.append(runs)
-        med = runs[runs["trained"]][["acc", "acc_sign", "acc_B", "delta_bin", "delta_rand"]
-                                    ].median()
+        mean = runs[["acc", "acc_sign", "acc_B", "delta_bin", "delta_rand"]].mean()
         rows.append({"dataset": dataset, "a": a, "b": b,
                      "pair": f"{classes[a]}/{classes[b]}", "distance": float(d[(a, b)]),
-                     "acc": med["acc"], "acc_sign": med["acc_sign"], "acc_B": med["acc_B"],
-                     "delta_bin": float(med["delta_bin"]),
-                     "delta_rand": float(med["delta_rand"]),
+                     **{k: float(v) for k, v in mean.items()},
                      "trained_runs": int(runs["trained"].sum())})
     return pd.DataFrame(rows), pd.concat(per_run, ignore_index=True)
 
@@ -1043,18 +1062,28 @@ def run(config: Config) -> dict:
 
 
 # --- claims --------------------------------------------------------------------------------
+#
+# Every statistic over runs is the mean over every run (none is left out), with its 95%
+# Student-t interval; the median over runs is reported beside it.
 
-TRAINED = 90.0  # % test accuracy of an unprobed binary model that has learned its task
+TRAINED = 90.0  # % mean test accuracy of unprobed binary models that have learned their task
 STANDIN_TRAINED = 75.0  # % accuracy of the 10-class ViT stand-in that has learned its task
 DISTILBERT_TRAINED = 0.8  # entity F1 of the unprobed DistilBERT
 HEADROOM = 95.0  # a signed model at or above this has no room left for a 5-point gain
+NEAR_CHANCE = 65.0  # % binary accuracy within 15 points of chance (50%)
+SEPARATION = 20.0  # points between easy and hard signed accuracy
+RISE = 25.0  # points: half the way from chance (50%) to a perfect model
+SHARP = 0.25  # the widest p-range (10% to 90% of the rise) a "sharp" transition may take
+LOCATION_SD = 0.1  # the largest spread over runs (SD of p50) of a "characteristic" level
+GAIN = 5.0  # points: the smallest gain or loss taken as an effect of a probe
+LAYER_PRUNE = 0.5  # the pruned fraction of the layer-wise pruning rows
 
 
-def transition_points(levels: np.ndarray, acc: np.ndarray, max_level: float = 0.7
-                      ) -> tuple[float, float, float]:
-    """(rise, p10, p90) of a curve: rise = max over levels <= max_level minus acc at level 0;
-    p10, p90 = the levels where it first reaches 10% and 90% of that rise before the maximum
-    (linear interpolation); nan when the curve never rises."""
+def transition_points(levels: np.ndarray, acc: np.ndarray, max_level: float = 0.7,
+                      fractions: Sequence[float] = (0.1, 0.9)) -> tuple[float, ...]:
+    """(rise, p_f for f in fractions) of a curve: rise = max over levels <= max_level minus acc
+    at level 0; p_f = the level where it first reaches the fraction f of that rise before the
+    maximum (linear interpolation); nan when the curve never rises."""
     order = np.argsort(levels)
     levels, acc = np.asarray(levels, float)[order], np.asarray(acc, float)[order]
     keep = levels <= max_level + 1e-9
@@ -1062,7 +1091,7 @@ def transition_points(levels: np.ndarray, acc: np.ndarray, max_level: float = 0.
     top = int(np.argmax(acc))
     rise = float(acc[top] - acc[0])
     if rise <= 0:
-        return rise, math.nan, math.nan
+        return (rise, *[math.nan] * len(fractions))
 
     def crossing(fraction):
         target = acc[0] + fraction * rise
@@ -1072,7 +1101,7 @@ def transition_points(levels: np.ndarray, acc: np.ndarray, max_level: float = 0.
         lo, hi = acc[i - 1], acc[i]
         return float(levels[i - 1] + (target - lo) / (hi - lo) * (levels[i] - levels[i - 1]))
 
-    return rise, crossing(0.1), crossing(0.9)
+    return (rise, *[crossing(f) for f in fractions])
 
 
 def transition(levels: np.ndarray, acc: np.ndarray, max_level: float = 0.7
@@ -1080,6 +1109,50 @@ def transition(levels: np.ndarray, acc: np.ndarray, max_level: float = 0.7
     """(rise, width) of a curve: width = p90 - p10 of `transition_points` (nan without a rise)."""
     rise, p10, p90 = transition_points(levels, acc, max_level)
     return rise, p90 - p10
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The standard deviation of a quantity over n replicates, with its 95% chi-square
+    interval (normal replicates)."""
+
+    sd: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Iterable[float]) -> Spread:
+        v = np.asarray(list(values), dtype=float)
+        return cls(float(v.std(ddof=1)) if len(v) > 1 else math.nan, len(v))
+
+    def interval(self) -> tuple[float, float]:
+        from scipy.stats import chi2
+
+        if self.n < 2:
+            return math.nan, math.nan
+        df, tail = self.n - 1, (1 - LEVEL) / 2
+        return (self.sd * math.sqrt(df / chi2.ppf(1 - tail, df)),
+                self.sd * math.sqrt(df / chi2.ppf(tail, df)))
+
+    def at_most(self, threshold: float) -> tuple[bool, bool]:
+        """(sd <= threshold, the interval lies on one side of the threshold)."""
+        lo, hi = self.interval()
+        return self.sd <= threshold, bool(hi <= threshold or lo > threshold)
+
+    def __str__(self) -> str:
+        lo, hi = self.interval()
+        return f"{self.sd:.3g} [{lo:.2g}, {hi:.2g}] (n={self.n})"
+
+
+def every_test_settled(tests: Iterable[tuple[bool, bool]]) -> bool:
+    """Noise rule for "every test passes" over (passes, decided) pairs: settled when every test
+    is decided, or when one decided test fails."""
+    tests = list(tests)
+    return bool(tests) and (all(d for _, d in tests) or any(d and not p for p, d in tests))
+
+
+def _test(m: Estimate) -> tuple[bool, bool]:
+    """(passes, decided) of a margin (see claims.margin)."""
+    return m.mean >= 0, m.beyond_noise
 
 
 def claim_dataset(dataset: str) -> str:
@@ -1095,231 +1168,446 @@ def run_curves(sweep: pd.DataFrame, **where) -> pd.DataFrame:
     return sweep[mask].pivot_table(index="level", columns="run", values="acc").sort_index()
 
 
+def interior_peak(curves: pd.DataFrame) -> dict:
+    """The peak of the mean-over-runs curve among the levels strictly between the first and
+    the last (curves: levels x runs), and each run's gain there over the first level and its
+    fall from there to the last level (Estimates over runs)."""
+    interior = curves.iloc[1:-1]
+    if interior.empty:  # two levels or fewer: no peak can lie between them
+        return {"peak": math.nan, "gain": Estimate(math.nan, math.nan, 0),
+                "fall": Estimate(math.nan, math.nan, 0), "start": float(curves.iloc[0].mean())}
+    peak = interior.mean(axis=1).idxmax()
+    return {"peak": float(peak), "gain": Estimate.of(curves.loc[peak] - curves.iloc[0]),
+            "fall": Estimate.of(curves.loc[peak] - curves.iloc[-1]),
+            "start": float(curves.iloc[0].mean())}
+
+
 def bootstrap_spearman(per_run: pd.DataFrame, x: str, y: str, draws: int = 1000,
                        seed: int = 0) -> Estimate:
-    """Spearman rho over class pairs (a, b) of the per-pair medians over runs of columns x and
-    y; its spread is the standard deviation over `draws` bootstrap resamples of each pair's
-    runs (x and y of a run stay together). n of the Estimate = the fewest runs of a pair."""
+    """Spearman rho over class pairs (a, b) of the per-pair means over runs of columns x and
+    y. Its spread is the standard deviation over `draws` bootstrap resamples of the classes
+    (pairs share classes, so pairs are not independent: a resample keeps every pair of two
+    distinct drawn classes) and of each kept pair's runs (x and y of a run stay together);
+    n of the Estimate = the number of classes."""
     from scipy.stats import spearmanr
 
     rng = np.random.default_rng(seed)
-    groups = [g.sort_values("run") for _, g in per_run.groupby(["a", "b"])]
+    groups = {k: g.sort_values("run") for k, g in per_run.groupby(["a", "b"])}
+    classes = sorted({c for pair in groups for c in pair})
     if len(groups) < 3:
         return Estimate(math.nan, math.nan, 0)
-    point = float(spearmanr([g[x].median() for g in groups],
-                            [g[y].median() for g in groups]).statistic)
+    point = float(spearmanr([g[x].mean() for g in groups.values()],
+                            [g[y].mean() for g in groups.values()]).statistic)
+    index = {pair: i for i, pair in enumerate(groups)}
     bx, by = np.empty((draws, len(groups))), np.empty((draws, len(groups)))
-    for i, g in enumerate(groups):
+    for i, g in enumerate(groups.values()):
         pick = rng.integers(0, len(g), (draws, len(g)))
-        bx[:, i] = np.median(g[x].to_numpy(float)[pick], 1)
-        by[:, i] = np.median(g[y].to_numpy(float)[pick], 1)
-    runs = min(len(g) for g in groups)
-    rhos = np.array([spearmanr(bx[i], by[i]).statistic for i in range(draws)])
-    se = float(np.nanstd(rhos, ddof=1)) if runs > 1 else math.nan
-    return Estimate(point, se, runs)
+        bx[:, i] = g[x].to_numpy(float)[pick].mean(1)
+        by[:, i] = g[y].to_numpy(float)[pick].mean(1)
+    rhos = []
+    for d in range(draws):
+        drawn = rng.choice(classes, len(classes))
+        kept = [index[(min(a, b), max(a, b))] for i, a in enumerate(drawn) for b in drawn[i + 1:]
+                if a != b and (min(a, b), max(a, b)) in index]
+        if len(kept) >= 3:
+            rhos.append(spearmanr(bx[d, kept], by[d, kept]).statistic)
+    se = float(np.nanstd(rhos, ddof=1)) if len(rhos) > 1 else math.nan
+    return Estimate(point, se, len(classes))
+
+
+def _learned_fields(base: pd.DataFrame) -> dict:
+    """What the "models learned" preconditions read: each task's mean unprobed accuracy over
+    every run and how many runs sit at chance."""
+    return {**{f"float_{t}": float(base[t].mean()) for t in TASKS},
+            **{f"at_chance_{t}": int((base[t] <= UNTRAINED).sum()) for t in TASKS}}
+
+
+def _median(values) -> float:
+    return float(np.median(np.asarray(values, dtype=float)))
 
 
 def measure(results: dict) -> dict:
     """The measured value of every claim (None where not run at this scale).
 
-    Accuracies are per run, as Estimates (mean ± 2 SE over the runs that trained, i.e. whose
-    unprobed accuracy exceeds UNTRAINED; runs_* counts them); each dataset's values name the
-    data they came from ("data": fashion_mnist, mnist or mnist-5k) and carry what the
-    preconditions check: those runs' mean unprobed accuracy (float_*) and the pairs' 1 - SSIM
-    distances (dist_*)."""
+    Accuracies are per run, as Estimates over every run (mean ± 95% t interval), with the
+    median over runs beside them (*_median); each dataset's values name the data they came
+    from ("data": fashion_mnist, mnist or mnist-5k) and carry what the preconditions check:
+    the mean unprobed accuracy over runs (float_*), the runs at chance (at_chance_*) and the
+    pairs' 1 - SSIM distances (dist_*)."""
     measured = {}
     sweep, nulls = results["sweep"], results["nulls"]
-    noise_gain, flip_gain, noise_start = {}, {}, {}
+    resonance, flips = {}, {}
     for dataset in dict.fromkeys(sweep["dataset"]):
         key = claim_dataset(dataset)
         s = sweep[sweep["dataset"] == dataset]
         base = results["baseline"].query("dataset == @dataset").pivot_table(
             index="run", columns="task", values="acc").sort_index()
-        ok = {t: base.index[base[t] > UNTRAINED] for t in TASKS}  # the runs that trained
-        both = ok["easy"].intersection(ok["hard"])
+        runs = base.index
         distance = results["pairs"].query("dataset == @dataset").set_index("task")["distance"]
-        trained = {**{f"runs_{t}": f"{len(ok[t])}/{len(base)}" for t in TASKS},
-                   **{f"float_{t}": float(base[t][ok[t]].mean()) for t in TASKS}}
+        learned = _learned_fields(base)
         similar = {"dist_easy": float(distance["easy"]), "dist_hard": float(distance["hard"])}
         signed = {t: run_curves(s, task=t, probe="prune", mode="smallest", form="signed")
                   for t in TASKS}
-        at0 = {t: signed[t].loc[0.0] for t in TASKS}
+        at0 = {t: signed[t].loc[0.0].reindex(runs).to_numpy() for t in TASKS}
         measured[f"binarization_separates_{key}"] = {
-            "data": dataset, "easy": Estimate.of(at0["easy"].loc[ok["easy"]]),
-            "hard": Estimate.of(at0["hard"].loc[ok["hard"]]),
-            "gap": paired(at0["easy"].loc[both].to_numpy(), at0["hard"].loc[both].to_numpy()),
-            **trained, **similar}
-        hard = signed["hard"][ok["hard"]]
-        points = [transition_points(hard.index.to_numpy(), hard[r].to_numpy())
-                  for r in hard.columns]
-        widths = [p90 - p10 for _, p10, p90 in points if not math.isnan(p90 - p10)]
+            "data": dataset, "gap": paired(at0["easy"], at0["hard"]),
+            "easy": Estimate.of(at0["easy"]), "hard": Estimate.of(at0["hard"]),
+            "gap_median": _median(at0["easy"] - at0["hard"]),
+            "hard_median": _median(at0["hard"]), **learned, **similar}
+        hard = signed["hard"]
+        points = [transition_points(hard.index.to_numpy(), hard[r].to_numpy(),
+                                    fractions=(0.1, 0.5, 0.9)) for r in hard.columns]
+        rising = [p for p in points if p[0] >= RISE]
         measured[f"phase_transition_{key}"] = {
-            "data": dataset, "rise": Estimate.of([rise for rise, _, _ in points]),
-            "width": Estimate.of(widths), "rising_runs": f"{len(widths)}/{len(points)}",
-            "signed_hard_p0": Estimate.of(at0["hard"].loc[ok["hard"]]),
-            "runs_hard": trained["runs_hard"], "float_hard": trained["float_hard"]}
+            "data": dataset, "rise": Estimate.of([p[0] for p in points]),
+            "width": Estimate.of([p90 - p10 for _, p10, _, p90 in rising]),
+            "level": Estimate.of([p50 for _, _, p50, _ in rising]),
+            "level_sd": Spread.of([p50 for _, _, p50, _ in rising]),
+            "transition_runs": f"{len(rising)}/{len(points)}",
+            "rise_median": _median([p[0] for p in points]),
+            "signed_hard_p0": Estimate.of(at0["hard"]),
+            "float_hard": learned["float_hard"], "at_chance_hard": learned["at_chance_hard"]}
         zero = nulls[(nulls["dataset"] == dataset) & (nulls["prune"] == 0.0)]
-        null_acc = zero.groupby(["task", "null", "run"])["acc"].median()  # median over draws
+        null_acc = zero.groupby(["task", "null", "run"])["acc"].mean()  # mean over draws
 
-        def loss(task, kind, runs, null_acc=null_acc, base=base):
-            """Accuracy lost under null model `kind` by each of `runs`."""
+        def loss(task, kind, null_acc=null_acc, base=base, runs=runs):
+            """Accuracy lost under null model `kind` by each run."""
             return (base[task] - null_acc.loc[(task, kind)]).reindex(runs).to_numpy()
 
         measured[f"sign_structure_easy_{key}"] = {
             "data": dataset,
-            **{k: Estimate.of(null_acc.loc[("easy", k)].reindex(ok["easy"])) for k in "BACD"},
-            "runs_easy": trained["runs_easy"], "float_easy": trained["float_easy"]}
+            **{k: Estimate.of(null_acc.loc[("easy", k)].reindex(runs)) for k in "BACD"},
+            "B_median": _median(null_acc.loc[("easy", "B")].reindex(runs)),
+            "float_easy": learned["float_easy"], "at_chance_easy": learned["at_chance_easy"]}
+        extra = {k: paired(loss("hard", k), loss("easy", k)) for k in "BEF"}
         measured[f"hard_needs_magnitudes_{key}"] = {
-            "data": dataset,
-            **{k: paired(loss("hard", k, both), loss("easy", k, both)) for k in "BEF"},
-            **trained, **similar}
+            "data": dataset, **extra,
+            "medians": {k: _median(loss("hard", k) - loss("easy", k)) for k in "BEF"},
+            **learned, **similar}
         h = results["heatmap_runs"].query("dataset == @dataset")
-        if len(h.groupby(["a", "b"])) == 45:  # the claim is about all 45 pairs of ten classes
-            h = h[h["acc"] > UNTRAINED]
+        if len(h.groupby(["a", "b"])) == 45:  # the claims are about all 45 pairs of ten classes
+            d = results["difficulty"].query("dataset == @dataset")[["a", "b", "distance"]]
+            h = h.merge(d, on=["a", "b"], how="left")
+            pairs = {"pairs": len(h.groupby(["a", "b"])),
+                     "at_chance": int((h["acc"] <= UNTRAINED).sum()), "runs": len(h)}
             measured[f"complexity_measure_{key}"] = {
+                "data": dataset, "rho_bin": bootstrap_spearman(h, "distance", "delta_bin"),
+                "rho_rand": bootstrap_spearman(h, "distance", "delta_rand"), **pairs}
+            measured[f"measures_agree_{key}"] = {
                 "data": dataset, "rho": bootstrap_spearman(h, "delta_bin", "delta_rand"),
-                "pairs": len(h.groupby(["a", "b"]))}
+                **pairs}
         for task in TASKS:
-            st = s[(s["task"] == task) & s["run"].isin(ok[task])]
-            if st.empty:
-                continue
-            noise = run_curves(st, probe="noise", form="signed")
-            flips = run_curves(st, probe="flip", mode="smallest", form="signed")
+            st = s[s["task"] == task]
             label = f"{dataset}/{task}"
-            noise_gain[label] = Estimate.of(noise.max() - noise.iloc[0])
-            flip_gain[label] = Estimate.of(flips.max() - flips.loc[0.0])
-            noise_start[label] = float(noise.iloc[0].mean())
-    if noise_gain:  # else no run trained
-        measured["stochastic_resonance"] = {**noise_gain,
-                                            "lowest_start": min(noise_start.values())}
-        measured["flips_mirror_noise"] = {k: [noise_gain[k], flip_gain[k]] for k in noise_gain}
-    for key, table in (("transformer_layers_standin", results["standin"]),
-                       ("transformer_layers_distilbert", results.get("distilbert"))):
+            resonance[label] = interior_peak(run_curves(st, probe="noise", form="signed"))
+            flips[label] = interior_peak(run_curves(st, probe="flip", mode="smallest",
+                                                    form="signed"))
+    if resonance:
+        measured["stochastic_resonance"] = resonance
+        measured["flips_mirror_noise"] = {k: {"noise_gain": resonance[k]["gain"],
+                                              "flip_gain": flips[k]["gain"],
+                                              "flip_peak": flips[k]["peak"]} for k in resonance}
+    for name, table in (("standin", results["standin"]),
+                        ("distilbert", results.get("distilbert"))):
         if table is not None:
-            measured[key] = layer_drops(table)
+            measured[f"transformer_layers_{name}"] = layer_drops(table)
+            measured[f"transformer_layers_pruned_{name}"] = layer_drops(table, "prune",
+                                                                        LAYER_PRUNE)
     return measured
 
 
-def layer_drops(table: pd.DataFrame) -> dict[str, float]:
-    """The unprobed metric, and its loss under binarization: the first probed matrix vs the
-    last block's two MLP matrices (the 4th and 5th probed matrices)."""
-    pivot = table[table["probe"].isin(["float", "sign"])].pivot(
-        index="order", columns="probe", values="metric")
-    drop = pivot["float"] - pivot["sign"]
-    return {"float": float(pivot["float"].loc[0]), "first": float(drop.loc[0]),
+def layer_drops(table: pd.DataFrame, probe: str = "sign", level: float = 0.0
+                ) -> dict[str, float] | None:
+    """The unprobed metric, and its loss under `probe` at `level`: the first probed matrix vs
+    the last block's two MLP matrices (the 4th and 5th probed matrices); None where the table
+    has no such probe."""
+    unprobed = table[table["probe"] == "float"].set_index("order")["metric"]
+    probed = table[(table["probe"] == probe) & np.isclose(table["level"], level)]
+    if probed.empty:
+        return None
+    drop = unprobed - probed.set_index("order")["metric"]
+    return {"float": float(unprobed.loc[0]), "first": float(drop.loc[0]),
             "last_block_1": float(drop.loc[3]), "last_block_2": float(drop.loc[4])}
 
 
-def _estimates(value: dict) -> list[Estimate]:
-    return [v for v in value.values() if isinstance(v, Estimate)]
+def _learned(task: str) -> tuple[str, Callable[[dict], bool]]:
+    return (f"{task} models learned their task (no run at chance, mean unprobed accuracy >= "
+            f"{TRAINED:g}%)",
+            lambda v: v[f"at_chance_{task}"] == 0 and v[f"float_{task}"] >= TRAINED)
 
 
-def _learned(value: dict, task: str) -> bool:
-    return int(value[f"runs_{task}"].split("/")[0]) >= 2 and value[f"float_{task}"] >= TRAINED
+_HARDER = ("the hard pair is the more similar one (smaller 1 - SSIM)",
+           lambda v: v["dist_hard"] < v["dist_easy"])
+_ALL_PAIRS = ("all 45 pairs ran and no run sits at chance",
+              lambda v: v["pairs"] == 45 and v["at_chance"] == 0)
 
 
-def _dataset_claims(dataset: str, paper: dict[str, str]) -> list[Claim]:
-    learned_easy = (f"easy models learned their task (>= 2 runs trained, mean accuracy >= "
-                    f"{TRAINED:g}%)", lambda v: _learned(v, "easy"))
-    learned_hard = (f"hard models learned their task (>= 2 runs trained, mean accuracy >= "
-                    f"{TRAINED:g}%)", lambda v: _learned(v, "hard"))
-    harder = ("the hard pair is the more similar one (smaller 1 - SSIM)",
-              lambda v: v["dist_hard"] < v["dist_easy"])
+def _est(mean: float, se: float = 0.5, n: int = 8) -> Estimate:
+    return Estimate(mean, se, n)
+
+
+_LEARNED = {"float_easy": 98.0, "float_hard": 97.0, "at_chance_easy": 0, "at_chance_hard": 0,
+            "dist_easy": 0.9, "dist_hard": 0.7}
+
+
+def _with_preconditions(holds: dict, failing: dict[str, dict]) -> dict[str, dict]:
+    """Cases whose precondition cases change `holds` as each `failing` entry says."""
+    return {name: {**holds, **change} for name, change in failing.items()}
+
+
+def _phase_margins(v: dict) -> list[tuple[bool, bool]]:
+    return [_test(margin(v["rise"], RISE)), _test(margin(v["width"], SHARP, at_least=False)),
+            v["level_sd"].at_most(LOCATION_SD)]
+
+
+def _magnitude_margins(v: dict) -> list[Estimate]:
+    return [margin(v[k], GAIN) for k in "BEF"]
+
+
+def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
+                    caveat: str = "") -> list[Claim]:
+    learned_easy, learned_hard = _learned("easy"), _learned("hard")
+    separated = {"data": dataset, "gap": _est(35), "easy": _est(88), "hard": _est(53),
+                 "gap_median": 35.0, "hard_median": 52.0, **_LEARNED}
+    phase = {"data": dataset, "rise": _est(40), "width": _est(0.15, 0.02),
+             "level": _est(0.4, 0.01), "level_sd": Spread(0.03, 8), "transition_runs": "8/8",
+             "rise_median": 40.0, "signed_hard_p0": _est(52), "float_hard": 97.0,
+             "at_chance_hard": 0}
+    signs = {"data": dataset, "B": _est(92), "A": _est(50), "C": _est(50), "D": _est(50),
+             "B_median": 92.0, "float_easy": 98.0, "at_chance_easy": 0}
+    magnitudes = {"data": dataset, "B": _est(15), "E": _est(12), "F": _est(10),
+                  "medians": {"B": 15.0, "E": 12.0, "F": 10.0}, **_LEARNED}
+    gaps = {"data": dataset, "rho_bin": _est(-0.5, 0.1, 10), "rho_rand": _est(-0.5, 0.1, 10),
+            "pairs": 45, "at_chance": 0, "runs": 135}
+    agree = {"data": dataset, "rho": _est(0.9, 0.03, 10), "pairs": 45, "at_chance": 0,
+             "runs": 135}
     return [
         Claim(f"binarization_separates_{dataset}",
               "Binarized (sign W) hard-task models collapse to chance; easy ones stay accurate.",
               paper["binarize"],
-              "signed accuracy (%) at p = 0 of each run, mean ± 2 SE over runs: easy and hard "
-              "pair, and easy - hard paired by run",
-              "hard <= 65 and easy - hard >= 20",
-              **all_of(lambda v: [margin(v["hard"], 65, at_least=False), margin(v["gap"], 20)]),
-              preconditions=(learned_easy, learned_hard, harder)),
+              "signed accuracy (%) at p = 0 of each run, every run; the mean over runs with its "
+              "95% t interval: easy - hard paired by run (points), and the hard pair alone",
+              f"mean hard <= {NEAR_CHANCE:g}% (within 15 points of chance, 50%) and mean "
+              f"easy - hard >= {SEPARATION:g} points (the easy pair stays well above the hard "
+              "one), each beyond noise",
+              **all_of(lambda v: [margin(v["hard"], NEAR_CHANCE, at_least=False),
+                                  margin(v["gap"], SEPARATION)]),
+              preconditions=(learned_easy, learned_hard, _HARDER),
+              cases=Cases(separated, {**separated, "hard": _est(80), "gap": _est(8)},
+                          _with_preconditions(separated, {
+                              learned_easy[0]: {"at_chance_easy": 1},
+                              learned_hard[0]: {"float_hard": 70.0},
+                              _HARDER[0]: {"dist_hard": 0.95}})),
+              unit="points", headline=lambda v: v["gap"], caveat=caveat,
+              where="fig1_phase_transition"),
         Claim(f"phase_transition_{dataset}",
-              "Pruning small weights of a binarized hard model gives a sharp transition back "
-              "to high accuracy.", paper["transition"],
-              "each run's signed hard accuracy vs p (smallest magnitudes pruned): rise from "
-              "p = 0 to the max over p <= 0.7 (points) and the p-width of its 10%-90% part "
-              "(over the runs that rise); mean ± 2 SE over runs",
-              "rise >= 25 and width <= 0.25",
-              **all_of(lambda v: [margin(v["rise"], 25),
-                                  margin(v["width"], 0.25, at_least=False)]),
+              "Pruning the small weights of a binarized hard-task model gives a sharp phase "
+              "transition in accuracy at a characteristic sparsity level.", paper["transition"],
+              "each run's signed hard-pair accuracy vs the pruned fraction p (smallest |w|), "
+              "every run: rise = max over p <= 0.7 minus the value at p = 0 (points; mean over "
+              "runs, 95% t interval); over the runs whose rise reaches 25 points: width = "
+              "p90 - p10 and the midpoint p50 (where a run covers 10%, 50%, 90% of its rise), "
+              "the spread of p50 over those runs as a standard deviation with its 95% "
+              "chi-square interval",
+              f"mean rise >= {RISE:g} points (half the way from chance to a perfect model), "
+              f"mean width <= {SHARP:g} (sharp: a quarter of the p axis at most) and the SD of "
+              f"p50 over runs <= {LOCATION_SD:g} (a characteristic level: runs agree on where "
+              "it happens), each beyond noise",
+              lambda v: all(passes for passes, _ in _phase_margins(v)),
               preconditions=(learned_hard, (
-                  "the binarized hard model starts near chance (mean signed accuracy at "
-                  "p = 0 <= 65%)", lambda v: v["signed_hard_p0"].mean <= 65))),
+                  f"the binarized hard model starts near chance (mean signed accuracy at "
+                  f"p = 0 <= {NEAR_CHANCE:g}%)",
+                  lambda v: v["signed_hard_p0"].mean <= NEAR_CHANCE)),
+              beyond_noise=lambda v: every_test_settled(_phase_margins(v)),
+              cases=Cases(phase, {**phase, "level_sd": Spread(0.25, 8)},
+                          _with_preconditions(phase, {
+                              learned_hard[0]: {"at_chance_hard": 1},
+                              (f"the binarized hard model starts near chance (mean signed "
+                               f"accuracy at p = 0 <= {NEAR_CHANCE:g}%)"):
+                                  {"signed_hard_p0": _est(80)}})),
+              unit="points", headline=lambda v: v["rise"],
+              caveat="width and p50 are measured on the runs whose rise reaches 25 points "
+                     "(transition_runs)", where="fig1_phase_transition"),
         Claim(f"sign_structure_easy_{dataset}",
               "Keeping only the sign structure (null model B) keeps accuracy on easy tasks; "
               "sign-destroying shuffles A, C, D do not.", "",
-              "accuracy (%) under null models at p = 0 (median over draws) of each run, easy "
-              "pair; mean ± 2 SE over runs",
-              "B >= 85 and A, C, D <= 60",
+              "accuracy (%) under null models at p = 0 (mean over draws) of each run, easy "
+              "pair, every run; the mean over runs with its 95% t interval",
+              "mean B >= 85% (within about 13 points of the unprobed models' 98%) and mean A, "
+              "C, D <= 60% (within 10 points of chance), each beyond noise",
               **all_of(lambda v: [margin(v["B"], 85)]
                        + [margin(v[k], 60, at_least=False) for k in "ACD"]),
-              preconditions=(learned_easy,)),
+              preconditions=(learned_easy,),
+              cases=Cases(signs, {**signs, "B": _est(70)},
+                          _with_preconditions(signs, {learned_easy[0]: {"float_easy": 80.0}})),
+              unit="%", headline=lambda v: v["B"], where="fig3_null_models"),
         Claim(f"hard_needs_magnitudes_{dataset}",
-              "Hard tasks need magnitudes: sign-preserving shuffles cost more on the hard pair.",
-              "", "accuracy loss under the null model (acc - acc under null, median over draws) "
-              "on hard minus on easy, paired by run, for B, E, F (points); mean ± 2 SE",
-              "at least one of B, E, F > 0 (the issue's 'B, E or F')",
-              **any_of(lambda v: [margin(v[k], 0) for k in "BEF"]),
-              preconditions=(learned_easy, learned_hard, harder)),
+              "Hard tasks need magnitudes: shuffles that keep every weight's sign cost the hard "
+              "pair more accuracy than the easy one.", "",
+              "accuracy loss under a null model (unprobed - null, mean over draws) on the hard "
+              "minus on the easy pair, paired by run, every run, for each sign-keeping null "
+              "model B, E, F (points); the mean over runs with its 95% t interval",
+              f"each of B, E and F: mean extra loss of the hard pair >= {GAIN:g} points, beyond "
+              "noise (every sign-keeping shuffle, since each keeps the signs and moves the "
+              "magnitudes)",
+              **all_of(_magnitude_margins),
+              preconditions=(learned_easy, learned_hard, _HARDER),
+              cases=Cases(magnitudes, {**magnitudes, "E": _est(-3)},
+                          _with_preconditions(magnitudes, {
+                              learned_easy[0]: {"float_easy": 70.0},
+                              learned_hard[0]: {"at_chance_hard": 2},
+                              _HARDER[0]: {"dist_hard": 0.95}})),
+              unit="points", headline=lambda v: v["B"], where="fig3_null_models"),
         Claim(f"complexity_measure_{dataset}",
+              "The gap between full-precision and binarized (Delta_bin) or shuffled "
+              "(Delta_rand, null model B) accuracy measures task complexity: more similar class "
+              "pairs, the harder tasks, have larger gaps.", "",
+              "Spearman rho over the 45 class pairs between the pair's 1 - SSIM distance and "
+              "its gap (mean over every run of the pair), for Delta_bin and for Delta_rand; "
+              "95% t interval from a bootstrap over the ten classes and each pair's runs",
+              "rho < 0 for both gaps, each beyond noise (the interval excludes 0: larger gaps "
+              "for more similar pairs)",
+              **all_of(lambda v: [margin(v["rho_bin"], 0, at_least=False),
+                                  margin(v["rho_rand"], 0, at_least=False)]),
+              preconditions=(_ALL_PAIRS,),
+              cases=Cases(gaps, {**gaps, "rho_bin": _est(0.4, 0.1, 10)},
+                          _with_preconditions(gaps, {_ALL_PAIRS[0]: {"at_chance": 1}})),
+              unit="Spearman ρ", headline=lambda v: v["rho_bin"],
+              caveat="difficulty = mean 1 - SSIM of random image pairs of the two classes "
+                     "(small = similar = hard)", where=f"fig4_pair_heatmaps_{figures}"),
+        Claim(f"measures_agree_{dataset}",
               "Delta_bin and Delta_rand agree as task-complexity measures over all 45 pairs.",
-              paper["rho"], "Spearman rho(Delta_bin, Delta_rand) over the 45 class pairs (medians "
-              "over the runs that trained), ± 2 SE from a bootstrap over each pair's runs",
-              "rho >= 0.7", **all_of(lambda v: [margin(v["rho"], 0.7)]),
-              preconditions=(("every one of the 45 pairs has a run that trained",
-                              lambda v: v["pairs"] == 45),)),
+              paper["rho"], "Spearman rho(Delta_bin, Delta_rand) over the 45 class pairs (means "
+              "over every run of a pair); 95% t interval from a bootstrap over the ten classes "
+              "and each pair's runs",
+              "rho >= 0.7 (a strong rank agreement), beyond noise",
+              **all_of(lambda v: [margin(v["rho"], 0.7)]),
+              preconditions=(_ALL_PAIRS,),
+              cases=Cases(agree, {**agree, "rho": _est(0.3, 0.05, 10)},
+                          _with_preconditions(agree, {_ALL_PAIRS[0]: {"pairs": 44}})),
+              unit="Spearman ρ", headline=lambda v: v["rho"],
+              where=f"fig4_pair_heatmaps_{figures}"),
     ]
 
 
-def _gain_margins(value: dict) -> list[Estimate]:
-    return [margin(e, 5) for e in _estimates(value)]
+def _with_room(value: dict) -> list[dict]:
+    return [task for task in value.values() if task["start"] <= HEADROOM]
 
 
-def _resonant_margins(value: dict) -> list[Estimate]:
-    return [m for noise, flip in value.values() if noise.mean >= 5
-            for m in (margin(noise, 5), margin(flip, 5))]
+def _resonance_margins(value: dict) -> list[Estimate]:
+    return [m for task in _with_room(value)
+            for m in (margin(task["gain"], GAIN), margin(task["fall"], GAIN))]
 
+
+def _resonant(value: dict) -> list[dict]:
+    return [task for task in value.values() if task["noise_gain"].mean >= GAIN]
+
+
+def _flip_margins(value: dict) -> list[Estimate]:
+    return [m for task in _resonant(value)
+            for m in (margin(task["noise_gain"], GAIN), margin(task["flip_gain"], GAIN))]
+
+
+def _smallest_gain(value: dict) -> Estimate | None:
+    return min((task["gain"] for task in _with_room(value)), key=lambda e: e.mean, default=None)
+
+
+_ROOM = (f"a signed model has room to gain (some task's mean signed accuracy at the smallest a "
+         f"<= {HEADROOM:g}%)", lambda v: bool(_with_room(v)))
+_SOME_RESONANCE = (f"some task shows stochastic resonance (mean noise gain >= {GAIN:g})",
+                   lambda v: bool(_resonant(v)))
+_RESONANCE_CASE = {"x/easy": {"peak": 0.125, "gain": _est(20), "fall": _est(30), "start": 60.0},
+                   "x/hard": {"peak": 0.25, "gain": _est(1), "fall": _est(40), "start": 97.0}}
+_FLIP_CASE = {"x/easy": {"noise_gain": _est(20), "flip_gain": _est(15), "flip_peak": 0.2},
+              "x/hard": {"noise_gain": _est(1), "flip_gain": _est(0), "flip_peak": 0.1}}
+_LAYERS_CASE = {"float": 85.0, "first": 30.0, "last_block_1": 5.0, "last_block_2": 2.0}
+
+
+def _layer_claim(key: str, statement: str, paper: str, measure: str, trained: tuple,
+                 unit: str, caveat: str = "", where: str = "") -> Claim:
+    failing_float = {"float": 0.1}
+    return Claim(key, statement, paper, measure,
+                 "the first matrix's loss > both last-block losses (one model: no interval)",
+                 lambda v: v["first"] > max(v["last_block_1"], v["last_block_2"]),
+                 preconditions=(trained,),
+                 cases=Cases(_LAYERS_CASE, {**_LAYERS_CASE, "first": 1.0},
+                             {trained[0]: {**_LAYERS_CASE, **failing_float}}),
+                 unit=unit, headline=lambda v: v["first"], caveat=caveat, where=where)
+
+
+_STANDIN_TRAINED = (f"the stand-in learned its task (accuracy >= {STANDIN_TRAINED:g}%)",
+                    lambda v: v["float"] >= STANDIN_TRAINED)
+_DISTILBERT_TRAINED = (f"the model is accurate before probing (F1 >= {DISTILBERT_TRAINED:g})",
+                       lambda v: v["float"] >= DISTILBERT_TRAINED)
+_STANDIN_CAVEAT = ("one small ViT trained here on Fashion-MNIST, a stand-in for the paper's "
+                   "DistilBERT; one model, so no interval")
 
 CLAIMS: list[Claim] = [
     *_dataset_claims("fashion_mnist", {"binarize": "authors' code: easy ~83%, hard ~51%",
-                                       "transition": "", "rho": ""}),
+                                       "transition": "", "rho": ""}, "fashion_mnist"),
     *_dataset_claims("mnist", {"binarize": "hard ~50%",
                                "transition": "hard signed ~50% for p < 0.35, 92-96% by p ~ 0.5",
-                               "rho": "0.96"}),
+                               "rho": "0.96"}, MNIST_5K,
+                     caveat="offline, MNIST is the 5,000-digit subset mnist-5k (200 test "
+                            "images per pair)"),
     Claim("stochastic_resonance",
-          "Moderate noise raises binarized accuracy (stochastic resonance).",
+          "Moderate noise raises binarized accuracy (stochastic resonance): accuracy rises "
+          "with the noise amplitude a, peaks, then falls.",
           "MNIST easy signed 54% -> 98.5% at a ~ 0.2-0.3",
-          "per task and run: max over a of the signed accuracy under noise minus its value at "
-          "the smallest a (points), mean ± 2 SE over runs; lowest_start = lowest mean signed "
-          "accuracy at the smallest a", "some task's gain >= 5",
-          **any_of(_gain_margins),
-          preconditions=((f"a signed model has room to gain (some task at the smallest a "
-                          f"<= {HEADROOM:g}%)", lambda v: v["lowest_start"] <= HEADROOM),)),
+          "per task: the peak a* of the mean-over-runs signed accuracy among the noise levels "
+          "strictly between the smallest and the largest; per run, gain = accuracy at a* minus "
+          "at the smallest a and fall = accuracy at a* minus at the largest a (points); the "
+          "mean over every run with its 95% t interval",
+          f"every task with room to gain (mean signed accuracy at the smallest a <= "
+          f"{HEADROOM:g}%) has gain >= {GAIN:g} and fall >= {GAIN:g} points (an interior "
+          "peak), each beyond noise",
+          **all_of(_resonance_margins), preconditions=(_ROOM,),
+          cases=Cases(_RESONANCE_CASE,
+                      {**_RESONANCE_CASE, "x/easy": {**_RESONANCE_CASE["x/easy"],
+                                                     "gain": _est(0.5, 0.2)}},
+                      {_ROOM[0]: {k: {**v, "start": 97.0} for k, v in _RESONANCE_CASE.items()}}),
+          unit="points", headline=_smallest_gain,
+          caveat="headline: the smallest gain among tasks with room; a* is chosen on the same "
+                 "runs' mean curve, which favours a gain",
+          where="fig1_variants_fashion_mnist"),
     Claim("flips_mirror_noise",
           "The best sign-flip fraction improves signed accuracy where noise does.", "",
-          "per task: [noise gain, best flip gain] (points; flips of the smallest magnitudes), "
-          "mean ± 2 SE over runs",
-          "every task with noise gain >= 5 has flip gain >= 5",
-          **all_of(_resonant_margins),
-          preconditions=(("some task shows stochastic resonance (mean noise gain >= 5)",
-                          lambda v: any(noise.mean >= 5 for noise, _ in v.values())),)),
-    Claim("transformer_layers_standin",
-          "Early layers are least robust, deep layers resilient (stand-in: ViT on "
-          "Fashion-MNIST, not the paper's model).", "DistilBERT: position embeddings "
-          "binarized F1 ~ 0 vs baseline 0.885",
-          "one model: accuracy loss (points) under sign of the first probed matrix (patch "
-          "embedding) and of the last block's two MLP matrices; float = unprobed accuracy",
-          "first > both last-block losses",
-          lambda v: v["first"] > max(v["last_block_1"], v["last_block_2"]),
-          preconditions=((f"the stand-in learned its task (accuracy >= {STANDIN_TRAINED:g}%)",
-                          lambda v: v["float"] >= STANDIN_TRAINED),)),
-    Claim("transformer_layers_distilbert",
-          "Early layers are least robust, deep layers resilient (DistilBERT NER).",
-          "position embeddings and layer-0 lin1 binarized F1 ~ 0; classifier 0.887",
-          "entity-level F1 loss under sign of the position embeddings vs layer 5 lin1/lin2",
-          "first > both last-block losses",
-          lambda v: v["first"] > max(v["last_block_1"], v["last_block_2"]),
-          preconditions=((f"the model is accurate before probing (F1 >= {DISTILBERT_TRAINED:g})",
-                          lambda v: v["float"] >= DISTILBERT_TRAINED),)),
+          "per task: [noise gain at the interior peak a* as in stochastic_resonance, flip gain "
+          "at the interior peak q* of flipping the smallest |w| over q = 0] (points), the mean "
+          "over every run with its 95% t interval",
+          f"every task with mean noise gain >= {GAIN:g} has noise and flip gain >= {GAIN:g} "
+          "points, each beyond noise",
+          **all_of(_flip_margins), preconditions=(_SOME_RESONANCE,),
+          cases=Cases(_FLIP_CASE,
+                      {**_FLIP_CASE, "x/easy": {**_FLIP_CASE["x/easy"], "flip_gain": _est(0)}},
+                      {_SOME_RESONANCE[0]: {"x/hard": _FLIP_CASE["x/hard"]}}),
+          unit="points", headline=lambda v: min(
+              (t["flip_gain"] for t in _resonant(v)), key=lambda e: e.mean, default=None),
+          where="fig1_prune_noise_flip_fashion_mnist"),
+    _layer_claim("transformer_layers_standin",
+                 "Early layers are least robust, deep layers resilient (stand-in: ViT on "
+                 "Fashion-MNIST, not the paper's model).", "DistilBERT: position embeddings "
+                 "binarized F1 ~ 0 vs baseline 0.885",
+                 "one model: accuracy loss (points) under sign of the first probed matrix "
+                 "(patch embedding) and of the last block's two MLP matrices; float = "
+                 "unprobed accuracy", _STANDIN_TRAINED, "points", _STANDIN_CAVEAT,
+                 "fig5_layerwise_vit_standin"),
+    _layer_claim("transformer_layers_pruned_standin",
+                 "Early layers are fragile under pruning as well as binarization (stand-in: "
+                 "ViT on Fashion-MNIST, not the paper's model).", "",
+                 f"one model: accuracy loss (points) when the {LAYER_PRUNE:g} smallest-|w| "
+                 "fraction of the first probed matrix (patch embedding) or of one of the last "
+                 "block's two MLP matrices is pruned", _STANDIN_TRAINED, "points",
+                 _STANDIN_CAVEAT, "fig5_layerwise_vit_standin"),
+    _layer_claim("transformer_layers_distilbert",
+                 "Early layers are least robust, deep layers resilient (DistilBERT NER).",
+                 "position embeddings and layer-0 lin1 binarized F1 ~ 0; classifier 0.887",
+                 "entity-level F1 loss under sign of the position embeddings vs layer 5 "
+                 "lin1/lin2", _DISTILBERT_TRAINED, "F1"),
+    _layer_claim("transformer_layers_pruned_distilbert",
+                 "Early layers are fragile under pruning as well as binarization "
+                 "(DistilBERT NER).", "",
+                 f"entity-level F1 loss when the {LAYER_PRUNE:g} smallest-|w| fraction of the "
+                 "position embeddings or of layer 5 lin1/lin2 is pruned", _DISTILBERT_TRAINED,
+                 "F1"),
 ]

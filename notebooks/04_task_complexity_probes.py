@@ -33,7 +33,8 @@
 # ## Method
 #
 # The network is $784 \to 64\ (\mathrm{ReLU}) \to 2$ with biases, inputs in $[-1, 1]$
-# (background $-1$), Adam (lr 0.01), cosine annealing over 10 epochs, batch 128. Task
+# (background $-1$), Adam (lr 0.01, reached by a linear warmup over the first 5 steps),
+# cosine annealing over 10 epochs, batch 128. Task
 # difficulty is the mean structural dissimilarity of random image pairs,
 # $d(A, B) = \tfrac12\left(\mathbb E_{a \in A, b \in B}[1 - \mathrm{SSIM}(a, b)]
 # + \mathbb E_{b \in B, a \in A}[1 - \mathrm{SSIM}(b, a)]\right)$; the most *similar* pair is
@@ -66,17 +67,23 @@
 #   data. Every table, figure and claim row names it `mnist-5k`; with the IDX files present
 #   the full set runs and is named `mnist`. A `mnist-5k` pair trains for proportionally more
 #   epochs (150 instead of 10; 25 instead of 5 for the heatmaps), so that it takes as many
-#   Adam steps as the preset would on the full set. Some runs never train at all, whatever
-#   the epochs: they predict one class from the first steps on (the first cell's output
-#   lists them). Runs at chance before any probe are shown but left out of the statistics
-#   (`memlib.probes.UNTRAINED`): a dead model is at chance with or without a probe, and
-#   counting it would make "binarized hard models collapse to chance" hold by default.
-# * 5 runs per pair (paper: 20, and 100 for null models); the 45-pair heatmaps use 3 runs per
-#   pair trained for 5 epochs on at most 2000 images per class (the paper: the full setting).
-# * Claims are judged per run: each rule reads the mean over runs with ± 2 standard errors,
-#   and a verdict whose threshold lies inside that spread is *within noise*. Each rule also
-#   names what it presupposes (the unprobed models learned their tasks, the hard pair is the
-#   more similar one, ...); where that fails the verdict says *precondition failed*.
+#   Adam steps as the preset would on the full set (with 10 epochs of 7 batches the hard
+#   pair reached about 93% and the heatmaps' ρ was 0.53).
+# * **A 5-step learning-rate warmup (ours).** With the full learning rate from the first
+#   step, Adam killed every ReLU of two of the five MNIST 7 / 9 runs of the pilot in their
+#   first steps (they predicted one class). The rate now rises linearly over the first 5
+#   optimizer steps (`warmup_steps`), and every run enters every statistic; a run still at
+#   chance before any probe (`memlib.probes.UNTRAINED`) fails the rules' "models learned"
+#   precondition instead of being left out. How much the binarization results depend on the
+#   first steps is shown in `pilots/04_task_complexity_probes.csv`.
+# * 12 runs per pair (paper: 20, and 100 for null models); the 45-pair heatmaps use the first 3
+#   of those seeds, trained for 5 epochs on at most 2000 images per class (the paper: the full
+#   setting).
+# * Claims are judged per run: each rule reads the mean over every run with its 95% Student-t
+#   interval (the median is reported beside it), and a verdict whose threshold lies inside
+#   that interval is *within noise*. Each rule also names what it presupposes (the unprobed
+#   models learned their tasks, the hard pair is the more similar one, ...); where that fails
+#   the verdict says *precondition failed*.
 # * Accuracies are reported as measured (below 50% stays below 50%) unless
 #   `fold_below_chance` is set; the authors fold them to $100 - \mathrm{acc}$.
 # * Trained biases are kept (`reinit_biases = False`); the authors' probe scripts reload the
@@ -100,7 +107,8 @@ activation = "relu"
 epochs = 10
 batch_size = 128
 lr = 0.01
-runs = 5
+warmup_steps = 5
+seeds = [100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111]
 train_per_class = None
 reinit_biases = False
 fold_below_chance = False
@@ -127,7 +135,6 @@ standin_flip_levels = [0.1, 0.3]
 distilbert = False
 distilbert_model = "dslim/distilbert-NER"
 distilbert_sentences = None
-seed = 0
 
 # %%
 import time
@@ -156,14 +163,12 @@ sweep_all, pairs = results["sweep"], results["pairs"]
 datasets = results["datasets"]  # the data actually used: "mnist-5k" without the MNIST IDX files
 for name in datasets:
     print(data.source(name))
-# Runs at chance before any probe never trained: shown in the phase-transition figure, left
-# out of the bands, boxes and claims below (see memlib.probes.UNTRAINED).
+# Every run enters every figure and statistic; a run at chance before any probe (see
+# memlib.probes.UNTRAINED) is named here and fails the claims' "models learned" precondition.
 baseline = results["baseline"]
-print("runs that never trained:", baseline.loc[~baseline["trained"], ["dataset", "task", "run",
-                                                                     "acc"]].to_dict("records"))
-sweep = sweep_all[sweep_all["trained"]]
-nulls = results["nulls"][results["nulls"]["trained"]]
-baseline = baseline[baseline["trained"]]
+print("runs at chance before any probe:", baseline.loc[~baseline["trained"], [
+    "dataset", "task", "run", "acc"]].to_dict("records"))
+sweep, nulls = sweep_all, results["nulls"]
 classes = {name: data.load(name, "test").classes for name in datasets}
 label = {(r.dataset, r.task): f"{r.task}: {classes[r.dataset][r.a]} / {classes[r.dataset][r.b]}"
          for r in pairs.itertuples()}
@@ -220,11 +225,14 @@ TASK_COLORS = {"easy": "C0", "hard": "C3"}
 
 
 def band(ax, frame, x="level", color="C0", linestyle="-", name=None, scale_x=1.0):
-    """Median over runs with the interquartile range as a band."""
-    q = frame.groupby(x)["acc"].quantile([0.25, 0.5, 0.75]).unstack()
-    ax.plot(q.index * scale_x, q[0.5], linestyle=linestyle, color=color, label=name,
-            marker=".", ms=3)
-    ax.fill_between(q.index * scale_x, q[0.25], q[0.75], color=color, alpha=0.2, lw=0)
+    """Mean over runs (the claims' statistic) with its 95% Student-t interval as a band;
+    null-model draws of a run are averaged first, so the unit is the run."""
+    per_run = frame.groupby([x, "run"])["acc"].mean().groupby(x)
+    mean = per_run.mean()
+    half = per_run.apply(lambda a: Estimate.of(a).half_width if len(a) > 1 else 0.0)
+    ax.plot(mean.index * scale_x, mean, linestyle, color=color, label=name, marker=".", ms=3)
+    ax.fill_between(mean.index * scale_x, mean - half, mean + half, color=color, alpha=0.2,
+                    lw=0)
 
 
 def fig1(dataset):
@@ -248,7 +256,8 @@ def fig1(dataset):
     axes[0].set_ylim(30, 101)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7)
-    fig.suptitle(f"{dataset}: probes on every layer (median and IQR over {config.runs} runs)")
+    fig.suptitle(f"{dataset}: probes on every layer "
+                 f"(mean and 95% t interval over {config.runs} runs)")
     return fig
 
 
@@ -264,30 +273,30 @@ for name in datasets:
 # from 54% to 98.5% at $a \approx$ 0.2–0.3.
 
 # %% tags=["remove-input"]
-def medians(name: str, task: str, probe: str, form: str, mode: str = "smallest") -> pd.Series:
-    """Median accuracy over the trained runs against the probe's level."""
+def means(name: str, task: str, probe: str, form: str, mode: str = "smallest") -> pd.Series:
+    """Mean accuracy over every run (the claims' statistic) against the probe's level."""
     part = sweep[(sweep["dataset"] == name) & (sweep["task"] == task)
                  & (sweep["probe"] == probe) & (sweep["form"] == form)
                  & (sweep["mode"] == ("-" if probe == "noise" else mode))]
-    return part.groupby("level")["acc"].median()
+    return part.groupby(["level", "run"])["acc"].mean().groupby("level").mean()
 
 
 def fig1_text(name: str) -> str:
-    """What Fig. 1 shows for one dataset, from the medians over trained runs."""
+    """What Fig. 1 shows for one dataset, from the means over every run."""
     runs = baseline.query("dataset == @name").groupby("task")["run"].nunique()
-    parts = [f"*{name}* (median over the trained runs: easy {runs.get('easy', 0)}, hard "
+    parts = [f"*{name}* (mean over every run: easy {runs.get('easy', 0)}, hard "
              f"{runs.get('hard', 0)})."]
     for task in ("easy", "hard"):
-        full = medians(name, task, "prune", "float")
+        full = means(name, task, "prune", "float")
         within = (full >= full.iloc[0] - 2).astype(int).cummin()  # 2 points of unpruned
         top_p = within.index[within.astype(bool)][-1]
-        sign = medians(name, task, "prune", "signed")
-        noise, flip = medians(name, task, "noise", "signed"), medians(name, task, "flip", "signed")
+        sign = means(name, task, "prune", "signed")
+        noise, flip = means(name, task, "noise", "signed"), means(name, task, "flip", "signed")
         parts.append(
             f"The {task} pair ({pair_name(name, task)}) is at {num(full.iloc[0], 1)}% unprobed and "
             f"stays within 2 points of it up to p = {top_p:g}. Binarized it starts at "
-            f"{num(sign.iloc[0], 1)}% and reaches its highest median, {num(sign.max(), 1)}%, at "
-            f"p = {sign.idxmax():g}; with noise the binarized median peaks at "
+            f"{num(sign.iloc[0], 1)}% and reaches its highest mean, {num(sign.max(), 1)}%, at "
+            f"p = {sign.idxmax():g}; with noise the binarized mean peaks at "
             f"{num(noise.max(), 1)}% ($a = 2^{{{round(np.log2(noise.idxmax()))}}}$), with sign "
             f"flips at "
             f"{num(flip.max(), 1)}% (q = {flip.idxmax():g}).")
@@ -299,11 +308,11 @@ display(Markdown("\n\n".join(fig1_text(name) for name in datasets)))
 # %%
 signed = sweep.query("probe == 'prune' and mode == 'smallest' and form == 'signed'")
 print(signed.pivot_table(index="level", columns=["dataset", "task"], values="acc",
-                         aggfunc="median").round(1).T)
+                         aggfunc="mean").round(1).T)
 gains = sweep.query("form == 'signed' and (probe == 'noise' or "
                     "(probe == 'flip' and mode == 'smallest'))")
 print(gains.pivot_table(index=["probe", "level"], columns=["dataset", "task"], values="acc",
-                        aggfunc="median").round(1))
+                        aggfunc="mean").round(1))
 
 # %% [markdown]
 # ### The phase transition, run by run
@@ -325,14 +334,15 @@ for ax, name in zip(axes, datasets, strict=True):
         index="level", columns="run", values="acc")
     dead = set(results["baseline"].query("dataset == @name and task == 'hard' and not trained")
                ["run"])
-    easy = signed.query("dataset == @name and task == 'easy'").groupby("level")["acc"].median()
+    easy = signed.query("dataset == @name and task == 'easy'").groupby("level")["acc"].mean()
     ax.plot(easy.index, easy.to_numpy(), ":", color=TASK_COLORS["easy"],
-            label=f"{label[(name, 'easy')]} (median)")
+            label=f"{label[(name, 'easy')]} (mean)")
     for run in hard.columns:
-        rise, p10, p90 = transition_points(hard.index.to_numpy(), hard[run].to_numpy())
+        rise, p10, p50, p90 = transition_points(hard.index.to_numpy(), hard[run].to_numpy(),
+                                                fractions=(0.1, 0.5, 0.9))
         transition_rows.append({"dataset": name, "run": run, "trained": run not in dead,
                                 "signed_p0": hard[run].iloc[0], "rise": rise, "p10": p10,
-                                "p90": p90, "width": p90 - p10})
+                                "p50": p50, "p90": p90, "width": p90 - p10})
         if run in dead:
             ax.plot(hard.index, hard[run], color="0.6", lw=0.8, ls="--",
                     label="a run that never trained" if run == min(dead) else None)
@@ -352,8 +362,8 @@ axes[0].set_ylabel("signed test accuracy (%)")
 savefig(fig, "fig1_phase_transition", STUDY, scale)
 transitions = pd.DataFrame(transition_rows)
 save_table(transitions.round(3), "phase_transition_runs", STUDY, scale)
-transitions.query("trained").groupby("dataset")[["signed_p0", "rise", "width"]].agg(
-    ["mean", "min", "max"]).round(2)
+transitions.groupby("dataset")[["signed_p0", "rise", "width", "p50"]].agg(
+    ["mean", "std", "min", "max"]).round(2)
 
 # %% tags=["remove-input"]
 def transition_text(name: str) -> str:
@@ -369,8 +379,8 @@ def transition_text(name: str) -> str:
             f"({num(narrow['width'], 2)}, run {int(narrow['run'])}) at "
             f"{num(narrow['signed_p0'], 1)}%.")
     if len(dead):
-        text += (f" {len(dead)} run(s) never trained (grey, at chance before any probe) and "
-                 "are left out of every statistic.")
+        text += (f" {len(dead)} run(s) never trained (grey, at chance before any probe); they "
+                 "count in every statistic and fail the claims' models-learned precondition.")
     return text
 
 
@@ -435,7 +445,7 @@ def fig_variants(dataset):
             ("mean|w|·sign(w) (ours)", FORM_STYLES["scaled"]))]
         + [Line2D([], [], color="0.35", linestyle="--", lw=1, label="chance")])
     fig.legend(handles=handles, loc="outside right center", fontsize=7)
-    fig.suptitle(f"{dataset}: probe variants (median and IQR over {config.runs} runs)")
+    fig.suptitle(f"{dataset}: probe variants (mean and 95% t interval over {config.runs} runs)")
     return fig
 
 
@@ -445,9 +455,9 @@ for name in datasets:
 # %% tags=["remove-input"]
 def variants_text(name: str) -> str:
     """Mean float accuracy over the pruning levels per choice of weights, and how far the
-    scaled sign departs from the plain sign (medians over runs)."""
+    scaled sign departs from the plain sign (means over runs)."""
     d = sweep.query("dataset == @name and probe == 'prune'")
-    curve = d.groupby(["task", "mode", "form", "level"])["acc"].median()
+    curve = d.groupby(["task", "mode", "form", "level"])["acc"].mean()
     mean_float = {m: curve.xs(("float", m), level=("form", "mode")).mean()
                   for m in ("smallest", "random", "largest")}
     order = sorted(mean_float, key=mean_float.get, reverse=True)
@@ -490,19 +500,19 @@ savefig(fig, "fig2_prune_randomize_B", STUDY, scale)
 
 # %% tags=["remove-input"]
 def b_text(name: str) -> str:
-    """Median accuracy of B(pruned W) and of the pruned weights at p = 0, per pair."""
+    """Mean accuracy of B(pruned W) and of the pruned weights at p = 0, per pair."""
     out = []
     for task in ("easy", "hard"):
         b = nulls.query("dataset == @name and task == @task and null == 'B' and prune == 0")
         w = sweep.query("dataset == @name and task == @task and probe == 'prune' and "
                         "mode == 'smallest' and form == 'float' and level == 0")
-        out.append(f"{task} {num(b['acc'].median(), 1)}% (trained weights "
-                   f"{num(w['acc'].median(), 1)}%)")
+        out.append(f"{task} {num(b['acc'].mean(), 1)}% (trained weights "
+                   f"{num(w['acc'].mean(), 1)}%)")
     return f"{name}: " + ", ".join(out)
 
 
 display(Markdown(f"""
-Medians over runs and draws of B(W) at $p = 0$: {listing(b_text(n) for n in datasets)}. Where
+Means over runs and draws of B(W) at $p = 0$: {listing(b_text(n) for n in datasets)}. Where
 B costs the hard pair more than the easy one, the hard task's magnitudes carry information that
 the sign structure alone does not, as the paper reports; the figure shows whether B(pruned W)
 recovers together with the signed curve as small weights are pruned.
@@ -521,7 +531,7 @@ for ax, name in zip(axes[:, 0], datasets, strict=True):
     sns.boxplot(data=zero, x="null", y="acc", hue="task", ax=ax, whis=(0, 100), fliersize=0,
                 hue_order=[label[(name, "easy")], label[(name, "hard")]],
                 palette=[TASK_COLORS["easy"], TASK_COLORS["hard"]])
-    base = baseline.query("dataset == @name").groupby("task")["acc"].median()
+    base = baseline.query("dataset == @name").groupby("task")["acc"].mean()
     for task, value in base.items():
         ax.axhline(value, color=TASK_COLORS[task], lw=0.8, ls=":",
                    label=f"{task}: trained weights ({value:.1f}%)")
@@ -534,23 +544,23 @@ axes[-1, 0].set_xlabel("null model (A all, B by sign, C/D per in/out node, E/F p
                        "sign, G rewired)")
 savefig(fig, "fig3_null_models", STUDY, scale)
 print(nulls.query("prune == 0.0").groupby(["dataset", "task", "null"])["acc"]
-      .median().unstack().round(1))
+      .mean().unstack().round(1))
 
 # %% [markdown]
 # Boxes span the full range over runs × draws (not trimmed to the IQR as the authors do).
-# The table above gives the medians; the claims table reads means over runs with ± 2 SE.
+# The table above gives the means over runs and draws, the statistic the claims read.
 
 # %% tags=["remove-input"]
 zero_nulls = nulls.query("prune == 0.0")
-median_by = zero_nulls.groupby(["dataset", "task", "null"])["acc"].median()
 run_mean = zero_nulls.groupby(["dataset", "task", "null", "run"])["acc"].mean()
+mean_by = run_mean.groupby(["dataset", "task", "null"]).mean()
 
 
 def null_text(name: str) -> str:
-    """Medians per null model for both pairs, and B's mean and 95% interval over runs."""
+    """Means per null model for both pairs, and B's 95% interval over runs."""
     parts = []
     for task in ("easy", "hard"):
-        m = median_by[(name, task)]
+        m = mean_by[(name, task)]
         keep = [n for n in ("B", "E", "F") if n in m.index]
         lose = [n for n in ("A", "C", "D", "G") if n in m.index]
         b_runs = Estimate.of(run_mean[(name, task, "B")])
@@ -598,7 +608,7 @@ for name in datasets:
     axes[3].set_title(f"ρ(Δ_bin, Δ_rand) = {rho_rand:.2f}\nρ(1-SSIM, Δ_rand) = {rho_ssim:.2f}",
                       fontsize=8)
     axes[3].set_box_aspect(1)
-    fig.suptitle(f"{name}: {len(h)} class pairs, median over {config.heatmap_runs} runs")
+    fig.suptitle(f"{name}: {len(h)} class pairs, mean over {config.heatmap_runs} runs")
     savefig(fig, f"fig4_pair_heatmaps_{name}", STUDY, scale)
     print(f"{name}: Spearman rho(delta_bin, delta_rand) = {rho_rand:.3f}, "
           f"rho(1 - SSIM, delta_rand) = {rho_ssim:.3f}")
@@ -620,7 +630,7 @@ def heat_text(name: str) -> str:
 
 
 display(Markdown(f"""
-Each cell is one binary task (medians over the runs that trained). The two data-free measures
+Each cell is one binary task (means over every run). The two data-free measures
 agree as follows: {listing(heat_text(n) for n in datasets)}; the paper reports 0.96 on MNIST.
 On `mnist-5k` the test sets are small (200 images per pair, accuracies in steps of 0.5
 points) and each pair has {config.heatmap_runs} run(s), which adds noise to both gaps; the
@@ -743,14 +753,42 @@ if results["distilbert"] is not None:
 # %% [markdown]
 # ## Claims
 #
-# Rules fixed before the runs; each value is the mean ± 2 SE over the runs that trained.
-# Most Fashion-MNIST claims hold; MNIST (`mnist-5k`) reproduces the hard pair's phase
-# transition and its need for magnitudes, but with 3–5 runs several verdicts are *within
-# noise*: the hard pairs' binarized accuracy (Fashion-MNIST 63 ± 13, MNIST 57 ± 11) straddles
-# the rule's 65%, the transition widths (0.30 ± 0.12, 0.19 ± 0.08) straddle 0.25, MNIST's
-# easy B (78 ± 8) and its ρ (0.76 ± 0.10) straddle 85% and 0.7, and Fashion-MNIST's easy-pair
-# noise gain (6.0 ± 4.0) straddles the 5 points that would make it count for the flips
-# claim. More runs per pair (the paper: 20) are what would decide them.
+# Each rule reads the **mean over every run** with its 95% Student-t interval (medians over
+# runs are printed beside it in each row's values); a verdict whose threshold lies inside the
+# interval is *within noise*. The rules were designed on a pilot (seeds 0–4, the recipe
+# without warmup, whose verdicts CLAIMS.md shows beside these) and registered in
+# `register/04_task_complexity_probes.yaml` before the confirmatory run on the fresh seeds
+# set above. What changed from the pilot's rules, and why:
+#
+# * **Every run counts.** The pilot left out the MNIST 7 / 9 runs that never trained and
+#   checked "the hard models learned" on the runs it kept; counted over all runs, three MNIST
+#   rows would have read *precondition failed*. Now the recipe trains every run (the 5-step
+#   warmup above), every run enters every statistic, and the "models learned" precondition
+#   asks that no run sits at chance and that the mean unprobed accuracy over all runs is at
+#   least 90%.
+# * **Mean, not median.** The pilot's rules first read medians, then means; the mean is the
+#   registered statistic (its t interval is the rule's noise test) and the figures above now
+#   draw means with 95% t intervals.
+# * **95% t intervals instead of ± 2 standard errors**: with few runs a t interval is much
+#   wider than 2 SE.
+# * **The phase transition must sit at a characteristic level.** Besides the rise (≥ 25
+#   points) and the width (≤ 0.25), the midpoints p50 of the runs that rise must agree: their
+#   standard deviation over runs ≤ 0.1, judged by its 95% chi-square interval.
+# * **Hard tasks need magnitudes on every sign-keeping null model.** The pilot's rule held if
+#   any one of B, E, F cost the hard pair more than the easy one; now each of the three must
+#   cost it at least 5 points more.
+# * **The gaps are tested against difficulty.** `complexity_measure` now asks what the paper
+#   claims, that the gaps Δ_bin and Δ_rand grow as the two classes grow similar (Spearman ρ
+#   with the 1 − SSIM distance below 0 for both); the pilot's rule, that the two gaps agree
+#   (ρ ≥ 0.7), is kept as `measures_agree`. Both intervals now come from a bootstrap over the
+#   ten classes (pairs that share a class are not independent) and each pair's runs.
+# * **Stochastic resonance needs an interior peak on every task with room.** The pilot took
+#   the maximum over all noise levels minus the first (never negative) on any one of four
+#   tasks; now the peak must lie strictly inside the noise range, at least 5 points above the
+#   smallest amplitude and 5 points above the largest, on every task whose binarized model
+#   starts at or below 95%. The sign-flip rule uses the same interior peak.
+# * **New rows:** early layers fragile under pruning (half of a matrix's smallest weights) as
+#   well as binarization, for the ViT stand-in and, where it runs, DistilBERT.
 
 # %%
 measured = measure(results)

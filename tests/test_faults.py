@@ -252,7 +252,7 @@ def test_bad_checkpoint_minutes_stop_at_start(minutes, monkeypatch, capsys):
     ("rlp", "wrn_depth=12", "wrn_depth=12 must be 6n + 4"),
     ("modarith", "p=-7", "p=-7 must be a prime"),
     ("modarith", "lr=nan", "not a finite number"),
-    ("probes", "runs=0", "runs=0 must be positive"),
+    ("probes", "seeds=[-1]", "seeds[0]=-1 must be >= 0"),
     ("probes", "noise_log2_levels=[9]", "noise_log2_levels[0]=9.0 must be <= 4"),
 ])
 def test_nonsense_values_stop_at_config_time(study, setting, fragment, monkeypatch, capsys):
@@ -274,7 +274,7 @@ def test_every_numeric_config_field_declares_its_domain():
             if typing.get_origin(hint) is not typing.Annotated:
                 assert not numeric(hint), f"{study}.Config.{name} declares no domain"
         with pytest.raises(ConfigError):  # direct construction is checked as well
-            config(**({"seed": -1} if study == "probes" else {"seeds": (-1,)}))
+            config(seeds=(-1,))
         build(config, {})
 
 

@@ -250,17 +250,22 @@ def test_layerwise_table_and_drops(tiny):
     assert set(table["probe"]) == {"float", "sign", "A", "B", "prune", "noise", "flip"}
     drops = probes.layer_drops(table)
     assert set(drops) == {"float", "first", "last_block_1", "last_block_2"}
+    assert set(probes.layer_drops(table, "prune", 0.5)) == set(drops)
+    assert probes.layer_drops(table, "prune", 0.3) is None  # a level the table lacks
 
 
-def test_ensemble_training_equals_separate_runs():
+@pytest.mark.parametrize("warmup_steps", [0, 3])
+def test_ensemble_training_equals_separate_runs(warmup_steps):
     x = torch.randn(50, 6, generator=gen(5))
     y = (x[:, 0] > 0).long()
     seeds = [3, 4]
-    stacked = probes.train_runs(x, y, seeds, 5, "relu", epochs=2, batch_size=16, lr=0.01)
+    stacked = probes.train_runs(x, y, seeds, 5, "relu", epochs=2, batch_size=16, lr=0.01,
+                                warmup_steps=warmup_steps)
     for r, seed in enumerate(seeds):
         model = probes.make_mlp(5, "relu", seed, in_features=6)
         spec = TrainSpec(epochs=2, batch_size=16, optimizer="adam", lr=0.01,
-                         schedule="cosine", seed=seed)
+                         schedule="warmup_cosine" if warmup_steps else "cosine",
+                         warmup_epochs=warmup_steps / 4, seed=seed)  # 4 batches per epoch
         train(model, (x, y), spec)
         for name, value in model.named_parameters():
             assert torch.allclose(stacked[name][r], value, atol=1e-5), name
@@ -307,6 +312,28 @@ def test_transition_points_mark_the_crossings():
     rise, p10, p90 = probes.transition_points(levels, np.array([50, 50, 90, 90]))
     assert rise == 40 and p10 == pytest.approx(0.11) and p90 == pytest.approx(0.19)
     assert np.isnan(probes.transition_points(levels, np.array([90, 80, 70, 60]))[1])
+    _, p50 = probes.transition_points(levels, np.array([50, 50, 90, 90]), fractions=(0.5,))
+    assert p50 == pytest.approx(0.15)
+
+
+def test_spread_interval_and_threshold():
+    tight, wide = probes.Spread(0.03, 8), probes.Spread(0.25, 8)
+    lo, hi = tight.interval()
+    assert lo < 0.03 < hi < 0.1
+    assert tight.at_most(0.1) == (True, True) and wide.at_most(0.1) == (False, True)
+    assert probes.Spread(0.09, 3).at_most(0.1) == (True, False)  # 3 runs: undecided
+    assert probes.Spread.of([0.4]).at_most(0.1) == (False, False)
+    assert probes.Spread.of([0.3, 0.5]).sd == pytest.approx(np.sqrt(0.02))
+
+
+def test_interior_peak_ignores_the_ends():
+    curves = pd.DataFrame({0: [50, 70, 90, 40], 1: [52, 72, 88, 60]}, index=[0.01, 0.1, 0.2, 1])
+    peak = probes.interior_peak(curves)
+    assert peak["peak"] == 0.2 and peak["gain"].mean == 38 and peak["fall"].mean == 39
+    rising = pd.DataFrame({0: [50, 60, 70, 99]}, index=[0.01, 0.1, 0.2, 1])  # no interior peak
+    assert probes.interior_peak(rising)["gain"].mean == 20
+    ends = probes.interior_peak(curves.iloc[[0, -1]])  # two levels: nothing in between
+    assert np.isnan(ends["gain"].mean) and ends["start"] == 51
 
 
 def estimate(values):
@@ -318,60 +345,66 @@ def verdicts(measured):
     return dict(zip(table["id"], table["verdict"], strict=True))
 
 
-TRAINED = {"runs_easy": "3/3", "runs_hard": "3/3", "float_easy": 99.0, "float_hard": 98.0,
+LEARNED = {"float_easy": 99.0, "float_hard": 98.0, "at_chance_easy": 0, "at_chance_hard": 0,
            "dist_easy": 0.6, "dist_hard": 0.4}
 
 
 def test_claim_rules_preconditions_and_noise():
     clear_sep = {"data": "mnist-5k", "easy": estimate([90, 91, 89]),
-                 "hard": estimate([50, 52, 51]), "gap": estimate([40, 39, 38]), **TRAINED}
+                 "hard": estimate([50, 52, 51]), "gap": estimate([40, 39, 38]), **LEARNED}
     vague_sep = {**clear_sep, "hard": estimate([50, 80, 62]), "gap": estimate([40, 11, 27])}
-    failed_sep = {**clear_sep, "hard": estimate([80, 81, 79]), "gap": estimate([10, 10, 10])}
-    untrained = {**clear_sep, "float_hard": 70.0}
-    swapped = {**clear_sep, "dist_hard": 0.7}
     v = verdicts({"binarization_separates_mnist": clear_sep,
                   "binarization_separates_fashion_mnist": vague_sep})
     assert v["binarization_separates_mnist"] == HOLDS
     assert v["binarization_separates_fashion_mnist"] == WITHIN_NOISE
-    v = verdicts({"binarization_separates_mnist": failed_sep,
-                  "binarization_separates_fashion_mnist": untrained})
-    assert v["binarization_separates_mnist"] == FAILS
-    assert v["binarization_separates_fashion_mnist"].startswith("precondition failed: hard models")
-    v = verdicts({"binarization_separates_mnist": swapped,
-                  "binarization_separates_fashion_mnist": {**clear_sep, "runs_hard": "1/3"}})
-    assert v["binarization_separates_mnist"].startswith("precondition failed: the hard pair")
-    assert v["binarization_separates_fashion_mnist"].startswith("precondition failed: hard models")
+    dead = {**clear_sep, "at_chance_hard": 1}  # one run at chance fails the precondition
+    assert verdicts({"binarization_separates_mnist": dead})[
+        "binarization_separates_mnist"].startswith("precondition failed: hard models")
 
     sharp = {"data": "mnist", "rise": estimate([40, 42, 44]), "width": estimate([0.1, 0.12, 0.1]),
-             "rising_runs": "3/3", "signed_hard_p0": estimate([50, 51, 52]), "runs_hard": "3/3",
-             "float_hard": 98.0}
-    v = verdicts({"phase_transition_mnist": sharp,
-                  "phase_transition_fashion_mnist": {**sharp,
-                                                     "signed_hard_p0": estimate([80, 80])}})
-    assert v["phase_transition_mnist"] == HOLDS
-    assert v["phase_transition_fashion_mnist"].startswith("precondition failed: the binarized")
-    flat = {**sharp, "rise": estimate([2, 1, 3]), "width": estimate([]), "rising_runs": "0/3"}
+             "level_sd": probes.Spread(0.02, 12), "signed_hard_p0": estimate([50, 51, 52]),
+             "float_hard": 98.0, "at_chance_hard": 0}
+    scattered = {**sharp, "level_sd": probes.Spread(0.3, 12)}  # sharp, but anywhere in p
+    unsure = {**sharp, "level_sd": probes.Spread(0.05, 3)}
+    v = verdicts({"phase_transition_mnist": sharp, "phase_transition_fashion_mnist": scattered})
+    assert v["phase_transition_mnist"] == HOLDS and v["phase_transition_fashion_mnist"] == FAILS
+    assert verdicts({"phase_transition_mnist": unsure})["phase_transition_mnist"] == WITHIN_NOISE
+    flat = {**sharp, "rise": estimate([2, 1, 3]), "width": estimate([]),
+            "level_sd": probes.Spread.of([])}
     assert verdicts({"phase_transition_mnist": flat})["phase_transition_mnist"] == FAILS
 
-    gains = {"a/easy": estimate([6, 7, 6.5]), "a/hard": estimate([1, -1, 0]), "lowest_start": 60}
-    v = verdicts({"stochastic_resonance": gains,
-                  "flips_mirror_noise": {"a/easy": [gains["a/easy"], estimate([7, 8, 9])],
-                                         "a/hard": [gains["a/hard"], estimate([0, 0, 1])]}})
-    assert v["stochastic_resonance"] == HOLDS and v["flips_mirror_noise"] == HOLDS
-    v = verdicts({"stochastic_resonance": {**gains, "lowest_start": 97.0},
-                  "flips_mirror_noise": {"a/hard": [gains["a/hard"], estimate([9, 9, 9])]}})
-    assert v["stochastic_resonance"].startswith("precondition failed: a signed model")
-    assert v["flips_mirror_noise"].startswith("precondition failed: some task")
+    # hard_needs_magnitudes needs every sign-keeping null model, not one of them
+    one = {"data": "mnist", "B": estimate([20, 22, 21]), "E": estimate([-1, 0, -2]),
+           "F": estimate([-1, 1, 0]), **LEARNED}
+    assert verdicts({"hard_needs_magnitudes_mnist": one})["hard_needs_magnitudes_mnist"] == FAILS
+
+    # the gaps must grow as the pairs grow similar: a negative correlation with 1 - SSIM
+    gaps = {"data": "mnist", "rho_bin": Estimate(-0.5, 0.1, 10),
+            "rho_rand": Estimate(-0.1, 0.1, 10), "pairs": 45, "at_chance": 0}
+    assert verdicts({"complexity_measure_mnist": gaps})["complexity_measure_mnist"] \
+        == WITHIN_NOISE
+    assert verdicts({"complexity_measure_mnist": {**gaps, "rho_rand": Estimate(0.5, 0.1, 10)}})[
+        "complexity_measure_mnist"] == FAILS
+
+    room = {"peak": 0.1, "gain": estimate([20, 22, 21]), "fall": estimate([30, 31, 32]),
+            "start": 70.0}
+    full = {"peak": 0.1, "gain": estimate([0, 1, 0]), "fall": estimate([40, 41, 42]),
+            "start": 97.0}
+    flat_noise = {**room, "gain": estimate([1, 0, 2])}
+    v = verdicts({"stochastic_resonance": {"a/easy": room, "a/hard": full}})
+    assert v["stochastic_resonance"] == HOLDS  # the task without room is not asked to gain
+    v = verdicts({"stochastic_resonance": {"a/easy": room, "a/hard": flat_noise}})
+    assert v["stochastic_resonance"] == FAILS  # every task with room must show the peak
 
     standin = {"float": 85.0, "first": 30.0, "last_block_1": 5.0, "last_block_2": 2.0}
-    v = verdicts({"transformer_layers_standin": standin,
-                  "transformer_layers_distilbert": {**standin, "float": 0.3}})
-    assert v["transformer_layers_standin"] == HOLDS
-    assert v["transformer_layers_distilbert"].startswith("precondition failed: the model")
+    v = verdicts({"transformer_layers_pruned_standin": standin,
+                  "transformer_layers_pruned_distilbert": {**standin, "float": 0.3}})
+    assert v["transformer_layers_pruned_standin"] == HOLDS
+    assert v["transformer_layers_pruned_distilbert"].startswith("precondition failed: the model")
     assert len({c.id for c in probes.CLAIMS}) == len(probes.CLAIMS)
 
 
-def test_bootstrap_spearman_spread_over_runs():
+def test_bootstrap_spearman_spread_over_classes_and_runs():
     rng = np.random.default_rng(0)
     rows = []
     for i, (a, b) in enumerate(itertools.combinations(range(10), 2)):
@@ -380,10 +413,12 @@ def test_bootstrap_spearman_spread_over_runs():
                          "y": 2 * i + rng.normal(0, 0.1)})
     agree = pd.DataFrame(rows)
     rho = probes.bootstrap_spearman(agree, "x", "y", draws=200)
-    assert rho.n == 3 and rho.mean > 0.99 and rho.se < 0.01 and rho.beyond_noise
+    assert rho.n == 10 and rho.mean > 0.99 and rho.se < 0.01 and rho.beyond_noise
     noisy = agree.assign(y=rng.normal(0, 1, len(agree)))
     rho = probes.bootstrap_spearman(noisy, "x", "y", draws=200)
     assert abs(rho.mean) < 0.5 and rho.se > 0.05
+    constant_x = agree.assign(x=agree["a"] + agree["b"])  # a per-pair property, like distance
+    assert probes.bootstrap_spearman(constant_x, "x", "y", draws=50).mean > 0.5
 
 
 def synthetic_results(dataset="fashion_mnist", runs=3, dead_hard_run=None):
@@ -394,10 +429,10 @@ def synthetic_results(dataset="fashion_mnist", runs=3, dead_hard_run=None):
             for level, acc in ((0.0, signed0), (0.3, signed0), (0.5, 95.0)):
                 rows.append({"task": task, "probe": "prune", "mode": "smallest",
                              "form": "signed", "level": level, "acc": acc, "run": run})
-            for level, acc in ((0.001, signed0), (0.1, signed0 + 10)):
+            for level, acc in ((0.001, signed0), (0.1, signed0 + 10), (1.0, 50.0)):
                 rows.append({"task": task, "probe": "noise", "mode": "-", "form": "signed",
                              "level": level, "acc": acc, "run": run})
-            for level, acc in ((0.0, signed0), (0.2, signed0 + 8)):
+            for level, acc in ((0.0, signed0), (0.2, signed0 + 8), (0.5, 50.0)):
                 rows.append({"task": task, "probe": "flip", "mode": "smallest",
                              "form": "signed", "level": level, "acc": acc, "run": run})
     nulls = pd.DataFrame([{"task": t, "null": k, "prune": 0.0, "run": r, "draw": d,
@@ -409,15 +444,18 @@ def synthetic_results(dataset="fashion_mnist", runs=3, dead_hard_run=None):
     heatmap_runs = pd.DataFrame([{"a": a, "b": b, "run": r, "delta_bin": a + b + r,
                                   "delta_rand": 2 * (a + b) + r, "acc": 95.0}
                                  for a in range(10) for b in range(a + 1, 10) for r in range(3)])
+    difficulty = pd.DataFrame([{"a": a, "b": b, "distance": 1.0 - (a + b) / 20}
+                               for a in range(10) for b in range(10)])
     pairs = pd.DataFrame({"task": ["easy", "hard"], "distance": [0.6, 0.4]})
     tag = {"dataset": dataset}
+    standin = pd.DataFrame({"order": [0, 0, 0, 3, 3, 3, 4, 4, 4],
+                            "probe": ["float", "sign", "prune"] * 3,
+                            "level": [0.0, 0.0, 0.5] * 3,
+                            "metric": [90, 10, 40, 90, 80, 85, 90, 85, 88]})
     return {"sweep": pd.DataFrame(rows).assign(**tag), "nulls": nulls.assign(**tag),
             "baseline": baseline.assign(**tag), "pairs": pairs.assign(**tag),
-            "heatmap_runs": heatmap_runs.assign(**tag),
-            "standin": pd.DataFrame({"order": [0, 0, 3, 3, 4, 4],
-                                     "probe": ["float", "sign"] * 3,
-                                     "metric": [90, 10, 90, 80, 90, 85]}),
-            "distilbert": None}
+            "heatmap_runs": heatmap_runs.assign(**tag), "difficulty": difficulty.assign(**tag),
+            "standin": standin, "distilbert": None}
 
 
 def test_measure_on_a_synthetic_result():
@@ -426,24 +464,32 @@ def test_measure_on_a_synthetic_result():
     assert sep["data"] == "fashion_mnist" and sep["easy"].mean == 86.0
     assert sep["hard"] == Estimate.of([50.0, 51.0, 52.0]) and sep["gap"].mean == 35.0
     assert sep["gap"].se == 0 and sep["float_easy"] == pytest.approx(98.1)
+    assert sep["hard_median"] == 51.0 and sep["at_chance_hard"] == 0
     phase = measured["phase_transition_fashion_mnist"]
-    assert phase["rise"].mean == 44.0 and phase["rising_runs"] == "3/3"
+    assert phase["rise"].mean == 44.0 and phase["transition_runs"] == "3/3"
+    assert phase["level"].mean == pytest.approx(0.4) and phase["level_sd"].n == 3
     assert measured["sign_structure_easy_fashion_mnist"]["B"].mean == 90.0
     assert measured["hard_needs_magnitudes_fashion_mnist"]["B"].mean == 5.0
     assert measured["hard_needs_magnitudes_fashion_mnist"]["E"].mean == 0.0
-    assert measured["stochastic_resonance"]["fashion_mnist/hard"].mean == 10.0
-    assert measured["stochastic_resonance"]["lowest_start"] == 51.0
-    assert [e.mean for e in measured["flips_mirror_noise"]["fashion_mnist/easy"]] == [10, 8]
+    resonance = measured["stochastic_resonance"]["fashion_mnist/hard"]
+    assert resonance["gain"].mean == 10.0 and resonance["peak"] == 0.1
+    assert resonance["start"] == 51.0
+    flips = measured["flips_mirror_noise"]["fashion_mnist/easy"]
+    assert flips["noise_gain"].mean == 10 and flips["flip_gain"].mean == 8
     assert measured["transformer_layers_standin"] == {"float": 90, "first": 80,
                                                       "last_block_1": 10, "last_block_2": 5}
-    assert measured["complexity_measure_fashion_mnist"]["rho"].mean == pytest.approx(1.0)
-    assert measured["complexity_measure_fashion_mnist"]["pairs"] == 45
+    assert measured["transformer_layers_pruned_standin"]["first"] == 50
+    complexity = measured["complexity_measure_fashion_mnist"]
+    assert complexity["rho_bin"].mean == pytest.approx(-1.0) and complexity["pairs"] == 45
+    assert measured["measures_agree_fashion_mnist"]["rho"].mean == pytest.approx(1.0)
     assert "transformer_layers_distilbert" not in measured
     assert "binarization_separates_mnist" not in measured
     v = verdicts(measured)
     assert v["binarization_separates_fashion_mnist"] == HOLDS
-    assert v["hard_needs_magnitudes_fashion_mnist"] == HOLDS  # B clear of 0
+    assert v["hard_needs_magnitudes_fashion_mnist"] == FAILS  # E and F cost both pairs alike
+    assert v["complexity_measure_fashion_mnist"] == HOLDS
     assert v["binarization_separates_mnist"] == NOT_RUN
+    assert v["transformer_layers_pruned_distilbert"] == NOT_RUN
 
 
 def test_pairs_of_the_bundled_subset_take_the_full_sets_steps():
@@ -454,14 +500,16 @@ def test_pairs_of_the_bundled_subset_take_the_full_sets_steps():
     assert probes.pair_epochs("mnist-5k", 2, 200) == 2  # a smaller request: no scaling
 
 
-def test_runs_that_never_trained_are_left_out():
+def test_every_run_enters_and_a_run_at_chance_fails_the_precondition():
     measured = probes.measure(synthetic_results(runs=4, dead_hard_run=1))
     sep = measured["binarization_separates_fashion_mnist"]
-    assert sep["runs_hard"] == "3/4" and sep["runs_easy"] == "4/4"
-    assert sep["hard"] == Estimate.of([50.0, 52.0, 53.0]) and sep["gap"].n == 3
-    assert sep["float_hard"] == pytest.approx((98.0 + 98.2 + 98.3) / 3)
-    assert measured["phase_transition_fashion_mnist"]["rising_runs"] == "3/3"
-    assert measured["hard_needs_magnitudes_fashion_mnist"]["B"].n == 3
+    assert sep["at_chance_hard"] == 1 and sep["at_chance_easy"] == 0
+    assert sep["hard"] == Estimate.of([50.0, 51.0, 52.0, 53.0]) and sep["gap"].n == 4
+    assert sep["float_hard"] == pytest.approx((98.0 + 50.0 + 98.2 + 98.3) / 4)
+    assert measured["hard_needs_magnitudes_fashion_mnist"]["B"].n == 4
+    v = verdicts(measured)
+    assert v["binarization_separates_fashion_mnist"].startswith("precondition failed: hard")
+    assert v["phase_transition_fashion_mnist"].startswith("precondition failed: hard")
 
 
 def test_the_bundled_subset_answers_the_mnist_claims():
@@ -470,15 +518,17 @@ def test_the_bundled_subset_answers_the_mnist_claims():
     assert measured["binarization_separates_mnist"]["data"] == "mnist-5k"
     assert "binarization_separates_fashion_mnist" not in measured
     row = evaluate(probes.CLAIMS, measured).set_index("id").loc["binarization_separates_mnist"]
-    assert row["ours"].startswith("data=mnist-5k, easy=86 ± ")
+    assert row["ours"].startswith("data=mnist-5k, gap=35 ± ")
     assert "mnist-5k/easy" in measured["stochastic_resonance"]
 
 
 def test_config_coercion_and_bad_values():
     config = build(probes.Config, {"datasets": "[mnist]", "prune_levels": "[0.0, 0.5]",
-                                   "lr": "1e-2", "train_per_class": "null"})
+                                   "lr": "1e-2", "train_per_class": "null", "seeds": "[7, 9]",
+                                   "heatmap_runs": 2})
     assert config.datasets == ("mnist",) and config.prune_levels == (0.0, 0.5)
     assert config.lr == 0.01 and config.train_per_class is None
+    assert config.seeds == (7, 9) and config.runs == 2 and config.seed == 7
     with pytest.raises(ConfigError, match="fashion_mnist"):
         build(probes.Config, {"datasets": ["cifar10"]})
     with pytest.raises(ConfigError, match="prune_levels"):
@@ -489,6 +539,10 @@ def test_config_coercion_and_bad_values():
         build(probes.Config, {"width_": 3})
     with pytest.raises(ConfigError, match="include 0.0"):
         build(probes.Config, {"flip_levels": [0.1]})
+    with pytest.raises(ConfigError, match="repeat"):
+        build(probes.Config, {"seeds": [1, 1]})
+    with pytest.raises(ConfigError, match="heatmap_runs"):
+        build(probes.Config, {"seeds": [1, 2], "heatmap_runs": 3})
 
 
 def test_distilbert_offline_message():
