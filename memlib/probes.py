@@ -1259,7 +1259,7 @@ def _dataset_claims(dataset: str, paper: dict[str, str]) -> list[Claim]:
               "Hard tasks need magnitudes: sign-preserving shuffles cost more on the hard pair.",
               "", "accuracy loss under the null model (acc - acc under null, median over draws) "
               "on hard minus on easy, paired by run, for B, E, F (points); mean ± 2 SE",
-              "at least one of B, E, F > 0 (the issue's 'B, E or F')",
+              "at least one of B, E, F > 0",
               **any_of(lambda v: [margin(v[k], 0) for k in "BEF"]),
               preconditions=(learned_easy, learned_hard, harder)),
         Claim(f"complexity_measure_{dataset}",
