@@ -126,8 +126,9 @@ def test_the_book_of_the_smoke_runs_opens_in_a_browser(smoke_runs, tmp_path):
         collect("smoke")
         index = book.build("smoke")
     html = index.parent
+    first = NOTEBOOKS[0].stem  # the notebook with the most figures
     pages = [index, html / "figures" / "CLAIMS.html", html / "glossary.html",
-             *(html / "figures" / nb.stem / f"{nb.stem}.html" for nb in NOTEBOOKS)]
+             html / "figures" / first / f"{first}.html"]
     driver = browser(tmp_path / "profile")
     try:
         problems = [p for page in pages for p in page_problems(driver, page)]
