@@ -18,7 +18,7 @@ RUN_FIRST = $(if $(filter full,$(SCALE)),$(VENV)/bin/torchrun --standalone \
 	--nproc_per_node=$(NPROC) -m memlib run $* --scale full)
 CLAIMS := $(if $(filter small,$(SCALE)),figures/CLAIMS.md,figures/$(SCALE)/CLAIMS.md)
 
-.PHONY: figures test lint sync clean venv
+.PHONY: figures test lint sync clean venv book
 .DELETE_ON_ERROR:
 
 figures: $(CLAIMS)
@@ -37,6 +37,11 @@ $(CLAIMS): $(EXECUTED) | $(STAMP)
 build/$(SCALE)/%.ipynb: notebooks/%.py params/$(SCALE)/%.yaml $(MEMLIB_SRC) | $(STAMP)
 	$(RUN_FIRST)
 	$(PY) -m memlib notebook $< --scale $(SCALE)
+
+# A static HTML book of the executed notebooks as published under figures/ (nothing is
+# executed; run `make figures` first for fresh outputs): build/book/html/index.html.
+book: | $(STAMP)
+	$(PY) -m memlib.book --scale $(SCALE)
 
 test: $(STAMP)
 	$(PY) -m ruff check .

@@ -395,7 +395,7 @@ def run(config: Config) -> dict:
 
 
 # --- claims ---------------------------------------------------------------------------------
-# Our own questions, not the papers': stated before the first run (issue 13), with rules in
+# Our own questions, not the papers': stated before the first run, with rules in
 # the papers' form. Each is asked of every dataset at the highest noise rate (the setting of
 # study 1) over seeds; the verdict reports what the data say, whichever way it falls.
 

@@ -3,7 +3,8 @@
 jupytext `.py` -> temporary `.ipynb` (kernel python3) -> papermill with the scale's
 parameters -> on success the executed notebook lands in build/<scale>/ and the
 figures it wrote (into a staging directory) replace figures/<study>/ together with a
-manifest.json. A failing cell leaves the previous outputs untouched.
+manifest.json and a copy of the executed notebook. A failing cell leaves the previous
+outputs untouched.
 
 Runs of the same notebook may overlap (`make -j`, two terminals, a notebook server beside
 `make figures`): each run works in a folder of its own under build/<scale>/, and publishing
@@ -148,6 +149,9 @@ def _execute(notebook: Path, scale: str, params: dict[str, Any], build_dir: Path
         raise NotebookError(f"{notebook.name} ran but saved no figure or table (nothing in "
                             f"{staged}); the published outputs were left as they were")
     write_manifest(staged, manifest(study, scale, params, time.time() - start))
+    # published beside its figures, outputs included, so a code host renders it and the book
+    # is built from it without executing anything
+    shutil.copyfile(executed, staged / f"{study}.ipynb")
     final = build_dir / f"{study}.ipynb"
     with _publishing(build_dir):
         _swap_in(staged, paths.figures_dir(study, scale))

@@ -998,8 +998,8 @@ SEEDS = "; means over seeds, paired by seed"
 
 
 def meets_target(v: dict) -> bool:
-    """Issue 11's target for a model: interpolation, and an RLP excess over frozen init of at
-    least 10 points beyond noise at some layer."""
+    """The memorization target for a model: interpolation, and an RLP excess over frozen init
+    of at least 10 points beyond noise at some layer."""
     return INTERPOLATES[1](v) and (v["excess"].mean >= MEMORIZATION_TARGET
                                    and v["excess"].beyond_noise)
 

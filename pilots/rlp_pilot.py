@@ -6,7 +6,7 @@ reruns every row.
 Each row is one training run of the default model (seed 0) with one setting changed: train
 accuracy, fit of the flipped labels, per-layer random-label accuracy of the trained network
 and of the frozen-initialisation baseline, each layer's within/between-class variance ratio,
-and seconds. The targets (issue 11): train accuracy >= 99% with >= 95% of flipped labels
+and seconds. The targets: train accuracy >= 99% with >= 95% of flipped labels
 fitted, and a trained-minus-frozen excess >= 10 points at some layer.
 """
 

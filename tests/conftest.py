@@ -1,3 +1,7 @@
+import contextlib
+import os
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -15,9 +19,61 @@ def isolated_outputs(tmp_path, monkeypatch):
     yield
 
 
+@contextlib.contextmanager
+def figures_root(root: Path):
+    """Publish into (and read from) the figures root `root` for the duration."""
+    saved = os.environ.get("MEMLIB_FIGURES")
+    os.environ["MEMLIB_FIGURES"] = str(root)
+    try:
+        yield root
+    finally:
+        if saved is None:
+            os.environ.pop("MEMLIB_FIGURES", None)
+        else:
+            os.environ["MEMLIB_FIGURES"] = saved
+
+
+class SmokeRuns:
+    """The smoke runs of the study notebooks, each executed at most once per session and
+    published into one figures root, so the book test builds from the notebook tests' outputs
+    instead of executing them again. A run uses the cache of the test that asks for it first."""
+
+    def __init__(self, root: Path):
+        self.figures = root / "figures"
+        self.build = root / "build"
+        self.outcomes: dict[str, Path | BaseException] = {}
+
+    def run(self, notebook: Path) -> Path:
+        """The folder of `notebook`'s published smoke outputs (run now if no test ran it
+        yet); a run that failed fails every test that asks for it."""
+        from memlib import paths
+        from memlib.pipeline import run_notebook
+
+        if notebook.stem not in self.outcomes:
+            with figures_root(self.figures):
+                try:
+                    run_notebook(notebook, "smoke", build_dir=self.build)
+                    self.outcomes[notebook.stem] = paths.figures_dir(notebook.stem, "smoke")
+                except Exception as err:
+                    self.outcomes[notebook.stem] = err
+        outcome = self.outcomes[notebook.stem]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+
+@pytest.fixture(scope="session")
+def smoke_runs(tmp_path_factory):
+    return SmokeRuns(tmp_path_factory.mktemp("smoke-runs"))
+
+
+def pytest_collection_modifyitems(items):
+    # the book is built from the notebooks' smoke runs: its test goes after theirs
+    items.sort(key=lambda item: item.get_closest_marker("book") is not None)
+
+
 def pytest_configure(config):
     # tests import small helper scripts that live beside them (tests/ddp_worker.py)
     import sys
-    from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parent))

@@ -1,8 +1,8 @@
 """Fault injection: overlapping runs, read-only or damaged files, bad input, Ctrl-C.
 
-Each test reproduces a way users lost work or time (issue 14) on a tiny run: outputs are
-never lost, no failure is sticky, and every mistake ends in one line and the right exit
-code (0 done, 1 data or environment, 2 bad input, 130 interrupted).
+Each test reproduces, on a tiny run, a way users lose work or time: outputs are never
+lost, no failure is sticky, and every mistake ends in one line and the right exit code
+(0 done, 1 data or environment, 2 bad input, 130 interrupted).
 """
 
 from __future__ import annotations

@@ -21,12 +21,13 @@ def test_success_writes_everything_and_failure_writes_nothing(tmp_path):
     assert executed == build / "tiny_notebook.ipynb" and executed.exists()
     assert {p.name for p in out.iterdir()} == {
         "line.pdf", "line.png", "numbers.csv", "numbers.md", "claims.csv", "claims.md",
-        "manifest.json"}
+        "manifest.json", "tiny_notebook.ipynb"}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["parameters"] == {"n": 4, "scale": "smoke"}
     assert {"torch", "python"} <= set(manifest["versions"]) and manifest["wall_seconds"] > 0
     assert pd.read_csv(out / "claims.csv")["verdict"].tolist() == ["holds"]
     assert "injected-parameters" in executed.read_text()
+    assert (out / "tiny_notebook.ipynb").read_bytes() == executed.read_bytes()
 
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     with pytest.raises(NotebookError, match="failed in cell.*asked to fail"):
