@@ -264,11 +264,13 @@ def test_head_tail_change_and_best_lambda():
 
 
 def test_second_descent_epoch_finds_the_deepest_recovered_dip():
-    acc = [0.1, 0.5, 0.6, 0.5, 0.45, 0.5, 0.62]  # rises, dips to 0.45, recovers
-    assert rlp.second_descent_epoch(acc, epochs=[0, 5, 10, 15, 20, 25, 30]) == 20
-    assert rlp.second_descent_epoch([0.1, 0.5, 0.6, 0.5, 0.45]) is None  # never recovers
-    assert rlp.second_descent_epoch([0.1, 0.5, 0.49, 0.51]) is None  # 1 point: too shallow
-    assert rlp.second_descent_epoch([0.1, 0.5, 0.49, 0.51], depth=0.01) == 2
+    acc = [0.1, 0.5, 0.6, 0.6, 0.5, 0.45, 0.45, 0.5, 0.62, 0.62]  # rises, dips, recovers
+    assert rlp.second_descent_epoch(acc, epochs=[5 * i for i in range(10)]) == 25
+    assert rlp.second_descent_epoch(acc[:7]) is None  # never recovers
+    wobble = [0.1, 0.45, 0.58, 0.49, 0.61, 0.62, 0.6, 0.55, 0.5, 0.5]  # one low measurement
+    assert rlp.second_descent_epoch(wobble) is None
+    assert rlp.second_descent_epoch(wobble, window=1) == 3
+    assert rlp.second_descent_epoch(acc, depth=0.2) is None  # too shallow for that depth
 
 
 def _sweep(train: dict, where: str = "last") -> pd.DataFrame:
@@ -294,19 +296,21 @@ def _histories(curves: dict) -> pd.DataFrame:
 
 
 def test_early_rise_and_second_descent_are_read_per_seed():
-    early = ([0.1, 0.5, 0.9, 1.0, 1.0], [0.1, 0.5, 0.6, 0.5, 0.6], [0.1, 0.2, 0.3, 0.3, 0.3])
-    late = ([0.1, 0.5, 0.9, 1.0, 1.0], [0.1, 0.5, 0.6, 0.5, 0.6], [0.1, 0.1, 0.1, 0.2, 0.3])
-    h = _histories({(0.0, 0): early, (0.0, 1): late,
-                    (10.0, 0): late, (10.0, 1): ([0.1] * 5, [0.1, 0.3, 0.5, 0.4, 0.35],
-                                                 [0.1] * 5)})
+    dip = [0.1, 0.6, 0.6, 0.6, 0.4, 0.4, 0.4, 0.6, 0.6, 0.6]  # running mean lowest at 25
+    later = [0.1, 0.6, 0.6, 0.6, 0.6, 0.4, 0.4, 0.4, 0.6, 0.6]  # lowest at 30
+    falls = [0.1, 0.3, 0.5, 0.5, 0.4, 0.35, 0.35, 0.35, 0.35, 0.35]  # no second descent
+    train = [0.1, 0.5, 0.9] + [1.0] * 7
+    h = _histories({(0.0, 0): (train, dip, [0.1, 0.2] + [0.3] * 8),
+                    (0.0, 1): (train, dip, [0.1, 0.1, 0.1, 0.2] + [0.3] * 6),
+                    (10.0, 0): (train, later, [0.1] * 10), (10.0, 1): (train, falls, [0.1] * 10)})
     rise = rlp.rise_and_gap(h, "rlp_act2", chance=0.1)
     # RLP half-way at epochs 5 and 15, train - test > 5 points from epoch 10 in both seeds
     assert rise["half_epochs"] == [5, 15] and rise["gap_epochs"] == [10, 10]
     assert (rise["lead"].mean, rise["lead"].n) == (0.0, 2)
     descent = rlp.second_descent(h, 10.0)
-    assert descent["at_zero"] == [15, 15]
-    assert descent["at_lam"] == [15, 20]  # seed 1 has none: counted at the last epoch
-    assert descent["delay"].mean == 2.5
+    assert descent["at_zero"] == [25, 25]
+    assert descent["at_lam"] == [30, 45]  # seed 1 has none: counted at the last epoch
+    assert descent["delay"].mean == 12.5
     assert rlp.second_descent(h, None)["delay"] is None
 
 
