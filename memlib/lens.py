@@ -39,7 +39,7 @@ from torch import nn
 from memlib import data as datasets
 from memlib import fisher, probes, rlp
 from memlib.cache import cached, code_version, entry_path, prefetch
-from memlib.claims import Claim, Estimate, all_of, margin, paired
+from memlib.claims import Cases, Claim, Estimate, all_of, margin, paired
 from memlib.config import (
     AtLeast,
     ConfigError,
@@ -395,11 +395,12 @@ def run(config: Config) -> dict:
 
 
 # --- claims ---------------------------------------------------------------------------------
-# Our own questions, not the papers': stated before the first run, with rules in
-# the papers' form. Each is asked of every dataset at the highest noise rate (the setting of
-# study 1) over seeds; the verdict reports what the data say, whichever way it falls.
+# Our own questions, not the papers', with rules in the papers' form. Each is asked of every
+# dataset at the highest noise rate (the setting of study 1) over seeds, with the 95% t
+# interval over seeds; the verdict reports what the data say, whichever way it falls.
 
 FITTED = fisher.FITTED  # share of the corrupted labels a noisy run must fit by its end
+DECLINE = 0.1  # fall of er from its peak to the last epoch (share of the peak): a real peak
 
 
 def _at(frame: pd.DataFrame, dataset: str, noise: float) -> pd.DataFrame:
@@ -413,6 +414,13 @@ def _auroc_by_seed(results: dict, dataset: str, noise: float, score: str) -> lis
 
 def _interior(runs: pd.DataFrame) -> bool:
     return bool(((runs["peak_epoch"] > 1) & (runs["peak_epoch"] < runs["epochs"])).all())
+
+
+def fall_after_peak(curve: pd.DataFrame) -> float:
+    """How far er falls from its peak (epochs >= 1) to its last measurement, as a share of
+    the peak: 0 for a curve still rising at the end."""
+    er = curve[(curve["epoch"] >= 1) & curve["er"].notna()].sort_values("epoch")["er"]
+    return float((er.max() - er.iloc[-1]) / er.max())
 
 
 def rlp_half_epoch(curve: pd.DataFrame, chance: float) -> int | None:
@@ -463,20 +471,22 @@ def measure(results: dict) -> dict:
         at = _at(runs, dataset, noise)
         chance = float(at["chance"].iloc[0])
         fit = {"data": dataset, "noise": noise, "noisy_fit": float(at["noisy_fit"].min())}
+        curves = _at(results["curves"], dataset, noise)
+        peaks = {"interior_peaks": _interior(at), "fall_after_peak": Estimate.of(
+            fall_after_peak(c) for _, c in curves.groupby("seed"))}
         exact = _auroc_by_seed(results, dataset, noise, "Fisher LOO (exact)")
         loss = _auroc_by_seed(results, dataset, noise, "final loss")
         measured[f"fisher_matches_loss_{key}"] = (
-            {**fit, "interior_peaks": _interior(at), "difference": paired(exact, loss)}
+            {**fit, **peaks, "difference": paired(exact, loss)}
             if not any(map(math.isnan, exact)) else None)
         broken = breaks_first(_at(results["layers"], dataset, noise))
         measured[f"memorizing_layer_breaks_first_{key}"] = broken and {**fit, **broken}
-        curves = _at(results["curves"], dataset, noise)
         halves = {seed: rlp_half_epoch(c, chance) for seed, c in curves.groupby("seed")}
-        peaks = {seed: er_peak_epoch(c) for seed, c in curves.groupby("seed")}
+        er_peaks = {seed: er_peak_epoch(c) for seed, c in curves.groupby("seed")}
         rises = all(h is not None for h in halves.values())
         measured[f"er_peaks_first_{key}"] = {
-            **fit, "interior_peaks": _interior(at), "rlp_rises": rises,
-            "lead": Estimate.of([halves[s] - peaks[s] for s in halves] if rises else [])}
+            **fit, **peaks, "rlp_rises": rises,
+            "lead": Estimate.of([halves[s] - er_peaks[s] for s in halves] if rises else [])}
         measured[f"rlp_confidence_flags_{key}"] = {
             **fit, "auroc": Estimate.of(_auroc_by_seed(results, dataset, noise,
                                                        "random-label confidence"))}
@@ -487,8 +497,27 @@ def measure(results: dict) -> dict:
 
 MEMORIZED = (f"the corrupted labels are memorized (>= {FITTED:.0%} of them fitted at the end, "
              "every seed)", lambda v: v["noisy_fit"] >= FITTED)
-INTERIOR = ("er peaks inside training (after epoch 1, before the last) in every run",
-            lambda v: v["interior_peaks"])
+INTERIOR = (f"er peaks inside training and then declines: every run peaks after epoch 1 and "
+            f"before the last, and er falls from the peak to the last epoch by at least "
+            f"{DECLINE:g} of the peak (mean over seeds) with a 95% t interval that excludes 0",
+            lambda v: v["interior_peaks"] and v["fall_after_peak"].mean >= DECLINE
+            and v["fall_after_peak"].beyond_noise)
+LAYER_MEMORIZES = ("that layer memorizes (RLP excess over the frozen baseline > 0 beyond "
+                   "noise)", lambda v: v["excess"].mean > 0 and v["excess"].beyond_noise)
+RISES = ("the deepest head rises above chance in every run", lambda v: v["rlp_rises"])
+COMPUTED = ("every score was computed", lambda v: v["rho"] is not None)
+OVER_SEEDS = ", per seed, 95% t interval over seeds"
+
+
+def _e(mean: float, se: float = 0.01, n: int = 5) -> Estimate:
+    return Estimate(mean, se, n)
+
+
+# synthetic measured values for the rules' cases
+_FIT = {"data": "fashion_mnist", "noise": 0.4, "noisy_fit": 1.0}
+_UNFIT = {**_FIT, "noisy_fit": 0.5}
+_PEAKED = {"interior_peaks": True, "fall_after_peak": _e(0.4)}
+_STILL_RISING = {"interior_peaks": True, "fall_after_peak": _e(0.03)}
 
 
 def _dataset_claims(dataset: str) -> list[Claim]:
@@ -497,45 +526,90 @@ def _dataset_claims(dataset: str) -> list[Claim]:
               "The Fisher attribution finds corrupted labels about as well as the final loss.",
               "ours (no paper compares them)",
               "AUROC for the flip mask of the exact LOO er attribution at the er peak minus "
-              "that of the final loss, paired by seed, mean ± 2 SE",
-              "|difference| <= 0.1",
+              "that of the final loss, paired by seed, 95% t interval over seeds",
+              "|difference| <= 0.1 AUROC (a fifth of the way from chance to a perfect "
+              "detector), decided once the interval lies inside ±0.1 or one bound is crossed "
+              "beyond it",
               **all_of(lambda v: [margin(v["difference"], -0.1),
                                   margin(v["difference"], 0.1, at_least=False)]),
-              preconditions=(MEMORIZED, INTERIOR)),
+              preconditions=(MEMORIZED, INTERIOR),
+              cases=Cases(holds={**_FIT, **_PEAKED, "difference": _e(0.02)},
+                          fails={**_FIT, **_PEAKED, "difference": _e(0.2)},
+                          preconditions={MEMORIZED[0]: {**_UNFIT, **_PEAKED,
+                                                        "difference": _e(0.02)},
+                                         INTERIOR[0]: {**_FIT, **_STILL_RISING,
+                                                       "difference": _e(0.02)}}),
+              unit="AUROC", headline=lambda v: v["difference"], scope="ours",
+              caveat="positive: the attribution finds corrupted labels better than the loss",
+              where="fig1_example_agreement"),
         Claim(f"memorizing_layer_breaks_first_{dataset}",
               "The layer with the largest random-label excess is among the two least robust "
               "to binarization.", "ours",
               "accuracy lost (points) when the layer of largest mean RLP excess alone is "
-              "binarized (sign W), minus that of the second least robust other layer, paired "
-              "by seed, mean ± 2 SE",
-              ">= 0", **all_of(lambda v: [margin(v["margin"], 0)]),
-              preconditions=(MEMORIZED, (
-                  "that layer memorizes (RLP excess over the frozen baseline > 0 beyond noise)",
-                  lambda v: v["excess"].mean > 0 and v["excess"].beyond_noise))),
+              "binarized (sign W), minus that of the second least robust other layer (by mean "
+              "over seeds), paired by seed, 95% t interval over seeds",
+              ">= 0 points (0: exactly as fragile as the second least robust other layer, the "
+              "edge of \"among the two least robust\")",
+              **all_of(lambda v: [margin(v["margin"], 0)]),
+              preconditions=(MEMORIZED, LAYER_MEMORIZES),
+              cases=Cases(holds={**_FIT, "layer": "act6", "excess": _e(7.0), "rival": "act1",
+                                 "margin": _e(3.0)},
+                          fails={**_FIT, "layer": "act6", "excess": _e(7.0), "rival": "act1",
+                                 "margin": _e(-3.0)},
+                          preconditions={
+                              MEMORIZED[0]: {**_UNFIT, "layer": "act6", "excess": _e(7.0),
+                                             "rival": "act1", "margin": _e(3.0)},
+                              LAYER_MEMORIZES[0]: {**_FIT, "layer": "act6",
+                                                   "excess": _e(0.5, 1.0), "rival": "act1",
+                                                   "margin": _e(3.0)}}),
+              unit="points", headline=lambda v: v["margin"], scope="ours",
+              caveat="negative: the memorizing layer is more robust than its rival",
+              where="fig2_layer_agreement"),
         Claim(f"er_peaks_first_{dataset}",
               "er peaks no later than the deepest head's random-label accuracy reaches half "
-              "its final value.", "ours",
+              "its final excess over chance.", "ours",
               "epoch at which the deepest RLP head reaches half its final excess over chance "
-              "minus the er peak epoch, per seed, mean ± 2 SE",
-              ">= 0", **all_of(lambda v: [margin(v["lead"], 0)]),
-              preconditions=(MEMORIZED, INTERIOR, (
-                  "the deepest head rises above chance in every run",
-                  lambda v: v["rlp_rises"]))),
+              "minus the er peak epoch" + OVER_SEEDS,
+              ">= 0 epochs (\"no later\")", **all_of(lambda v: [margin(v["lead"], 0)]),
+              preconditions=(MEMORIZED, INTERIOR, RISES),
+              cases=Cases(holds={**_FIT, **_PEAKED, "rlp_rises": True, "lead": _e(80.0, 3.0)},
+                          fails={**_FIT, **_PEAKED, "rlp_rises": True, "lead": _e(-20.0, 3.0)},
+                          preconditions={
+                              MEMORIZED[0]: {**_UNFIT, **_PEAKED, "rlp_rises": True,
+                                             "lead": _e(80.0)},
+                              INTERIOR[0]: {**_FIT, **_STILL_RISING, "rlp_rises": True,
+                                            "lead": _e(80.0)},
+                              RISES[0]: {**_FIT, **_PEAKED, "rlp_rises": False,
+                                         "lead": Estimate.of([])}}),
+              unit="epochs", headline=lambda v: v["lead"], scope="ours",
+              caveat="er is measured every other epoch at the small scale",
+              where="fig3_over_training"),
         Claim(f"rlp_confidence_flags_{dataset}",
               "The deepest random-label head is more confident on examples whose label was "
               "corrupted.", "ours",
               "AUROC for the flip mask of the head's final probability of each example's own "
-              "random label, mean ± 2 SE over seeds",
-              "> 0.5", **all_of(lambda v: [margin(v["auroc"], 0.5)]),
-              preconditions=(MEMORIZED,)),
+              "random label" + OVER_SEEDS,
+              "> 0.5 AUROC (chance: any signal at all)",
+              **all_of(lambda v: [margin(v["auroc"], 0.5)]),
+              preconditions=(MEMORIZED,),
+              cases=Cases(holds={**_FIT, "auroc": _e(0.6)}, fails={**_FIT, "auroc": _e(0.4)},
+                          preconditions={MEMORIZED[0]: {**_UNFIT, "auroc": _e(0.6)}}),
+              unit="AUROC", headline=lambda v: v["auroc"], scope="ours",
+              where="fig1_example_agreement"),
         Claim(f"measures_agree_{dataset}",
               "The per-example measures see the same examples as memorized.", "ours",
-              "mean Spearman correlation over the pairs of six oriented scores (exact LOO, "
-              "final loss, AUM, forgetting events, epoch learned, random-label confidence), "
-              "per seed, mean ± 2 SE",
-              ">= 0.3", **all_of(lambda v: [margin(v["rho"], 0.3)]),
-              preconditions=(MEMORIZED, ("every score was computed",
-                                         lambda v: v["rho"] is not None))),
+              "mean Spearman correlation over the 15 pairs of six oriented scores (exact LOO, "
+              "final loss, AUM, forgetting events, epoch learned, random-label confidence)"
+              + OVER_SEEDS,
+              ">= 0.3 (a moderate correlation by the usual convention: below it two rankings "
+              "share little of their order)", **all_of(lambda v: [margin(v["rho"], 0.3)]),
+              preconditions=(MEMORIZED, COMPUTED),
+              cases=Cases(holds={**_FIT, "rho": _e(0.5)}, fails={**_FIT, "rho": _e(0.1)},
+                          preconditions={MEMORIZED[0]: {**_UNFIT, "rho": _e(0.5)},
+                                         COMPUTED[0]: {**_FIT, "rho": None}}),
+              unit="Spearman ρ", headline=lambda v: v["rho"], scope="ours",
+              caveat="loss and AUM are nearly one ranking; the mean counts them as two",
+              where="fig1_example_agreement"),
     ]
 
 

@@ -20,7 +20,8 @@
 # **Question.** How much *sample-specific* information does each layer of a network carry,
 # and does suppressing it help generalization?
 #
-# **Claims of the paper** (checked in the table at the end, with rules fixed before the run):
+# **Claims of the paper** (checked in the table at the end, with rules registered before the
+# confirmatory run):
 # random-label accuracy grows with depth; it rises early in training, slightly before train
 # and test accuracy diverge; dropout, weight decay and label smoothing lower it; a regularizer
 # that penalizes the head's correct predictions lowers it at the regularized layer, shifts
@@ -78,18 +79,19 @@
 #   channels, 40 epochs) beside it in the layer-wise experiment. Both train to interpolation:
 #   Adam, LR 2e-3 with a cosine schedule, batch 64, 150 epochs for the MLP. The heads use LR
 #   3e-2, follow the same schedule and have no weight decay.
-# - **Seeds:** every condition runs with three seeds; comparisons are paired by seed and a
-#   difference counts only beyond two standard errors (the claims table says *within noise*
-#   otherwise).
+# - **Seeds:** every condition runs with three confirmatory seeds (100-102; the pilot that
+#   shaped the rules ran seeds 0-2); comparisons are paired by seed and a difference counts
+#   only when its 95% Student-t interval over seeds excludes the rule's threshold (the claims
+#   table says *within noise* otherwise).
 # - **Measurements** every 5 epochs (train, test and random-label accuracy), not every epoch.
 # - **Cuts:** one strength per standard regularizer (dropout 0.5, weight decay 1e-3, label
 #   smoothing 0.3); $\lambda \in \{0, 10, 100\}$ with a mean-reduced penalty (its gradient scales
 #   like $\hat p \approx 1/n$, so the paper's $\lambda$ up to $10^4$ with 1000 random classes
-#   corresponds to much smaller values with $n = 10$), all-layer regularization only at
-#   $\lambda = 100$; fractions 30% and 100%; a long tail with ratio 10; the label-noise
-#   experiment at the default 40% only. "Best $\lambda$" is the $\lambda > 0$ with the highest
-#   mean test accuracy in the sweep (chosen on the test set, which flatters the regularizer a
-#   little).
+#   corresponds to much smaller values with $n = 10$), for the last layer and for all
+#   layers; fractions 30% and 100%; a long tail with ratio 10; the label-noise experiment at
+#   the default 40% only. "Best $\lambda$" is the $\lambda > 0$ with the highest mean
+#   accuracy on a **validation split**: 1,000 further images of the training split (clean
+#   labels), held out of every run, never the test set.
 # - **Compute:** one CPU thread per training run and two runs at once (`parallel_runs`), each
 #   in its own process; results are the same as computed one after another.
 
@@ -98,6 +100,7 @@ scale = "small"
 dataset = "fashion_mnist"
 train_samples = 1000
 test_samples = 1000
+validation_samples = 1000
 noise = 0.4
 model = "mlp"
 widths = (256, 256, 256, 256, 256, 256)
@@ -128,7 +131,7 @@ fractions = (0.3, 1.0)
 long_tail_ratio = 10.0
 noise_rates = (0.4,)
 noise_lambdas = (10.0,)
-seeds = (0, 1, 2)
+seeds = (100, 101, 102)
 label_seed = 12345
 data_seed = 0
 device = "cpu"
@@ -214,9 +217,9 @@ pilot
 # %% [markdown]
 # **Precondition check.** The targets of this scale, for the runs without a regularizer:
 # train accuracy ≥ 99% including ≥ 95% of the flipped labels, and at some probed layer of at
-# least one model a random-label accuracy ≥ 10 points above the frozen-init baseline, beyond
-# two standard errors over seeds. Every claim's rule names the preconditions it needs; a claim
-# whose precondition fails is reported as such, never as "holds".
+# least one model a random-label accuracy ≥ 10 points above the frozen-init baseline, its 95%
+# t interval over seeds excluding 0. Every claim's rule names the preconditions it needs; a
+# claim whose precondition fails is reported as such, never as "holds".
 
 # %%
 checks = []
@@ -224,8 +227,8 @@ for name in models_run:
     m = memorization(results, name)
     checks.append({"model": name, "worst train acc": m["train"],
                    "worst flipped-label fit": m["flipped"],
-                   "largest excess (mean ± 95% interval)": str(m["excess"]),
-                   "last layer excess": str(m["last_excess"]),
+                   "largest excess (points, mean ± 95% t)": str(m["excess"]),
+                   "last layer excess (points)": str(m["last_excess"]),
                    "meets the target": meets_target(m)})
 checks = pd.DataFrame(checks)
 save_table(results["fit"], "fit", STUDY, scale)
@@ -732,23 +735,38 @@ changes test accuracy by {pm(gain["gain"], 1, 100)} points
 
 # %% [markdown]
 # ## Claims
-# Rules were fixed before any run. A
-# verdict is *precondition failed* when what the rule presupposes did not happen, and *within
-# noise* when the difference it compares does not exceed two standard errors over the three
-# seeds ("ours" shows mean ± 2 SE). The full preset is the paper's test.
+# Each rule below was registered (`register/01_random_label_heads.yaml`, with a fingerprint)
+# before the confirmatory seeds 100-102 were run; the pilot's verdicts (seeds 0-2, the rules
+# as they were) stay in the claims report beside these. A verdict is *precondition failed*
+# when what the rule presupposes did not happen, and *within noise* when the 95% Student-t
+# interval over seeds (shown as mean ± half-width, n seeds) does not exclude the rule's
+# threshold. Every accuracy difference is in percentage points, paired by seed.
+#
+# What changed from the pilot's rules, and why:
+# - **The regularizer's rules are judged where the network still trains.** The pilot judged
+#   `regularizer_works`, `shift` and `all_layers` at the largest λ, 100, where the network
+#   fits 10–20% of its training labels: a network that learns nothing also "memorizes
+#   less". They are now judged at the largest λ at which every seed still fits at least 90%
+#   of its training labels (flipped ones included); the value names that λ and also shows
+#   the drop at the largest λ. `regularizer_works` needs a drop of at least 5 points (half
+#   the 10-point memorization target), decided by the interval of drop − 5.
+# - **All-layer regularization** runs at every λ, and `all_layers` is asked only where
+#   last-layer regularization shifted memorization: while `shift` finds no earlier layer
+#   rising beyond noise, it reads *precondition failed*. It then asks whether each layer
+#   that rose stays at or below its λ = 0 level with all layers regularized. The pilot's rule
+#   was true by construction (every layer is penalized directly) and skipped the noise test.
+# - **Best λ is chosen on validation**, never on the test set (the pilot chose it on test).
+# - **`sampling` needs both arms**: a gain on the full training set and a loss on the
+#   smallest fraction, each beyond noise, as the paper says; the pilot's "largest − smallest
+#   > 0" held with both arms within noise. Their difference is shown beside.
+# - **`early_rise` is read on every seed** (the lead of the divergence epoch over the
+#   half-way epoch of the last head, with its interval); the pilot decided it on the first
+#   seed alone with the noise test switched off.
+# - New rows: all-layer regularization and test accuracy, the delay of the second descent,
+#   and the ImageNet and CIFAR-100 arms (*not run at this scale* below full scale).
 
 # %%
+save_table(results["histories"], "lambda_histories", STUDY, scale)
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
-table[["id", "ours", "rule", "verdict"]]
-
-# %% [markdown]
-# Summary at this scale: the setting memorizes (both models fit 40% label noise completely;
-# the SmallCNN's last block carries 11 points more random-label information than at
-# initialisation, the MLP's last layer 7). Random-label accuracy grows with depth in both
-# models, also with capacity-matched heads. The RLP regularizer lowers memorization where it
-# is applied and helps more on the full training set than on 30% of it, although the largest
-# λ, on which the rules are fixed, breaks training altogether. Memorization does not rise
-# before train and test diverge, and last-layer regularization does not shift memorization
-# to earlier layers. Label smoothing, the noise gain and the long-tail effect are within the
-# seed spread.
+table[["id", "headline", "rule", "verdict"]]

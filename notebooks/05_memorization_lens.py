@@ -11,7 +11,7 @@
 #
 # No paper makes these claims. We stated five questions as claims before the first run,
 # with rules in the same form as the papers' (a precondition, a noise rule, a threshold),
-# and report what the data say:
+# registered their final form before the confirmatory run, and report what the data say:
 #
 # 1. the Fisher attribution finds the corrupted labels about as well as the plain final
 #    loss (AUROCs within 0.1);
@@ -82,10 +82,10 @@
 # study 1's CIFAR-100 / WRN-16-4 setting on GPUs with 5,000 scored examples.
 #
 # **How the claims are judged**, as for the papers' claims: each question is measured on
-# every seed's run at the highest noise rate and read as mean ± 2 standard errors over
-# seeds; a threshold inside that spread gives *within noise*; a question whose premise
-# fails (the corrupted labels were not memorized, er does not peak inside training) gives
-# *precondition failed*.
+# every seed's run at the highest noise rate and read with its 95% Student-t interval over
+# seeds (the confirmatory seeds 100-102, study 1's); a threshold inside that interval gives
+# *within noise*; a question whose premise fails (the corrupted labels were not memorized,
+# er does not peak and then fall inside training) gives *precondition failed*.
 
 # %% tags=["parameters"]
 scale = "small"
@@ -93,7 +93,7 @@ setting = "small"
 study1_sets = []
 datasets = ["fashion_mnist", "mnist"]
 noise_rates = [0.0, 0.2, 0.4]
-seeds = [0, 1, 2]
+seeds = [100, 101, 102]
 scatter_samples = None
 measure_every = 2
 exact_loo_max = 20000
@@ -409,15 +409,20 @@ record of memorization that has already happened.
 
 # %% [markdown]
 # ## Claims
-# Our five questions, per dataset, at 40% noise; in every run the corrupted labels were
-# memorized completely, so no precondition fails. *er peaks first* holds on both datasets:
-# er peaks about 80 epochs before the deepest random-label head is halfway. *The Fisher
-# attribution matches the loss* does not hold on MNIST, where it is *better* than the
-# final loss by 0.12 ± 0.02 AUROC, more than the 0.1 we allowed. On Fashion-MNIST the
-# difference (0.07 ± 0.08) is within noise. The other three are within noise: the
-# random-label head's AUROC sits at 0.50–0.53 (chance), the mean agreement (0.29–0.32)
-# straddles our 0.3 threshold, and the memorizing layer's binarization loss differs from
-# its rival's by less than the seeds scatter.
+# Our five questions, per dataset, at the highest noise rate, registered
+# (`register/05_memorization_lens.yaml`) before the confirmatory seeds 100-102 were run;
+# the pilot's verdicts (seeds 0-2) stay in the claims report beside these. Each value is read
+# with its 95% Student-t interval over seeds (mean ± half-width, n seeds).
+#
+# What changed from the pilot's rules, and why: the premise "er peaks inside training"
+# accepted a curve still rising at its end (a peak at the last-but-one measurement passed).
+# It now needs a peak followed by a fall: every run peaks after epoch 1 and before the last,
+# and er falls from its peak to the last epoch by at least a tenth of the peak, beyond
+# noise. The thresholds are unchanged and each rule now says why it is where it is: 0.1
+# AUROC for "about as well" (a fifth of the way from chance to a perfect detector), 0 for
+# "among the two least robust" and "no later", 0.5 (chance) for "more confident", 0.3 (a
+# moderate correlation) for "agree". Intervals were ± 2 SE in the pilot, which with three
+# seeds is less than half as wide as the t interval.
 
 # %%
 measured = lens.measure(results)

@@ -28,7 +28,8 @@ from memlib.pipeline import read_params
 
 RLP = {  # CIFAR-100, WRN-16-4 + ResNet18 kept; fewer samples/epochs, one value per sweep,
     # WRN width 4 -> 1, one seed
-    "train_samples": 200, "test_samples": 100, "epochs": 1, "layer_model_epochs": 1,
+    "train_samples": 200, "test_samples": 100, "validation_samples": 100, "epochs": 1,
+    "layer_model_epochs": 1,
     "batch_size": 100, "wrn_width": 1, "dropouts": [0.1], "weight_decays": [5.0e-4],
     "label_smoothings": [0.1], "lambdas": [10.0], "fractions": [0.5], "noise_rates": [0.2],
     "noise_lambdas": [100.0], "seeds": [0],
@@ -136,7 +137,8 @@ def test_rlp_full_preset(data_root):
 RLP_IMAGENET = {  # ViT-B/32 at 2 of its 12 blocks on 32 x 32 crops (one patch), in-process
     # loading, fewer epochs, one value per sweep, 12 of the 24 training images measured
     "vit_depth": 2, "image_size": 32, "workers": 0, "epochs": 1, "layer_model_epochs": 1,
-    "batch_size": 12, "measure_samples": 12, "lambdas": [10000.0], "fractions": [0.5],
+    "batch_size": 12, "measure_samples": 12, "validation_samples": 3, "lambdas": [10000.0],
+    "fractions": [0.5],
     "long_tail_ratio": 2.0,  # 8 images per class; ratio 100 needs >= 100
 }
 
@@ -214,8 +216,8 @@ def test_fisher_full_preset_cifar100_variant(data_root):
 
 LENS = {  # study 1's full setting (CIFAR-100, WRN-16-4) shrunk by the same kind of changes as
     # RLP above; two noise rates, one seed, a smaller scatter set, one null draw
-    "study1_sets": ["train_samples=200", "test_samples=100", "epochs=2", "batch_size=100",
-                    "wrn_width=1"],
+    "study1_sets": ["train_samples=200", "test_samples=100", "validation_samples=100",
+                    "epochs=2", "batch_size=100", "wrn_width=1"],
     "noise_rates": [0.0, 0.4], "seeds": [0], "scatter_samples": 100, "null_draws": 1,
 }
 

@@ -286,6 +286,13 @@ def test_er_peak_epoch_ignores_epoch_zero_and_missing_er():
     assert lens.er_peak_epoch(curve.assign(er=[99.0, 8.0, 50.0, 7.0, 1.0, 6.0])) == 2
 
 
+def test_fall_after_peak_tells_a_peak_from_a_curve_still_rising():
+    curve = pd.DataFrame({"epoch": [0, 2, 4, 6], "er": [99.0, 50.0, 80.0, 60.0]})
+    assert lens.fall_after_peak(curve) == pytest.approx(0.25)  # epoch 0 is not the peak
+    assert lens.fall_after_peak(curve.iloc[::-1]) == pytest.approx(0.25)
+    assert lens.fall_after_peak(curve.assign(er=[99.0, 10.0, 20.0, math.nan])) == 0.0
+
+
 def test_rlp_half_epoch_is_study_1s_onset():
     epochs, values = [0, 2, 4, 6, 8], [0.1, 0.12, 0.35, 0.4, 0.5]
     curve = pd.DataFrame({"epoch": epochs, "rlp_deepest": values})
@@ -356,7 +363,8 @@ def tiny_fashion(tmp_path, monkeypatch):
 @pytest.mark.parametrize("scatter, exact_max, dropout", [(None, 1000, 0.0), (30, 10, 0.2)])
 def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact_max, dropout):
     config = rlp.Config(dataset="fashion_mnist", train_samples=60, test_samples=40,
-                        widths=(16, 16), epochs=2, batch_size=32, head_project=0,
+                        validation_samples=20, widths=(16, 16), epochs=2, batch_size=32,
+                        head_project=0,
                         layer_models=("mlp",))
     s = rlp.spec(config, noise=0.4, dropout=dropout)
     r = lens.LensRun(run=s, scatter_samples=scatter, measure_every=1, exact_loo_max=exact_max,

@@ -258,8 +258,77 @@ def test_head_tail_change_and_best_lambda():
     assert change["head"] == pytest.approx(0.01)
     assert change["tail"] == pytest.approx(-0.15)
     sweep = pd.DataFrame({"regularize": ["last", "last", "last", "all"],
-                          "lam": [0.0, 1.0, 10.0, 1.0], "test_acc": [0.9, 0.8, 0.85, 0.99]})
-    assert rlp.best_lambda(sweep) == 10.0
+                          "lam": [0.0, 1.0, 10.0, 1.0], "val_acc": [0.9, 0.8, 0.85, 0.99],
+                          "test_acc": [0.9, 0.9, 0.1, 0.99]})
+    assert rlp.best_lambda(sweep) == 10.0  # chosen on validation, never on test
+
+
+def test_second_descent_epoch_finds_the_deepest_recovered_dip():
+    acc = [0.1, 0.5, 0.6, 0.6, 0.5, 0.45, 0.45, 0.5, 0.62, 0.62]  # rises, dips, recovers
+    assert rlp.second_descent_epoch(acc, epochs=[5 * i for i in range(10)]) == 25
+    assert rlp.second_descent_epoch(acc[:7]) is None  # never recovers
+    wobble = [0.1, 0.45, 0.58, 0.49, 0.61, 0.62, 0.6, 0.55, 0.5, 0.5]  # one low measurement
+    assert rlp.second_descent_epoch(wobble) is None
+    assert rlp.second_descent_epoch(wobble, window=1) == 3
+    assert rlp.second_descent_epoch(acc, depth=0.2) is None  # too shallow for that depth
+
+
+def _sweep(train: dict, where: str = "last") -> pd.DataFrame:
+    return pd.DataFrame([{"regularize": where, "lam": lam, "seed": s, "train_acc": acc}
+                         for lam, accs in train.items() for s, acc in enumerate(accs)])
+
+
+def test_trained_lambda_is_the_largest_that_still_fits():
+    sweep = _sweep({0.0: [1, 1, 1], 10.0: [0.99, 0.95, 0.93], 30.0: [0.97, 0.85, 0.99],
+                    100.0: [0.1, 0.2, 0.13]})
+    assert rlp.trained_lambda(sweep) == 10.0  # λ = 30: one seed fits only 85%
+    assert rlp.worst_train(sweep, "last", 10.0) == 0.93
+    assert rlp.trained_lambda(_sweep({0.0: [1, 1], 100.0: [0.1, 0.2]})) is None
+    assert rlp.worst_train(sweep, "all", 10.0) is None
+
+
+def _histories(curves: dict) -> pd.DataFrame:
+    """(lam, seed) -> (train_acc, test_acc, rlp_act2) curves, measured every 5 epochs."""
+    return pd.concat([pd.DataFrame({"regularize": "last", "lam": lam, "seed": seed,
+                                    "epoch": [5 * i for i in range(len(c[0]))],
+                                    "train_acc": c[0], "test_acc": c[1], "rlp_act2": c[2]})
+                      for (lam, seed), c in curves.items()], ignore_index=True)
+
+
+def test_early_rise_and_second_descent_are_read_per_seed():
+    dip = [0.1, 0.6, 0.6, 0.6, 0.4, 0.4, 0.4, 0.6, 0.6, 0.6]  # running mean lowest at 25
+    later = [0.1, 0.6, 0.6, 0.6, 0.6, 0.4, 0.4, 0.4, 0.6, 0.6]  # lowest at 30
+    falls = [0.1, 0.3, 0.5, 0.5, 0.4, 0.35, 0.35, 0.35, 0.35, 0.35]  # no second descent
+    train = [0.1, 0.5, 0.9] + [1.0] * 7
+    h = _histories({(0.0, 0): (train, dip, [0.1, 0.2] + [0.3] * 8),
+                    (0.0, 1): (train, dip, [0.1, 0.1, 0.1, 0.2] + [0.3] * 6),
+                    (10.0, 0): (train, later, [0.1] * 10), (10.0, 1): (train, falls, [0.1] * 10)})
+    rise = rlp.rise_and_gap(h, "rlp_act2", chance=0.1)
+    # RLP half-way at epochs 5 and 15, train - test > 5 points from epoch 10 in both seeds
+    assert rise["half_epochs"] == [5, 15] and rise["gap_epochs"] == [10, 10]
+    assert (rise["lead"].mean, rise["lead"].n) == (0.0, 2)
+    descent = rlp.second_descent(h, 10.0)
+    assert descent["at_zero"] == [25, 25]
+    assert descent["at_lam"] == [30, 45]  # seed 1 has none: counted at the last epoch
+    assert descent["delay"].mean == 12.5
+    assert rlp.second_descent(h, None)["delay"] is None
+
+
+def test_clean_train_acc_and_validation_accuracy_are_measured_every_epoch():
+    from memlib import data
+
+    config = build(rlp.Config, dict(dataset="digits", train_samples=300, test_samples=100,
+                                    validation_samples=200, widths=(32, 32), epochs=4,
+                                    layer_models=("mlp",), noise=0.4))
+    s = rlp.spec(config)
+    d = rlp.load_data(s)
+    held = rlp.validation_indices(s, data.load("digits", "train").y)
+    assert not set(held.tolist()) & set(d["index"].tolist())  # never trained on
+    assert len(d["validation"][1]) == 200
+    h = rlp.train_run(s)["history"]
+    assert h["clean_train_acc"].nunique() > 1  # one value per measured epoch
+    assert h["clean_train_acc"].iloc[0] < h["clean_train_acc"].iloc[-1]
+    assert h["val_acc"].between(0, 1).all() and h["val_acc"].nunique() > 1
 
 
 # --- config --------------------------------------------------------------------------------
@@ -388,7 +457,7 @@ def imagefolder(tmp_path, monkeypatch):
 
 IMAGENET = dict(dataset="imagenet", model="vit_tiny", layer_models=("vit_tiny",),
                 image_size=28, workers=0, epochs=1, batch_size=8, train_samples=21,
-                test_samples=None)
+                test_samples=None, validation_samples=3)
 
 
 def test_imagenet_indices_survive_the_loader(imagefolder):
@@ -479,7 +548,8 @@ def test_imagenet_lt_reads_its_lists_over_the_imagenet_images(imagefolder):
         "".join(f"val/n0000{c}/img{i}.JPEG {c}\n" for c in range(3) for i in range(4)))
     d = rlp.load_data(rlp.spec(build(rlp.Config, {**IMAGENET, "dataset": "imagenet_lt",
                                                   "train_samples": None})))
-    assert d["num_classes"] == 3 and d["clean_y"].bincount().tolist() == [8, 5, 2]
+    # one image per class is held out for validation
+    assert d["num_classes"] == 3 and d["clean_y"].bincount().tolist() == [7, 4, 1]
     x, y, idx = next(iter(d["test"]))
     assert x.shape[1:] == (3, 28, 28) and len(y) == 8 and idx.tolist() == list(range(8))
 
