@@ -945,6 +945,15 @@ def excess_by_layer(layerwise: pd.DataFrame, model: str) -> dict[str, Estimate]:
             for n, d in rows.groupby("layer", sort=False)}
 
 
+def layer_rise(layerwise: pd.DataFrame, model: str) -> Estimate:
+    """The excess at the deepest probed layer minus at the first, paired by seed (points)."""
+    rows = layerwise[layerwise["model"] == model]
+    layers = list(dict.fromkeys(rows["layer"]))
+    first, last = (rows[rows["layer"] == n].sort_values("seed") for n in (layers[0], layers[-1]))
+    return Estimate.of(points((last["rlp_acc"] - last["frozen_acc"]).to_numpy()
+                              - (first["rlp_acc"] - first["frozen_acc"]).to_numpy()))
+
+
 def memorization(results: dict, model: str) -> dict:
     """The preconditions' numbers for `model`: the worst seed's train accuracy and fit of its
     flipped labels (fractions), its largest RLP excess over frozen init (the layer with the
@@ -1063,6 +1072,7 @@ def measure_claims(results: dict) -> dict:
         means = [e.mean for e in excess.values()]
         rho = spearmanr(range(len(means)), means).statistic if len(means) > 2 else math.nan
         depth[model] = {**memorization(results, model), "spearman": float(rho),
+                        "rise": layer_rise(results["layerwise"], model),
                         "deepest": list(excess.values())[-1]}
     measured["depth"] = depth
 
@@ -1186,8 +1196,8 @@ _NO_MEMORY = {**_PRE, "last_excess": _e(0.5, 1.0)}
 _JUDGED = {"lam": 10.0, "lam_train": 0.97}
 
 
-def _model(spearman: float = 1.0, deepest: float = 12.0, **pre) -> dict:
-    return {**_PRE, "spearman": spearman, "deepest": _e(deepest), **pre}
+def _model(spearman: float = 1.0, rise: float = 12.0, **pre) -> dict:
+    return {**_PRE, "spearman": spearman, "rise": _e(rise), "deepest": _e(rise), **pre}
 
 
 def _shift(changes: dict, **over) -> dict:
@@ -1208,19 +1218,22 @@ CLAIMS = [
     Claim("depth", "Random-label accuracy grows with depth.",
           "ViT-B/32 ImageNet: ≈0% first layer, ≈70–80% deep",
           "RLP accuracy minus frozen-init baseline per probed layer (points), each layer-wise "
-          "model, mean over seeds", "for every model meeting the memorization target: "
-          "Spearman(depth, mean excess) > 0 and the deepest layer's excess > 0 beyond noise",
-          lambda v: all(m["spearman"] > 0 and m["deepest"].mean > 0 for m in _memorizing(v)),
+          "model: rise = deepest layer's excess minus the first layer's, paired by seed; "
+          "Spearman of depth against the seed-mean excess",
+          "for every model meeting the memorization target: rise > 0 beyond noise (the paper's "
+          "near-zero first layer below a high deep one) and Spearman(depth, mean excess) >= "
+          "0.5 (a trend over the layers, not only at the ends)",
+          lambda v: all(m["spearman"] >= 0.5 and m["rise"].mean > 0 for m in _memorizing(v)),
           preconditions=(("some model interpolates with an RLP excess >= 10 points beyond "
                           "noise", lambda v: bool(_memorizing(v))),),
-          beyond_noise=lambda v: all(m["deepest"].beyond_noise for m in _memorizing(v)),
+          beyond_noise=lambda v: all(m["rise"].beyond_noise for m in _memorizing(v)),
           cases=Cases(holds={"mlp": _model()}, fails={"mlp": _model(-0.5, -12.0)},
                       preconditions={"some model interpolates with an RLP excess >= 10 points "
                                      "beyond noise": {"mlp": _model(excess=_e(4.0))}}),
           unit="points", headline=lambda v: next(
-              (m["deepest"] for m in _memorizing(v)), next(iter(v.values()))["deepest"]),
-          caveat="the deepest layer's excess of the first model that meets the target; the "
-                 "MLP's levels are far below the paper's",
+              (m["rise"] for m in _memorizing(v)), next(iter(v.values()))["rise"]),
+          caveat="the deepest minus the first layer's excess, of the first model that meets "
+                 "the target; the levels are far below the paper's",
           where="fig2_layerwise_rlp"),
     Claim("early_rise", "RLP accuracy rises early, slightly before train and test accuracy "
           "diverge.", "",
