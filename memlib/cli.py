@@ -1,9 +1,10 @@
 """Command line: `python -m memlib run|notebook|claims ...`.
 
 Every mistake ends in one line on stderr and an exit code: 0 done, 1 data or environment
-(missing or damaged data, a folder that cannot be written, a failing notebook), 2 bad input
-(unknown study, scale, key or notebook, a value outside its domain, a bad
-MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
+(missing or damaged data, a folder that cannot be written, a full disk, a failing notebook),
+2 bad input (unknown study, scale, key, model or notebook, a value outside its domain, a
+device this machine lacks, a params file that is not UTF-8, a notebook without a parameters
+cell, a bad MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
 """
 
 from __future__ import annotations

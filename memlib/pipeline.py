@@ -2,8 +2,9 @@
 
 jupytext `.py` -> temporary `.ipynb` (kernel python3) -> papermill with the scale's
 parameters -> on success the executed notebook lands in build/<scale>/ and the
-figures it wrote (into a staging directory) replace figures/<study>/ together with a
-manifest.json. A failing cell leaves the previous outputs untouched.
+figures it wrote (into a staging folder beside figures/<study>/, on its file system, so
+that publishing is renames and never a copy) replace figures/<study>/ together with a
+manifest.json. A failing cell or a full disk leaves the previous outputs untouched.
 
 Runs of the same notebook may overlap (`make -j`, two terminals, a notebook server beside
 `make figures`): each run works in a folder of its own under build/<scale>/, and publishing
