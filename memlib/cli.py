@@ -1,9 +1,10 @@
 """Command line: `python -m memlib run|notebook|claims ...`.
 
 Every mistake ends in one line on stderr and an exit code: 0 done, 1 data or environment
-(missing or damaged data, a folder that cannot be written, a failing notebook), 2 bad input
-(unknown study, scale, key or notebook, a value outside its domain, a bad
-MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
+(missing or damaged data, a folder that cannot be written, a full disk, a failing notebook),
+2 bad input (unknown study, scale, key, model or notebook, a value outside its domain, a
+device this machine lacks, a params file that is not UTF-8, a notebook without a parameters
+cell, a bad MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
 """
 
 from __future__ import annotations
@@ -108,9 +109,11 @@ def check_params(stem: str, params: dict) -> dict:
 
 
 def find_notebook(path: Path) -> Path:
-    """`path` if it is a notebook file; else a UsageError naming the notebooks there are."""
-    if path.is_file():
-        return path
+    """`path` if it is a notebook file, here or relative to the repository (so that
+    `notebooks/03_....py` works from any folder); else a UsageError naming the notebooks."""
+    for candidate in (path, paths.repo_root() / path):
+        if candidate.is_file():
+            return candidate
     known = [_shown(p) for p in sorted((paths.repo_root() / "notebooks").glob("[0-9]*.py"))]
     match = [p for p in known if p.stem == path.stem]
     hint = (f"did you mean {match[0]}?" if match else
@@ -146,17 +149,17 @@ def main(argv: list[str] | None = None) -> int:
     reg.set_defaults(scale=DEFAULT_SCALE)
 
     warnings.formatwarning = _one_line_warning
-    interrupted = "memlib"
+    running = "memlib"
     try:
         args = parser.parse_args(argv)
         if args.scale not in SCALES:
             raise UsageError(f"unknown scale {args.scale!r}; choose one of: {', '.join(SCALES)}")
         if args.command == "run":
-            interrupted = (f"run {args.study} at {args.scale} scale (finished results are in "
+            running = (f"run {args.study} at {args.scale} scale (finished results are in "
                            "the cache)")
             return _run(args)
         if args.command == "notebook":
-            interrupted = (f"notebook {args.path.name} at {args.scale} scale (its published "
+            running = (f"notebook {args.path.name} at {args.scale} scale (its published "
                            "outputs are unchanged)")
             return _notebook(args)
         if args.command == "register":
@@ -172,11 +175,20 @@ def main(argv: list[str] | None = None) -> int:
     except paths.NotWritableError as err:
         print(f"memlib: error: {err}", file=sys.stderr)
         return 1
+    except OSError as err:  # the last resort for a full disk or a vanished folder
+        print(f"memlib: error: {_os_error(err)}; stopped {running}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
-        print(f"memlib: interrupted {interrupted}; rerun the same command to resume from the "
+        print(f"memlib: interrupted {running}; rerun the same command to resume from the "
               "last checkpoint", file=sys.stderr)
         return INTERRUPTED
     return 0
+
+
+def _os_error(err: OSError) -> str:
+    """`err` in one line: what went wrong and where."""
+    where = f" ({err.filename})" if err.filename else ""
+    return f"{(err.strerror or str(err)).lower()}{where}".replace("\n", " ")
 
 
 def _shown(path: Path) -> Path:
@@ -223,7 +235,7 @@ def _register(args) -> int:
 
 
 def _notebook(args) -> int:
-    from memlib.pipeline import NotebookError, run_notebook
+    from memlib.pipeline import NotebookError, NotebookInputError, run_notebook
 
     path = find_notebook(args.path)
     params = check_params(path.stem, preset(path.stem, args.scale, args.params,
@@ -234,6 +246,8 @@ def _notebook(args) -> int:
     start = time.monotonic()
     try:
         out = run_notebook(path, args.scale, params=params)
+    except NotebookInputError as err:
+        raise UsageError(str(err)) from None
     except NotebookError as err:
         print(f"memlib: {err}", file=sys.stderr)
         return 1

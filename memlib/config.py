@@ -6,10 +6,11 @@ strings). `build(cls, params)` coerces each value to the field's annotated type,
 checks it against the field's declared domain and fails with one line naming the
 field and what it accepts.
 
-Domains are declared in the annotation, `epochs: Annotated[int, Positive] = 20`; on a
-sequence a domain applies to every item and `NonEmpty` to the sequence itself:
-`seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0,)`. Numbers must be
-finite everywhere. Rules between fields stay in `__post_init__`, written with `check`.
+Domains are declared in the annotation, `epochs: Annotated[int, Positive, AtMost(10**4)] =
+20`; on a sequence a domain applies to every item and `NonEmpty` to the sequence itself:
+`seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0,)`. Numbers
+must be finite everywhere, and every integer has a ceiling. Rules between fields stay in
+`__post_init__`, written with `check`.
 """
 
 from __future__ import annotations
@@ -61,11 +62,18 @@ def AtLeast(n: float) -> Domain:
     return Range(n)
 
 
+def AtMost(n: float) -> Domain:
+    """A ceiling far above any preset: a value beyond it is a slip (`epochs=1000000000000`)
+    that would otherwise start a run that never ends or fill the disk."""
+    return Range(hi=n)
+
+
 Positive = Domain(lambda v: v > 0, "positive")
 NonNegative = Range(0)
 Rate = Range(0, 1, hi_open=True)  # noise rates, dropout, label smoothing, pruned fractions
 Fraction = Range(0, 1, lo_open=True)  # a non-empty share of something: (0, 1]
 NonEmpty = MinLength(1)
+SEED_MAX = 2**32 - 1  # NumPy's seeds end there
 
 
 def build(cls, params: dict[str, Any] | None = None, **overrides):
@@ -77,7 +85,7 @@ def build(cls, params: dict[str, Any] | None = None, **overrides):
     params = {**(params or {}), **overrides}
     hints = get_type_hints(cls, include_extras=True)
     names = [f.name for f in dataclasses.fields(cls)]
-    unknown = sorted(set(params) - set(names))
+    unknown = sorted(set(params) - set(names), key=str)  # YAML keys may be numbers too
     if unknown:
         raise ConfigError(
             f"unknown parameter {unknown[0]!r} for {cls.__name__}; valid: {', '.join(names)}"

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -39,7 +40,9 @@ from memlib import distributed, models, paths
 from memlib.cache import cached, code_version
 from memlib.claims import Cases, Claim, Estimate, all_of, margin, paired
 from memlib.config import (
+    SEED_MAX,
     AtLeast,
+    AtMost,
     NonEmpty,
     NonNegative,
     Positive,
@@ -254,9 +257,10 @@ int downdate_roots(int n, int K, const double *p, const double *w, double *out) 
 def _kernel():
     """The compiled secular kernel (ctypes), built once per machine into the cache; None when
     no C compiler is available (MEMLIB_NO_CC=1 forces the torch fallback) or the build fails.
-    A library whose bytes do not match the digest written beside it (a truncated file would
-    crash the process when loaded), that does not load, or that solves a small problem
-    wrongly is rebuilt; a read-only cache gets a build of this process's own."""
+    A library whose bytes do not match the digest written beside it, that does not load and
+    run in a child process (a damaged one kills the process that maps it with SIGBUS), or
+    that solves a small problem wrongly is rebuilt, with a warning; a read-only or full cache
+    gets a build of this process's own."""
     if os.environ.get("MEMLIB_NO_CC"):
         return None
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
@@ -265,15 +269,29 @@ def _kernel():
     tag = hashlib.sha256((SECULAR_C + platform.node() + platform.machine()).encode())
     library = paths.cache_dir() / "kernels" / f"secular-{tag.hexdigest()[:16]}.so"
     lib = _load_kernel(library) if library.exists() else None
+    if lib is None and library.exists():
+        warnings.warn(f"the compiled kernel {library} is damaged; rebuilding it",
+                      RuntimeWarning, stacklevel=2)
     if lib is None:
         try:
             built = _build_kernel(compiler, library)
             lib = built and _load_kernel(built)
-        except OSError:  # a read-only cache: a build for this process alone
-            with tempfile.TemporaryDirectory() as tmp:
-                built = _build_kernel(compiler, Path(tmp) / library.name)
-                lib = built and _load_kernel(built)  # loaded before its folder goes
+        except OSError:  # a read-only or full cache
+            lib = _private_kernel(compiler, library.name)
     return lib or None
+
+
+def _private_kernel(compiler: str, name: str):
+    """A kernel built for this process alone, in a temporary folder; None, with a warning,
+    when that fails too (a full disk)."""
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            built = _build_kernel(compiler, Path(tmp) / name)
+            return built and _load_kernel(built)  # loaded before its folder goes
+    except OSError as err:
+        warnings.warn(f"could not build the compiled kernel ({err.strerror or err}); the "
+                      "slower torch path runs", RuntimeWarning, stacklevel=3)
+        return None
 
 
 def _build_kernel(compiler: str, library: Path) -> Path | None:
@@ -293,11 +311,14 @@ def _build_kernel(compiler: str, library: Path) -> Path | None:
             return None
         library.parent.mkdir(parents=True, exist_ok=True)
         staged = library.with_name(f".{library.name}.{os.getpid()}.tmp")
-        shutil.move(str(built), str(staged))
-        digest = hashlib.sha256(staged.read_bytes()).hexdigest()
-        os.replace(staged, library)
-        staged.write_text(digest)
-        os.replace(staged, _digest_file(library))
+        try:
+            shutil.move(str(built), str(staged))
+            digest = hashlib.sha256(staged.read_bytes()).hexdigest()
+            os.replace(staged, library)
+            staged.write_text(digest)
+            os.replace(staged, _digest_file(library))
+        finally:
+            staged.unlink(missing_ok=True)  # what a full disk left half-written
     return library
 
 
@@ -311,7 +332,7 @@ def _load_kernel(library: Path):
     try:
         intact = (hashlib.sha256(library.read_bytes()).hexdigest()
                   == _digest_file(library).read_text().strip())
-        if not intact:
+        if not intact or not _runs_in_a_child(library):
             return None
         lib = ctypes.CDLL(str(library))
         lib.downdate_roots.restype = ctypes.c_int
@@ -324,6 +345,25 @@ def _load_kernel(library: Path):
     status = lib.downdate_roots(1, 4, poles.data_ptr(), weights.data_ptr(), out.data_ptr())
     ok = status == 0 and torch.allclose(out[0], _roots_torch(poles, weights[0]), rtol=1e-9)
     return lib if ok else None
+
+
+_CHILD_RUN = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+poles, weights = (ctypes.c_double * 2)(1.0, 2.0), (ctypes.c_double * 2)(0.1, 0.2)
+sys.exit(lib.downdate_roots(1, 2, poles, weights, (ctypes.c_double * 2)()))
+"""
+
+
+def _runs_in_a_child(library: Path) -> bool:
+    """Whether `library` loads and solves a small problem in a child process: a library
+    that was damaged after its digest was written can kill the process that maps it."""
+    try:
+        child = subprocess.run([sys.executable, "-I", "-S", "-c", _CHILD_RUN, str(library)],
+                               capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return child.returncode == 0
 
 
 def _roots_torch(p: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -486,32 +526,33 @@ HUMAN_SETS = {"aggre": "aggre_label", "random1": "random_label1", "worst": "wors
 @dataclass(frozen=True)
 class Config:
     dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "digits"] = "fashion_mnist"
-    n_train: Annotated[int, NonNegative] = 2000  # 0: the whole training set
-    n_test: Annotated[int, NonNegative] = 2000  # 0: the whole test set
+    n_train: Annotated[int, NonNegative, AtMost(10**7)] = 2000  # 0: the whole training set
+    n_test: Annotated[int, NonNegative, AtMost(10**7)] = 2000  # 0: the whole test set
     # the fixed scatter (and attribution) set, a subset of training
-    n_scatter: Annotated[int, AtLeast(10)] = 1000
+    n_scatter: Annotated[int, AtLeast(10), AtMost(10**7)] = 1000
     model: Literal["mlp", "smallcnn", "resnet18", "vit_tiny", "vit_base_patch32_224"] = "mlp"
-    mlp_widths: Annotated[tuple[int, ...], NonEmpty, Positive] = (256, 64)
-    cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive] = (8, 16, 32)
+    mlp_widths: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**16)] = (256, 64)
+    cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**14)] = (8, 16, 32)
     corruptions: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.4, 0.6)
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0, 1, 2)
-    epochs: Annotated[int, AtLeast(2)] = 50
-    batch_size: Annotated[int, Positive] = 32
+    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0, 1, 2)
+    epochs: Annotated[int, AtLeast(2), AtMost(10**4)] = 50
+    batch_size: Annotated[int, Positive, AtMost(2**20)] = 32
     optimizer: Literal["sgd", "adam", "adamw"] = "adam"
     lr: Annotated[float, Positive] = 1e-3
     weight_decay: Annotated[float, NonNegative] = 0.0
     bias: bool = True
     spectrum: Literal["eig", "sv"] = "eig"
     attribution_corruption: Annotated[float, Rate] = 0.4
-    early_epoch: Annotated[int, Positive] = 2
-    top_k: Annotated[int, Positive] = 100
+    early_epoch: Annotated[int, Positive, AtMost(10**4)] = 2
+    top_k: Annotated[int, Positive, AtMost(10**7)] = 100
     # examples re-solved by direct eigensolve in the attribution run
-    direct_checks: Annotated[int, NonNegative] = 10
+    direct_checks: Annotated[int, NonNegative, AtMost(10**5)] = 10
     arch_models: tuple[str, ...] = ("smallcnn",)  # at attribution_corruption
-    arch_epochs: Annotated[int, AtLeast(2)] = 15
-    arch_seeds: Annotated[int, Positive] = 1  # the first arch_seeds of seeds, per extra model
+    arch_epochs: Annotated[int, AtLeast(2), AtMost(10**4)] = 15
+    # the first arch_seeds of seeds, per extra model
+    arch_seeds: Annotated[int, Positive, AtMost(10**4)] = 1
     human_label_sets: tuple[str, ...] = ()  # CIFAR-10N: aggre, random1, worst
-    synthetic_n: Annotated[int, AtLeast(20)] = 300
+    synthetic_n: Annotated[int, AtLeast(20), AtMost(10**7)] = 300
     # seeded batched crop + flip (+ cutout) of the training batches (memlib.augment); er and
     # the attribution are measured on the un-augmented scatter set in eval mode
     augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"

@@ -41,7 +41,9 @@ from memlib import fisher, probes, rlp
 from memlib.cache import cached, code_version, entry_path, prefetch
 from memlib.claims import Cases, Claim, Estimate, all_of, margin, paired
 from memlib.config import (
+    SEED_MAX,
     AtLeast,
+    AtMost,
     ConfigError,
     NonEmpty,
     NonNegative,
@@ -83,17 +85,17 @@ class Config:
     # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
     datasets: Annotated[tuple[str, ...], NonEmpty] = ("fashion_mnist", "mnist")
     noise_rates: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.4)
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0, 1, 2)
+    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0, 1, 2)
     # training examples scored and forming the gradient scatter (a fixed class-stratified
     # subset); None: every training example
-    scatter_samples: Annotated[int | None, AtLeast(10)] = None
+    scatter_samples: Annotated[int | None, AtLeast(10), AtMost(10**7)] = None
     # epochs between the measurements over training (er, the fits, head and test accuracy;
     # and always the last); each example's margin is recorded every epoch
-    measure_every: Annotated[int, Positive] = 2
-    exact_loo_max: Annotated[int, NonNegative] = 20000  # exact LOO up to this scatter size
-    null_draws: Annotated[int, Positive] = 3  # null-model B shuffles per layer
+    measure_every: Annotated[int, Positive, AtMost(10**4)] = 2
+    exact_loo_max: Annotated[int, NonNegative, AtMost(10**7)] = 20000  # exact LOO up to this size
+    null_draws: Annotated[int, Positive, AtMost(10**4)] = 3  # null-model B shuffles per layer
     # training runs computed at once, each in its own process on one CPU thread
-    parallel_runs: Annotated[int, Positive] = 1
+    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1
 
     def __post_init__(self):
         check_fields(self)

@@ -35,6 +35,8 @@ from torch import Tensor, nn
 from memlib.cache import cached, code_version
 from memlib.claims import Cases, Claim, Estimate, all_of, margin, paired
 from memlib.config import (
+    SEED_MAX,
+    AtMost,
     Domain,
     Fraction,
     NonEmpty,
@@ -474,50 +476,52 @@ Optimizer = Literal["sgd", "adam", "adamw", "muon"]
 @dataclass(frozen=True)
 class Config:
     # task and model
-    p: Annotated[int, Domain(is_prime, "a prime (the Fourier analysis needs it)")] = 59
+    # the ceiling first: the primality of a huge number takes long to check
+    p: Annotated[int, AtMost(10**4),
+                 Domain(is_prime, "a prime (the Fourier analysis needs it)")] = 59
     operation: Literal["add", "sub"] = "add"
     train_fraction: Annotated[float, Range(0, 1, lo_open=True, hi_open=True)] = 0.8  # not stated
     noise: Literal["wrong", "uniform", "symmetric"] = "wrong"
-    width: Annotated[int, Positive] = 513
+    width: Annotated[int, Positive, AtMost(2**16)] = 513
     activation: Activation = "relu"
     # main runs: one per (alpha, seed), trained together
     alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.5, 0.8)
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0,)
+    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0,)
     optimizer: Optimizer = "adamw"
     lr: Annotated[float, Positive] = 1e-3
     weight_decay: Annotated[float, NonNegative] = 0.1
-    epochs: Annotated[int, Positive] = 600
-    log_every: Annotated[int, Positive] = 50
+    epochs: Annotated[int, Positive, AtMost(10**7)] = 600
+    log_every: Annotated[int, Positive, AtMost(10**7)] = 50
     # analyses
     eval_activations: Annotated[tuple[Activation, ...], NonEmpty] = (
         "relu", "quadratic", "abs", "reverse_relu")
     partition_fractions: Annotated[tuple[float, ...], NonEmpty, Fraction] = (
         0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
-    spectra_neurons: Annotated[int, Positive] = 48
+    spectra_neurons: Annotated[int, Positive, AtMost(2**16)] = 48
     # learning order per optimizer
     order_alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.2, 0.5)
     # variants of the main run at the largest alpha: LeakyReLU nets, multiplication mod p
     variants: tuple[Literal["leaky_relu", "mul"], ...] = ("leaky_relu", "mul")
-    order_epochs: Annotated[int, Positive] = 150
-    order_log_every: Annotated[int, Positive] = 2
+    order_epochs: Annotated[int, Positive, AtMost(10**7)] = 150
+    order_log_every: Annotated[int, Positive, AtMost(10**7)] = 2
     order_optimizers: Annotated[tuple[Optimizer, ...], NonEmpty] = ("adamw", "adam", "muon", "sgd")
     order_lrs: Annotated[tuple[float, ...], Positive] = (1e-3, 1e-3, 0.02, 1.0)
     order_weight_decays: Annotated[tuple[float, ...], NonNegative] = (0.1, 0.0, 0.1, 0.0)
     # width sweep (double descent)
-    sweep_widths: Annotated[tuple[int, ...], NonEmpty, Positive] = (8, 32, 128)
+    sweep_widths: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**16)] = (8, 32, 128)
     sweep_alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.2, 0.5, 0.8)
     sweep_activations: Annotated[tuple[Activation, ...], NonEmpty] = ("relu", "quadratic", "gelu")
     sweep_weight_decays: Annotated[tuple[float, ...], NonEmpty, NonNegative] = (0.1, 1.0)
-    sweep_epochs: Annotated[int, Positive] = 300
+    sweep_epochs: Annotated[int, Positive, AtMost(10**7)] = 300
     # learning order on images: digits always, `image_dataset` when on disk (else its fallback)
     digits_alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.05, 0.2)
-    digits_width: Annotated[int, Positive] = 256
+    digits_width: Annotated[int, Positive, AtMost(2**16)] = 256
     digits_lr: Annotated[float, Positive] = 1e-3
-    digits_epochs: Annotated[int, NonNegative] = 300
+    digits_epochs: Annotated[int, NonNegative, AtMost(10**6)] = 300
     image_dataset: Literal["mnist", "fashion_mnist", "none"] = "mnist"
     image_fallback: Literal["fashion_mnist", "none"] = "fashion_mnist"
-    image_samples: Annotated[int, Positive] = 2000
-    image_epochs: Annotated[int, NonNegative] = 100
+    image_samples: Annotated[int, Positive, AtMost(10**7)] = 2000
+    image_epochs: Annotated[int, NonNegative, AtMost(10**5)] = 100
 
     def __post_init__(self):
         check_fields(self)

@@ -8,6 +8,8 @@ model, including timm and torchvision ones, can be tapped by module name with
 from __future__ import annotations
 
 import contextlib
+import difflib
+import functools
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 
@@ -178,6 +180,24 @@ def build(name: str, num_classes: int, in_shape: Sequence[int], **kwargs) -> nn.
     if name.startswith("vit"):
         return vit(name, num_classes, h, c, **kwargs)
     raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
+
+
+def unknown_model(name: str) -> str | None:
+    """None if `build` knows `name` (memlib's models and timm's `vit_*`); else one line
+    naming the nearest known names."""
+    if name in MODELS or name.startswith("vit_") and name.split(".")[0] in _timm_vits():
+        return None
+    nearest = difflib.get_close_matches(name, list(dict.fromkeys([*MODELS, *_timm_vits()])),
+                                        n=3, cutoff=0)
+    return (f"unknown model {name!r}; did you mean {', '.join(nearest)}? (memlib's own: "
+            f"{', '.join(MODELS)}; or any of timm's vit_* models)")
+
+
+@functools.cache
+def _timm_vits() -> frozenset[str]:
+    import timm
+
+    return frozenset(timm.list_models("vit_*"))
 
 
 def pool(feature: torch.Tensor) -> torch.Tensor:

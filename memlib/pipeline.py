@@ -2,9 +2,10 @@
 
 jupytext `.py` -> temporary `.ipynb` (kernel python3) -> papermill with the scale's
 parameters -> on success the executed notebook lands in build/<scale>/ and the
-figures it wrote (into a staging directory) replace figures/<study>/ together with a
-manifest.json and a copy of the executed notebook. A failing cell leaves the previous
-outputs untouched.
+figures it wrote (into a staging folder beside figures/<study>/, on its file system, so
+that publishing is renames and never a copy) replace figures/<study>/ together with a
+manifest.json and a copy of the executed notebook. A failing cell or a full disk leaves the
+previous outputs untouched.
 
 Runs of the same notebook may overlap (`make -j`, two terminals, a notebook server beside
 `make figures`): each run works in a folder of its own under build/<scale>/, and publishing
@@ -36,6 +37,10 @@ class NotebookError(RuntimeError):
     """A notebook failed; the message is one line pointing at the failed cell."""
 
 
+class NotebookInputError(NotebookError):
+    """A notebook or parameter file that cannot be run as given (bad input); one line."""
+
+
 def params_file(notebook: Path, scale: str) -> Path:
     return paths.repo_root() / "params" / scale / f"{Path(notebook).stem}.yaml"
 
@@ -44,7 +49,10 @@ def read_params(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise NotebookError(f"no parameter file {path}; create it or pick another scale")
     try:
-        params = yaml.safe_load(path.read_text()) or {}
+        params = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as err:
+        raise NotebookError(f"{path} is not UTF-8 text (byte {err.start}); save it as UTF-8"
+                            ) from None
     except yaml.YAMLError as err:
         raise NotebookError(f"{path} is not valid YAML: {err}".replace("\n", " ")) from None
     if not isinstance(params, dict):
@@ -60,24 +68,40 @@ def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = 
     notebook = Path(notebook).resolve()
     if not notebook.is_file():
         raise NotebookError(f"no such notebook {notebook}")
+    nb = _read_notebook(notebook)
     if params is None:
         params = read_params(params_file(notebook, scale))
     build_dir = Path(build_dir or paths.build_dir(scale))
     build_dir.mkdir(parents=True, exist_ok=True)
-    work, held = _working_folder(build_dir, notebook.stem)
-    sockets = Path(tempfile.mkdtemp(prefix="memlib-kernel-"))  # short: a Unix socket path
-    try:
-        return _execute(notebook, scale, {**params, "scale": scale}, build_dir, work, sockets)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(sockets, ignore_errors=True)
-        os.close(held)
+    target = paths.figures_dir(notebook.stem, scale)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with (_own_folder(build_dir, notebook.stem) as work,
+          # beside its target, on its file system: publishing is renames, never a copy
+          _own_folder(target.parent, target.name) as staging,
+          # short, for the kernel's Unix sockets
+          _own_folder(Path(tempfile.gettempdir()), "memlib-kernel") as sockets):
+        return _execute(notebook, nb, scale, {**params, "scale": scale}, build_dir, work,
+                        staging, sockets)
 
 
-def _working_folder(build_dir: Path, stem: str) -> tuple[Path, int]:
-    """A new folder `.<stem>.*.run` of this run's own, locked for as long as the returned
-    descriptor is open; the folders of killed runs (no longer locked) are removed."""
-    for old in build_dir.glob(f".{stem}.*.run"):
+def _read_notebook(notebook: Path):
+    """The notebook, refused unless a cell is tagged `parameters`: without one papermill
+    would run the notebook with its own values, ignoring the scale's preset and --set."""
+    import jupytext
+
+    nb = jupytext.read(notebook)
+    if not any("parameters" in cell.metadata.get("tags", ()) for cell in nb.cells):
+        raise NotebookInputError(f"{notebook.name} has no cell tagged parameters, so its "
+                                 "parameters cannot be set; tag the cell that holds them "
+                                 "(# %% tags=[\"parameters\"])")
+    return nb
+
+
+@contextlib.contextmanager
+def _own_folder(parent: Path, stem: str):
+    """A new folder `.<stem>.*.run` in `parent` of this run's own, locked while it lives and
+    removed after; the folders of killed runs (no longer locked) are removed first."""
+    for old in parent.glob(f".{stem}.*.run"):
         with contextlib.suppress(OSError):
             fd = os.open(old, os.O_RDONLY)
             try:
@@ -85,16 +109,21 @@ def _working_folder(build_dir: Path, stem: str) -> tuple[Path, int]:
                 shutil.rmtree(old, ignore_errors=True)
             finally:
                 os.close(fd)
-    new = Path(tempfile.mkdtemp(prefix=f".{stem}.", suffix=".new", dir=build_dir))
+    new = Path(tempfile.mkdtemp(prefix=f".{stem}.", suffix=".new", dir=parent))
+    own = new.with_suffix(".run")  # only locked folders carry the name others clean up
     fd = os.open(new, os.O_RDONLY)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    work = new.with_suffix(".run")  # only locked folders carry the name others clean up
-    os.rename(new, work)
-    return work, fd
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(new, own)
+        yield own
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
+        shutil.rmtree(new, ignore_errors=True)  # if the rename did not happen
+        os.close(fd)  # releases the lock
 
 
-def _execute(notebook: Path, scale: str, params: dict[str, Any], build_dir: Path, work: Path,
-             sockets: Path) -> Path:
+def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: Path,
+             work: Path, staging: Path, sockets: Path) -> Path:
     import jupytext
     import papermill
     from nbclient.exceptions import DeadKernelError
@@ -103,8 +132,7 @@ def _execute(notebook: Path, scale: str, params: dict[str, Any], build_dir: Path
     from memlib.train import show_progress
 
     study = notebook.stem
-    source, executed, staging = work / "input.ipynb", work / "output.ipynb", work / "figures"
-    nb = jupytext.read(notebook)
+    source, executed = work / "input.ipynb", work / "output.ipynb"
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     jupytext.write(nb, source, fmt="ipynb")
@@ -144,19 +172,25 @@ def _execute(notebook: Path, scale: str, params: dict[str, Any], build_dir: Path
             else:
                 os.environ[key] = value
 
-    staged = staging / paths.figures_dir(study, scale).relative_to(paths.figures_root())
+    target = paths.figures_dir(study, scale)
+    staged = staging / target.relative_to(paths.figures_root())
     if not staged.is_dir():
         raise NotebookError(f"{notebook.name} ran but saved no figure or table (nothing in "
                             f"{staged}); the published outputs were left as they were")
-    write_manifest(staged, manifest(study, scale, params, time.time() - start))
-    # published beside its figures, outputs included, so a code host renders it and the book
-    # is built from it without executing anything
-    shutil.copyfile(executed, staged / f"{study}.ipynb")
     final = build_dir / f"{study}.ipynb"
-    with _publishing(build_dir):
-        _swap_in(staged, paths.figures_dir(study, scale))
-        (build_dir / f"{study}.failed.ipynb").unlink(missing_ok=True)
-        os.replace(executed, final)
+    try:
+        write_manifest(staged, manifest(study, scale, params, time.time() - start))
+        # published beside its figures, outputs included, so a code host renders it and the
+        # book is built from it without executing anything
+        shutil.copyfile(executed, staged / f"{study}.ipynb")
+        with _publishing(build_dir):
+            _swap_in(staged, target)
+            (build_dir / f"{study}.failed.ipynb").unlink(missing_ok=True)
+            os.replace(executed, final)
+    except OSError as err:  # a full disk
+        raise NotebookError(f"could not publish the outputs of {notebook.name}: "
+                            f"{(err.strerror or str(err)).lower()}; the published outputs were "
+                            "left as they were") from None
     return final
 
 
@@ -173,8 +207,9 @@ def _publishing(build_dir: Path):
 
 
 def _swap_in(staged: Path, target: Path) -> None:
-    """Replace the folder `target` by `staged` whole: move it next to the target (same file
-    system), then two renames. Call it holding the publishing lock."""
+    """Replace the folder `target` by `staged`, which lies beside it (same file system), by
+    renames alone; a failed rename puts the old folder back. Call it holding the publishing
+    lock."""
     target.parent.mkdir(parents=True, exist_ok=True)
     for leftover in target.parent.glob(f".{target.name}.*.publish"):  # of a killed run
         if not target.exists() and (leftover / "old").is_dir():
@@ -183,10 +218,14 @@ def _swap_in(staged: Path, target: Path) -> None:
     swap = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".publish",
                                  dir=target.parent))
     try:
-        shutil.move(str(staged), str(swap / "new"))
         if target.exists():
             os.rename(target, swap / "old")
-        os.rename(swap / "new", target)
+        try:
+            os.rename(staged, target)
+        except OSError:
+            if (swap / "old").is_dir():
+                os.rename(swap / "old", target)
+            raise
     finally:
         shutil.rmtree(swap, ignore_errors=True)
 

@@ -36,6 +36,8 @@ from memlib import train as training
 from memlib.cache import cached, code_version
 from memlib.claims import LEVEL, Cases, Claim, Estimate, all_of, margin, paired
 from memlib.config import (
+    SEED_MAX,
+    AtMost,
     NonEmpty,
     NonNegative,
     Positive,
@@ -79,42 +81,43 @@ _NER_TAG = re.compile(r"O|[BI]-\S+")
 class Config:
     datasets: Annotated[tuple[str, ...], NonEmpty] = ("fashion_mnist",)
     pair_choice: Literal["authors", "ssim"] = "authors"
-    width: Annotated[int, Positive] = 64
+    width: Annotated[int, Positive, AtMost(2**16)] = 64
     activation: Literal["relu", "tanh", "sigmoid"] = "relu"
-    epochs: Annotated[int, Positive] = 10
-    batch_size: Annotated[int, Positive] = 128
+    epochs: Annotated[int, Positive, AtMost(10**4)] = 10
+    batch_size: Annotated[int, Positive, AtMost(2**20)] = 128
     lr: Annotated[float, Positive] = 0.01
     # the learning rate rises linearly over the first optimizer steps: without it, a run's
     # first full-size Adam steps can push every hidden unit below zero for every input
-    warmup_steps: Annotated[int, NonNegative] = 5
+    warmup_steps: Annotated[int, NonNegative, AtMost(10**6)] = 5
     # one run per seed: initialisation, batch order and the probes' random draws
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0, 1, 2, 3, 4)
+    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0, 1, 2, 3, 4)
     # None: every training image of the two classes
-    train_per_class: Annotated[int | None, Positive] = None
+    train_per_class: Annotated[int | None, Positive, AtMost(10**7)] = None
     reinit_biases: bool = False  # the authors' scripts reload weights only
     fold_below_chance: bool = False  # report acc < 50% as 100 - acc, as the authors do
     # noise is redrawn for every evaluation batch
-    eval_batch_size: Annotated[int, Positive] = 500
+    eval_batch_size: Annotated[int, Positive, AtMost(2**20)] = 500
     prune_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = tuple(
         round(0.05 * i, 2) for i in range(20))
     noise_log2_levels: Annotated[tuple[float, ...], NonEmpty, Range(hi=4)] = tuple(
         float(k) for k in range(-10, 1))
     flip_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = tuple(
         round(0.05 * i, 2) for i in range(11))
-    null_draws: Annotated[int, Positive] = 10
+    null_draws: Annotated[int, Positive, AtMost(10**4)] = 10
     null_prune_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = (
         0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-    curveball_trades: Annotated[int, Positive] = 5  # trades per row of a layer
-    ssim_pairs: Annotated[int, Positive] = 200  # random image pairs per ordered class pair
+    curveball_trades: Annotated[int, Positive, AtMost(10**4)] = 5  # trades per row of a layer
+    # random image pairs per ordered class pair
+    ssim_pairs: Annotated[int, Positive, AtMost(10**6)] = 200
     # the heatmaps cover every pair of the first k classes
     heatmap_classes: Annotated[int, Range(3, 10)] = 10
-    heatmap_runs: Annotated[int, Positive] = 3  # the first heatmap_runs seeds
-    heatmap_epochs: Annotated[int, Positive] = 5
-    heatmap_train_per_class: Annotated[int | None, Positive] = 2000
-    heatmap_null_draws: Annotated[int, Positive] = 3
-    standin_train: Annotated[int, Positive] = 12000
-    standin_test: Annotated[int, Positive] = 2000
-    standin_epochs: Annotated[int, NonNegative] = 4
+    heatmap_runs: Annotated[int, Positive, AtMost(10**4)] = 3  # the first heatmap_runs seeds
+    heatmap_epochs: Annotated[int, Positive, AtMost(10**4)] = 5
+    heatmap_train_per_class: Annotated[int | None, Positive, AtMost(10**7)] = 2000
+    heatmap_null_draws: Annotated[int, Positive, AtMost(10**4)] = 3
+    standin_train: Annotated[int, Positive, AtMost(10**7)] = 12000
+    standin_test: Annotated[int, Positive, AtMost(10**7)] = 2000
+    standin_epochs: Annotated[int, NonNegative, AtMost(10**4)] = 4
     standin_prune_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.5, 0.9)
     standin_noise_levels: Annotated[tuple[float, ...], Positive] = (0.5, 1.0, 2.0)
     standin_flip_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.3)
@@ -123,7 +126,7 @@ class Config:
     # last part, models/distilbert-NER) under $MEMLIB_DATA/models is used first when present
     distilbert_model: str = DISTILBERT
     # None: the whole CoNLL-2003 test split
-    distilbert_sentences: Annotated[int | None, Positive] = None
+    distilbert_sentences: Annotated[int | None, Positive, AtMost(10**7)] = None
 
     def __post_init__(self):
         check_fields(self)

@@ -30,7 +30,9 @@ from memlib import distributed, imagenet
 from memlib.cache import cached, code_version, entry_path, prefetch
 from memlib.claims import Cases, Claim, Estimate, all_of, any_of, margin, paired
 from memlib.config import (
+    SEED_MAX,
     AtLeast,
+    AtMost,
     Domain,
     Fraction,
     MinLength,
@@ -41,12 +43,13 @@ from memlib.config import (
     check,
     check_fields,
 )
-from memlib.models import MODELS, build, pool, taps
+from memlib.models import build, pool, taps, unknown_model
 from memlib.seed import generator, seed_everything
 from memlib.train import (
     Batch,
     TensorBatches,
     TrainSpec,
+    check_device,
     dataset_batches,
     make_optimizers,
     resolve_device,
@@ -318,42 +321,46 @@ class Config:
     dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "digits", "imagenet",
                      "imagenet_lt"] = "fashion_mnist"
     # class-stratified subset of the train split; None: all
-    train_samples: Annotated[int | None, AtLeast(20)] = 4000
-    test_samples: Annotated[int | None, AtLeast(10)] = 2000
+    train_samples: Annotated[int | None, AtLeast(20), AtMost(10**7)] = 4000
+    test_samples: Annotated[int | None, AtLeast(10), AtMost(10**7)] = 2000
     # class-stratified samples of the train split held out of training, with their clean
     # labels: the validation set on which every "best λ" is chosen (never the test set)
-    validation_samples: Annotated[int, Positive] = 500
+    validation_samples: Annotated[int, Positive, AtMost(10**7)] = 500
     # train accuracy and RLP accuracy on a fixed class-stratified subset of the training
     # samples (None: all of them); an estimate that spares ImageNet a second pass per epoch
-    measure_samples: Annotated[int | None, AtLeast(10)] = None
+    measure_samples: Annotated[int | None, AtLeast(10), AtMost(10**7)] = None
     model: str = "mlp"  # the default model of every sweep
-    widths: Annotated[tuple[int, ...], MinLength(2), Positive] = (128, 128, 128, 128)  # MLP
-    cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive] = (16, 32, 64)  # SmallCNN
+    # MLP
+    widths: Annotated[tuple[int, ...], MinLength(2), Positive, AtMost(2**16)] = (128, 128, 128, 128)
+    # SmallCNN
+    cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**14)] = (16, 32, 64)
     wrn_depth: Annotated[int, Domain(lambda d: d >= 10 and (d - 4) % 6 == 0,
-                                     "6n + 4 with n >= 1 (10, 16, 22, 28...)")] = 16
-    wrn_width: Annotated[int, Positive] = 4
-    vit_depth: Annotated[int | None, Positive] = None  # blocks of every ViT; None: the model's
+                                     "6n + 4 with n >= 1 (10, 16, 22, 28...)"), AtMost(1000)] = 16
+    wrn_width: Annotated[int, Positive, AtMost(64)] = 4
+    # blocks of every ViT; None: the model's
+    vit_depth: Annotated[int | None, Positive, AtMost(1000)] = None
     layer_models: Annotated[tuple[str, ...], NonEmpty] = ("mlp", "smallcnn", "vit_tiny")
-    layer_model_epochs: Annotated[int, Positive] = 8  # epochs for layer_models other than model
-    n_random: Annotated[int | None, AtLeast(2)] = None  # None: the number of classes
-    head_hidden: Annotated[int, NonNegative] = 0  # 0: linear heads
+    # epochs for layer_models other than model
+    layer_model_epochs: Annotated[int, Positive, AtMost(10**4)] = 8
+    n_random: Annotated[int | None, AtLeast(2), AtMost(10**5)] = None  # None: the number of classes
+    head_hidden: Annotated[int, NonNegative, AtMost(2**16)] = 0  # 0: linear heads
     # > 0: also a capacity-matched control head per layer, reading it through a fixed random
     # projection to this many dimensions (rlpproj_<layer>)
-    head_project: Annotated[int, NonNegative] = 0
+    head_project: Annotated[int, NonNegative, AtMost(2**16)] = 0
     head_lr: Annotated[float | None, Positive] = 1e-2  # None: lr
-    epochs: Annotated[int, Positive] = 20
+    epochs: Annotated[int, Positive, AtMost(10**4)] = 20
     # epochs between measurements of train/test/RLP accuracy (and always the last)
-    measure_every: Annotated[int, Positive] = 1
+    measure_every: Annotated[int, Positive, AtMost(10**4)] = 1
     # training runs computed at once, each in its own process on one CPU thread (1: all in
     # this process; ignored under torchrun)
-    parallel_runs: Annotated[int, Positive] = 1
-    batch_size: Annotated[int, Positive] = 128
+    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1
+    batch_size: Annotated[int, Positive, AtMost(2**20)] = 128
     optimizer: Literal["sgd", "adam", "adamw", "muon"] = "adam"
     lr: Annotated[float, Positive] = 2e-3
     momentum: Annotated[float, Rate] = 0.9
     weight_decay: Annotated[float, NonNegative] = 0.0  # extractor and task head; RLP heads never
     schedule: Literal["constant", "cosine", "warmup_cosine"] = "constant"
-    warmup_epochs: Annotated[float, NonNegative] = 0.0
+    warmup_epochs: Annotated[float, NonNegative, AtMost(10**4)] = 0.0
     dropouts: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.3, 0.5)
     weight_decays: Annotated[tuple[float, ...], NonEmpty, NonNegative] = (1e-4, 1e-3, 1e-2)
     label_smoothings: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.2, 0.3)
@@ -366,13 +373,13 @@ class Config:
     noise_rates: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.2, 0.4)
     noise_lambdas: Annotated[tuple[float, ...], NonEmpty, Positive] = (1.0, 10.0)
     # every condition runs once per seed
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative] = (0, 1, 2)
-    label_seed: Annotated[int, NonNegative] = 12345
-    data_seed: Annotated[int, NonNegative] = 0
-    device: str = "cpu"  # "cpu", "cuda", "cuda:N" or "auto" (cuda when available)
+    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0, 1, 2)
+    label_seed: Annotated[int, NonNegative, AtMost(SEED_MAX)] = 12345
+    data_seed: Annotated[int, NonNegative, AtMost(SEED_MAX)] = 0
+    device: str = "cpu"  # "cpu", "cuda", "cuda:N", "mps" or "auto" (cuda when available)
     # image folders (imagenet, imagenet_lt) only: the crop size and DataLoader worker processes
-    image_size: Annotated[int, AtLeast(8)] = 224
-    workers: Annotated[int, NonNegative] = 8
+    image_size: Annotated[int, AtLeast(8), AtMost(4096)] = 224
+    workers: Annotated[int, NonNegative, AtMost(256)] = 8
     precision: Literal["fp32", "bf16"] = "fp32"  # bf16: autocast the training forward pass
     channels_last: bool = False  # NHWC convolutions (GPUs)
     # in-memory images: seeded batched crop + flip, + cutout (memlib.augment); image folders
@@ -381,11 +388,10 @@ class Config:
 
     def __post_init__(self):
         check_fields(self)
-        check(self.device in ("cpu", "auto") or self.device.startswith("cuda"),
-              f"device={self.device!r} is not valid; choose cpu, cuda, cuda:N or auto")
+        check_device(self.device)
         for name in (self.model, *self.layer_models):
-            check(name in MODELS or name.startswith("vit"),
-                  f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
+            problem = unknown_model(name)
+            check(problem is None, problem)
         check(self.model in self.layer_models,
               f"layer_models {self.layer_models} must include model {self.model!r}")
 

@@ -136,6 +136,26 @@ def resolve_device(name: str = "auto") -> torch.device:
     return distributed.device() if name == "auto" else torch.device(name)
 
 
+def check_device(name: str) -> None:
+    """Raise ConfigError unless `name` is "auto" or a device this machine has: cpu, cuda,
+    cuda:N or mps."""
+    choices = "choose auto, cpu, cuda, cuda:N or mps"
+    if name == "auto":
+        return
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ConfigError(f"device={name!r} is not valid; {choices}") from None
+    check(device.type in ("cpu", "cuda", "mps"), f"device={name!r} is not valid; {choices}")
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        check((device.index or 0) < count, f"device={name!r} is not available: this machine "
+              f"has {count} CUDA device{'s' * (count != 1)}; use device=auto or cpu")
+    if device.type == "mps":
+        check(torch.backends.mps.is_available(), f"device={name!r} is not available on this "
+              "machine; use device=auto or cpu")
+
+
 def batches(data, spec: TrainSpec):
     """Accept a (x, y) pair, a Split-like object with .x/.y, or any iterable of batches.
 

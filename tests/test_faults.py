@@ -1,4 +1,4 @@
-"""Fault injection: overlapping runs, read-only or damaged files, bad input, Ctrl-C.
+"""Fault injection: overlapping runs, read-only, full or damaged files, bad input, Ctrl-C.
 
 Each test reproduces, on a tiny run, a way users lose work or time: outputs are never
 lost, no failure is sticky, and every mistake ends in one line and the right exit code
@@ -7,14 +7,18 @@ lost, no failure is sticky, and every mistake ends in one line and the right exi
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import gzip
+import hashlib
+import importlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import typing
 from pathlib import Path
@@ -35,8 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 HANDSHAKE = Path(__file__).parent / "fixtures" / "handshake_notebook.py"
 
 
-def memlib_process(*args: str, **kwargs) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+def memlib_process(*args: str, env: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **(env or {})}
     return subprocess.Popen([sys.executable, *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kwargs)
 
@@ -53,12 +57,17 @@ def one_line(text: str) -> str:
     return text
 
 
+def full_disk(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def started(*args, **kwargs):
+    raise AssertionError("work started before the error")
+
+
 def no_work(monkeypatch):
     """Make starting any study or notebook fail the test: errors must come first."""
     import memlib.pipeline
-
-    def started(*args, **kwargs):
-        raise AssertionError("work started before the error")
 
     for study in STUDIES:
         monkeypatch.setattr(f"memlib.{study}.run", started)
@@ -138,28 +147,105 @@ def test_failed_cache_writes_keep_results_in_memory_and_warn_once(monkeypatch):
     assert sum("could not write the checkpoint" in m for m in messages) == 1
 
 
+def test_full_disk_under_build_is_one_line(monkeypatch, capsys):
+    """The disk fills while the notebook is written for papermill: one line, exit 1, and
+    no working folder left behind."""
+    import jupytext
+
+    monkeypatch.setattr(jupytext, "write", full_disk)
+    assert cli.main(["notebook", "notebooks/03_fisher_rank_inflation.py", "--scale", "smoke"]) == 1
+    err = one_line(capsys.readouterr().err)
+    assert err.startswith("memlib: error: no space left on device; stopped notebook 03_")
+    assert "published outputs are unchanged" in err
+    assert list(paths.build_dir("smoke").iterdir()) == []
+
+
+@pytest.mark.notebook
+def test_publishing_copies_nothing_and_a_full_disk_keeps_the_outputs(tmp_path, monkeypatch,
+                                                                     capsys):
+    """The outputs are staged beside their folder, so publishing is renames that need no
+    room on a full disk; a write that fails while publishing is one line, exit 1, and the
+    published outputs stay as they were."""
+    import memlib.pipeline
+    import memlib.provenance
+
+    preset = tmp_path / "handshake.yaml"
+    preset.write_text("n: 5\n")
+    monkeypatch.setattr(memlib.pipeline, "params_file", lambda notebook, scale: preset)
+    for copy in ("move", "copy", "copy2", "copyfile", "copytree"):
+        monkeypatch.setattr(shutil, copy, full_disk)  # no room for a second copy
+    out = paths.figures_dir("handshake_notebook", "smoke")
+    out.mkdir(parents=True)
+    (out / "old.txt").write_text("old\n")
+    write_manifest = memlib.provenance.write_manifest
+    monkeypatch.setattr(memlib.provenance, "write_manifest", full_disk)
+    command = ["notebook", str(HANDSHAKE), "--scale", "smoke"]
+    assert cli.main(command) == 1
+    err = one_line(capsys.readouterr().err)
+    assert err.startswith("memlib: could not publish the outputs of handshake_notebook.py: "
+                          "no space left on device; the published outputs were left as")
+    assert [p.name for p in out.iterdir()] == ["old.txt"]
+    assert [p.name for p in out.parent.iterdir()] == ["handshake_notebook"]  # no staging left
+    monkeypatch.setattr(memlib.provenance, "write_manifest", write_manifest)
+    assert cli.main(command) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["first.txt", "manifest.json", "second.txt"]
+    assert [p.name for p in out.parent.iterdir()] == ["handshake_notebook"]
+
+
+@pytest.mark.notebook
+def test_a_killed_run_leaves_nothing_behind_after_the_next_run(tmp_path, monkeypatch):
+    """A run killed by SIGKILL cannot clean up its kernel's socket folder in the system temp
+    folder nor its staging folder; the next run removes them (their lock died with it)."""
+    import memlib.pipeline
+
+    temp = Path(tempfile.mkdtemp(prefix="mk", dir="/tmp"))  # short: Unix socket paths
+    try:
+        saved, build_dir = tmp_path / "saved", tmp_path / "build"
+        script = ("from memlib.pipeline import run_notebook; "
+                  f"run_notebook({str(HANDSHAKE)!r}, 'smoke', build_dir={str(build_dir)!r}, "
+                  f"params={{'n': 1, 'ready_file': {str(saved)!r}, 'go_file': 'never'}})")
+        killed = memlib_process("-c", script, env={"TMPDIR": str(temp)},
+                                start_new_session=True)
+        wait_for(saved.exists)
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.communicate(timeout=60)
+        out = paths.figures_dir("handshake_notebook", "smoke")
+        assert list(temp.iterdir()) and len(list(out.parent.iterdir())) == 1
+        monkeypatch.setattr(tempfile, "tempdir", str(temp))
+        memlib.pipeline.run_notebook(HANDSHAKE, "smoke", build_dir=build_dir, params={"n": 2})
+        assert list(temp.iterdir()) == []
+        assert [p.name for p in out.parent.iterdir()] == ["handshake_notebook"]
+        assert (out / "first.txt").read_text() == "2\n"
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
 # --- 3. a damaged compiled kernel ------------------------------------------------------------
 
 
+needs_a_compiler = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                                      reason="no C compiler")
+LAM, W = torch.tensor([0.5, 1.0, 3.0]), torch.tensor([[0.1, 0.2, 0.3]])
+
+
+def solved_in_a_new_process() -> tuple[torch.Tensor, str]:
+    """The C kernel's solution of (LAM, W) in a new process, and what that process warned."""
+    run = memlib_process("-c", "import torch; from memlib import fisher; "
+                         f"print(fisher.downdated_eigenvalues(torch.tensor({LAM.tolist()}), "
+                         f"torch.tensor({W.tolist()}), backend='c').tolist())")
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 0, (run.returncode, err)  # -7: SIGBUS
+    return torch.tensor(json.loads(out), dtype=torch.float64), err
+
+
+@needs_a_compiler
 def test_damaged_kernel_is_rebuilt_and_no_compiler_falls_back(monkeypatch):
-    if shutil.which("cc") is None and shutil.which("gcc") is None:
-        pytest.skip("no C compiler")
-    lam, w = torch.tensor([0.5, 1.0, 3.0]), torch.tensor([[0.1, 0.2, 0.3]])
+    lam, w = LAM, W
     expected = fisher.downdated_eigenvalues(lam, w, backend="torch")
-    solve = ("import torch; from memlib import fisher; "
-             "lam, w = torch.tensor([0.5, 1.0, 3.0]), torch.tensor([[0.1, 0.2, 0.3]]); "
-             "print(fisher.downdated_eigenvalues(lam, w, backend='c').tolist())")
-
-    def solved_in_a_new_process() -> torch.Tensor:
-        run = memlib_process("-c", solve)
-        out, err = run.communicate(timeout=60)
-        assert run.returncode == 0, err
-        return torch.tensor(json.loads(out), dtype=torch.float64)
-
-    assert torch.allclose(solved_in_a_new_process(), expected)
+    assert torch.allclose(solved_in_a_new_process()[0], expected)
     library, = (paths.cache_dir() / "kernels").glob("*.so")
     library.write_bytes(library.read_bytes()[:1000])  # truncated: loading it crashed Python
-    assert torch.allclose(solved_in_a_new_process(), expected)
+    assert torch.allclose(solved_in_a_new_process()[0], expected)
 
     library.write_bytes(b"not a shared library")
     monkeypatch.setenv("CC", "/nonexistent/cc")
@@ -169,6 +255,38 @@ def test_damaged_kernel_is_rebuilt_and_no_compiler_falls_back(monkeypatch):
         assert torch.equal(fisher.downdated_eigenvalues(lam, w), expected)
     finally:
         fisher._kernel.cache_clear()
+
+
+@needs_a_compiler
+def test_damaged_kernel_with_a_matching_digest_is_rebuilt():
+    """A library truncated after its digest was written (the digest rewritten to match) passes
+    the digest check; loading it in process used to kill Python with SIGBUS on every run."""
+    expected = fisher.downdated_eigenvalues(LAM, W, backend="torch")
+    solved_in_a_new_process()
+    library, = (paths.cache_dir() / "kernels").glob("*.so")
+    damaged = library.read_bytes()[:4000]
+    library.write_bytes(damaged)
+    fisher._digest_file(library).write_text(hashlib.sha256(damaged).hexdigest())
+    solution, warned = solved_in_a_new_process()
+    assert torch.allclose(solution, expected)
+    assert "is damaged; rebuilding it" in warned
+    assert solved_in_a_new_process()[1] == ""  # rebuilt whole: no warning since
+
+
+@needs_a_compiler
+def test_full_disk_while_building_the_kernel_leaves_nothing_and_falls_back(monkeypatch):
+    def fills_the_disk(source, destination):
+        Path(destination).touch()  # what a full disk leaves of a copy
+        full_disk()
+
+    monkeypatch.setattr(shutil, "move", fills_the_disk)
+    fisher._kernel.cache_clear()
+    try:
+        with pytest.warns(RuntimeWarning, match="could not build the compiled kernel"):
+            assert fisher._kernel() is None  # the torch path takes over
+    finally:
+        fisher._kernel.cache_clear()
+    assert list((paths.cache_dir() / "kernels").iterdir()) == []
 
 
 # --- 4. a damaged checkpoint -----------------------------------------------------------------
@@ -254,6 +372,12 @@ def test_bad_checkpoint_minutes_stop_at_start(minutes, monkeypatch, capsys):
     ("modarith", "lr=nan", "not a finite number"),
     ("probes", "seeds=[-1]", "seeds[0]=-1 must be >= 0"),
     ("probes", "noise_log2_levels=[9]", "noise_log2_levels[0]=9.0 must be <= 4"),
+    ("fisher", "epochs=1000000000000", "epochs=1000000000000 must be <= 10000"),
+    ("modarith", "p=1000000000000000003", "p=1000000000000000003 must be <= 10000"),
+    ("rlp", "device=cudafoo", "device='cudafoo' is not valid; choose auto, cpu, cuda"),
+    ("rlp", "device=cuda:99", "device='cuda:99' is not available: this machine has"),
+    ("rlp", "model=vit_bogus", "unknown model 'vit_bogus'; did you mean"),
+    ("rlp", "layer_models=[mlp, smallcnnn]", "unknown model 'smallcnnn'; did you mean smallcnn"),
 ])
 def test_nonsense_values_stop_at_config_time(study, setting, fragment, monkeypatch, capsys):
     no_work(monkeypatch)
@@ -262,8 +386,6 @@ def test_nonsense_values_stop_at_config_time(study, setting, fragment, monkeypat
 
 
 def test_every_numeric_config_field_declares_its_domain():
-    import importlib
-
     def numeric(hint) -> bool:
         args = typing.get_args(hint)
         return hint in (int, float) or any(numeric(a) for a in args if a is not type(None))
@@ -276,6 +398,43 @@ def test_every_numeric_config_field_declares_its_domain():
         with pytest.raises(ConfigError):  # direct construction is checked as well
             config(seeds=(-1,))
         build(config, {})
+
+
+def test_every_integer_config_field_has_a_ceiling():
+    """A slip like epochs=1000000000000 must stop at once, not start a run that never ends."""
+    def integers(hint) -> bool:
+        return hint is int or (typing.get_origin(hint) is not typing.Literal
+                               and any(integers(a) for a in typing.get_args(hint)))
+
+    for study in STUDIES:
+        config = importlib.import_module(f"memlib.{study}").Config
+        hints = typing.get_type_hints(config, include_extras=True)
+        for field in dataclasses.fields(config):
+            if integers(hints[field.name]):
+                default = field.default
+                value = [10**12] * len(default) if isinstance(default, tuple) else 10**12
+                with pytest.raises(ConfigError, match=r"must be (<=|in \[)"):
+                    build(config, {field.name: value})
+
+
+def test_timm_vits_are_models_and_typos_get_the_nearest_names():
+    from memlib.models import unknown_model
+
+    assert unknown_model("vit_small_patch16_224") is None and unknown_model("wrn") is None
+    assert "did you mean vit_base_patch32_224" in unknown_model("vit_base_patch32_244")
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (b"epochs: 3\n# caf\xe9\n", "overrides.yaml is not UTF-8 text (byte 15)"),
+    (b"1: 2\nfoo: 3\n", "unknown parameter 1 for Config"),
+])
+def test_unreadable_params_files_are_bad_input(content, fragment, tmp_path, monkeypatch,
+                                               capsys):
+    overrides = tmp_path / "overrides.yaml"
+    overrides.write_bytes(content)
+    no_work(monkeypatch)
+    assert cli.main(["run", "fisher", "--scale", "smoke", "--params", str(overrides)]) == 2
+    assert fragment in one_line(capsys.readouterr().err)
 
 
 # --- 8. make sync ----------------------------------------------------------------------------
@@ -325,6 +484,33 @@ def test_missing_notebook_is_bad_input(path, fragment, capsys):
     assert cli.main(["notebook", path, "--scale", "smoke"]) == 2
     err = one_line(capsys.readouterr().err)
     assert f"no such notebook {path}" in err and fragment in err
+
+
+def test_repository_notebook_paths_work_from_any_folder(tmp_path, monkeypatch, capsys):
+    import memlib.pipeline
+
+    ran = []
+
+    def fake_run(notebook, scale, params):
+        ran.append(notebook)
+        return paths.build_dir(scale) / "x.ipynb"
+
+    monkeypatch.setattr(memlib.pipeline, "run_notebook", fake_run)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["notebook", "notebooks/03_fisher_rank_inflation.py", "--scale", "smoke"]) == 0
+    assert ran == [ROOT / "notebooks" / "03_fisher_rank_inflation.py"]
+
+
+def test_notebook_without_a_parameters_cell_is_bad_input(tmp_path, monkeypatch, capsys):
+    """papermill would run it with its own values, ignoring --scale and --set."""
+    import memlib.pipeline
+
+    untagged = tmp_path / "03_fisher_rank_inflation.py"
+    source = (ROOT / "notebooks" / untagged.name).read_text()
+    untagged.write_text(source.replace('# %% tags=["parameters"]', "# %%"))
+    monkeypatch.setattr(memlib.pipeline, "_execute", started)
+    assert cli.main(["notebook", str(untagged), "--scale", "smoke", "--set", "epochs=3"]) == 2
+    assert "has no cell tagged parameters" in one_line(capsys.readouterr().err)
 
 
 # --- 10. Ctrl-C ------------------------------------------------------------------------------
