@@ -27,7 +27,7 @@ from torch import nn
 
 from memlib import data as datasets
 from memlib import distributed, imagenet
-from memlib.cache import cached, code_version, entry_path, prefetch
+from memlib.cache import cached, code_version, entry_path
 from memlib.claims import Claim, Estimate, all_of, any_of, estimates, margin, paired
 from memlib.config import (
     AtLeast,
@@ -42,6 +42,7 @@ from memlib.config import (
     check_fields,
 )
 from memlib.models import MODELS, build, pool, taps
+from memlib.parallel import prefetch
 from memlib.seed import generator, seed_everything
 from memlib.train import (
     Batch,

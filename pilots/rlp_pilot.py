@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from memlib import rlp
-from memlib.cache import atomic_write_bytes
+from memlib.process import atomic_write_bytes
 from memlib.config import build
 
 OUT = Path(__file__).with_name("01_random_label_heads.csv")
