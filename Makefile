@@ -40,10 +40,12 @@ build/$(SCALE)/%.ipynb: notebooks/%.py params/$(SCALE)/%.yaml $(MEMLIB_SRC) | $(
 
 test: $(STAMP)
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports
 
 # Pair every .py notebook with an .ipynb for interactive use (the .ipynb is not committed;
 # jupytext.toml pairs them, and Jupyter with jupytext saves both). The .py is the source and
@@ -61,4 +63,4 @@ sync: $(STAMP)
 	  for py in $$fresh; do touch -r "$$times/$${py##*/}" "$$py" "$${py%.py}.ipynb"; done; fi
 
 clean:
-	rm -rf build results/cache figures/smoke .pytest_cache .ruff_cache
+	rm -rf build results/cache figures/smoke .pytest_cache .ruff_cache .import_linter_cache .grimp_cache

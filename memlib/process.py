@@ -7,16 +7,19 @@ inside the functions that need it), so that memlib/__init__.py can pin the instr
 before anything initialises torch.
 
 Why the pin: torch's own kernels (ATen), its BLAS (MKL) and its convolutions (oneDNN) each
-pick an instruction set at run time, and the pick changes the order of floating-point sums,
-hence the bits of every result. Pinned to AVX2 (ATen, oneDNN) and to MKL's COMPATIBLE branch
+pick an instruction set at run time, and so do numpy's loops and its BLAS (OpenBLAS); each
+pick changes the order of floating-point sums or the rounding of exp and log, hence the bits
+of results. Pinned to AVX2 (ATen, oneDNN, OpenBLAS, numpy) and to MKL's COMPATIBLE branch
 (the only MKL branch that gives the same results on Intel and AMD processors), a seed gives
-the same numbers on every x86-64 machine with AVX2. `MEMLIB_CPU_DISPATCH=native` lets the
+the same numbers on every x86-64 machine with AVX2; memlib's own compiled kernel is built
+for the same target. `MEMLIB_CPU_DISPATCH=native` lets the
 libraries choose (faster on a CPU with AVX-512; full-scale GPU runs barely use the CPU).
 """
 
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import platform
 import sys
@@ -26,9 +29,19 @@ from pathlib import Path
 
 DISPATCH_VARIABLE = "MEMLIB_CPU_DISPATCH"
 PINNED, NATIVE = "avx2", "native"
-# read by the libraries when they first compute, so set before torch's first operation
-PINS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+# torch reads its three when it first computes, numpy and OpenBLAS theirs when imported
+PINS = {
+    "ATEN_CPU_CAPABILITY": "avx2",  # torch's own kernels
+    "ONEDNN_MAX_CPU_ISA": "AVX2",  # torch's convolutions
+    "MKL_CBWR": "COMPATIBLE",  # torch's BLAS and LAPACK
+    "OPENBLAS_CORETYPE": "Haswell",  # numpy's and scipy's BLAS and LAPACK: AVX2 kernels
+    # numpy's own loops (exp, log, ...): no AVX-512 (numpy 1.x and 2.x names of it)
+    "NPY_DISABLE_CPU_FEATURES": "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX "
+                                "AVX512_CNL AVX512_ICL AVX512_SPR X86_V4",
+}
 PINNED_CAPABILITY = "AVX2"  # what torch.backends.cpu.get_cpu_capability() then reports
+INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"
+PINNED_INDUCTOR_FOLDER = "memlib-avx2"
 REQUIRED_FLAGS = ("avx2", "fma")  # what ATen's AVX2 kernels need
 
 _UMASK = os.umask(0)
@@ -89,26 +102,45 @@ def pin_cpu_dispatch() -> str:
     environment, and pin again when they import memlib."""
     requested = os.environ.get(DISPATCH_VARIABLE)
     mode, reason = dispatch_choice(requested, cpu_flags(read_cpuinfo()))
+    first = not _dispatch  # later calls (the runner's, before a kernel) find them loaded
     _dispatch.update(mode=mode, reason=reason)
     if requested and requested.strip().lower() not in (PINNED, NATIVE):
         warn_once("dispatch", reason)
     if mode == PINNED:
         changed = any(os.environ.get(k) != v for k, v in PINS.items())
         os.environ.update(PINS)
-        if changed and "torch" in sys.modules:
-            _check_torch_took_the_pins()
+        os.environ[INDUCTOR_CACHE] = pinned_inductor_cache(os.environ.get(INDUCTOR_CACHE))
+        if first and changed and "numpy" in sys.modules:  # importing torch imports numpy
+            warn_once("dispatch", f"{_too_late()}; import memlib first for results that are "
+                      "the same on every machine")
     return mode
 
 
-def _check_torch_took_the_pins() -> None:
-    """torch reads the pins when it first computes, not when it is imported: a torch imported
-    before memlib is fine unless it already computed with other settings."""
-    import torch
+def pinned_inductor_cache(current: str | None) -> str:
+    """torch.compile's kernel cache for pinned processes, apart from the usual one
+    (`current`, else torch's default): its cache keys leave out ATen's instruction set, and a
+    kernel compiled under another one computes garbage (gradients of 1e23, measured) or
+    crashes the process."""
+    if current is None:
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):
+            user = f"uid_{os.getuid()}"
+        current = os.path.join(tempfile.gettempdir(), f"torchinductor_{user}")
+    if Path(current).name == PINNED_INDUCTOR_FOLDER:  # inherited from a pinned parent
+        return current
+    return os.path.join(current, PINNED_INDUCTOR_FOLDER)
 
-    if torch.backends.cpu.get_cpu_capability() != PINNED_CAPABILITY:
-        warn_once("dispatch", "torch computed before memlib was imported, with its own "
-                  "instruction set; import memlib first (or start a fresh process) for "
-                  "results that are the same on every machine")
+
+def _too_late() -> str:
+    """Which libraries took their instruction set before memlib's pins: numpy when it is
+    imported, torch only when it first computes (its capability then is not the pinned one)."""
+    if "torch" in sys.modules:
+        import torch
+
+        if torch.backends.cpu.get_cpu_capability() != PINNED_CAPABILITY:
+            return "numpy and torch ran before memlib and keep the instruction sets they chose"
+    return "numpy was imported before memlib and keeps the instruction set it chose"
 
 
 def dispatch_record() -> dict:
@@ -131,6 +163,15 @@ def cache_key_tag() -> str:
     choice (entries from before the pin, or under MEMLIB_CPU_DISPATCH=native) have other
     bits, so they must not be served to a pinned run, nor the other way round."""
     return f"|cpu={PINNED}" if _dispatch.get("mode") == PINNED else ""
+
+
+def compiler_target_flags() -> list[str]:
+    """The C compiler's target for memlib's own compiled kernels. Pinned: x86-64-v3 (AVX2,
+    FMA) with generic tuning, so that a vectorised sum adds in the same order on every
+    machine (-march=native on an AVX-512 CPU gave other bits); else the machine's own."""
+    if _dispatch.get("mode") == PINNED:
+        return ["-march=x86-64-v3", "-mtune=generic"]
+    return ["-march=native"]
 
 
 def one_cpu_thread() -> None:

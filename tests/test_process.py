@@ -147,3 +147,16 @@ def test_prefetch_workers_compute_pinned(tmp_path, monkeypatch):
     if process._dispatch["mode"] != process.PINNED:
         pytest.skip("this CPU has no AVX2: nothing is pinned")
     assert [json.loads(path.read_text()) for path in reports] == [expected, expected]
+
+
+def test_pinned_processes_keep_their_own_compiled_kernels():
+    assert process.pinned_inductor_cache("/tmp/ind") == "/tmp/ind/memlib-avx2"
+    assert process.pinned_inductor_cache("/tmp/ind/memlib-avx2") == "/tmp/ind/memlib-avx2"
+    assert process.pinned_inductor_cache(None).endswith("/memlib-avx2")
+
+
+def test_compiled_kernels_target_avx2_when_pinned(monkeypatch):
+    monkeypatch.setitem(process._dispatch, "mode", "avx2")
+    assert process.compiler_target_flags() == ["-march=x86-64-v3", "-mtune=generic"]
+    monkeypatch.setitem(process._dispatch, "mode", "native")
+    assert process.compiler_target_flags() == ["-march=native"]
