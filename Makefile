@@ -45,10 +45,12 @@ book: | $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports
 
 # Pair every .py notebook with an .ipynb for interactive use (the .ipynb is not committed;
 # jupytext.toml pairs them, and Jupyter with jupytext saves both). The .py is the source and
@@ -66,4 +68,4 @@ sync: $(STAMP)
 	  for py in $$fresh; do touch -r "$$times/$${py##*/}" "$$py" "$${py%.py}.ipynb"; done; fi
 
 clean:
-	rm -rf build results/cache figures/smoke .pytest_cache .ruff_cache
+	rm -rf build results/cache figures/smoke .pytest_cache .ruff_cache .import_linter_cache .grimp_cache

@@ -3,7 +3,7 @@
 Both compute the same 4 random-label runs of the small preset's default model (seeds 0-3,
 the preset's 150 epochs unless given) into empty caches, one CPU thread per run. The
 baseline calls `memlib.rlp.cached_run` for each run in this process; memlib's way is
-`memlib.cache.prefetch` with 2 worker processes (what `parallel_runs: 2` does), including
+`memlib.parallel.prefetch` with 2 worker processes (what `parallel_runs: 2` does), including
 the workers' start-up (a few seconds each, which short runs do not amortize).
 Target: speedup >= 1.6 on 2 free cores. Usage: python benchmarks/parallel_runs.py [epochs]
 """
@@ -19,8 +19,8 @@ import time
 import torch
 
 from memlib import rlp
-from memlib.cache import prefetch
-from memlib.pipeline import preset_config
+from memlib.parallel import prefetch
+from memlib.presets import preset_config
 
 
 def main() -> None:

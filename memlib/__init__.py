@@ -1,8 +1,14 @@
 """memlib: a reproducible companion to four papers on memorization in deep networks.
 
 Kept import-light on purpose: heavy libraries (timm, transformers, papermill) load
-only inside the functions that need them.
+only inside the functions that need them. Importing memlib pins the CPU instruction set
+that torch will use (see memlib.process): the same seed then gives the same bits on every
+x86-64 machine with AVX2, in this process and in the workers and notebook kernels it starts.
 """
+
+from memlib.process import pin_cpu_dispatch
+
+pin_cpu_dispatch()  # first: before anything can initialise torch
 
 __version__ = "0.1.0"
 

@@ -4,6 +4,15 @@ Entries are torch-saved payloads followed by a SHA-256 digest of those bytes and
 written atomically (temp file + rename), so an interrupted run never leaves a
 half-written entry and a corrupted one is detected and recomputed. Loading uses
 `weights_only=True`; pandas DataFrames are stored as column dicts for that reason.
+
+A computed entry also stores how many seconds its computation took on a cold cache (its
+own time plus the cold time of the entries it used), so that a run that only loads can
+still report what its results cost: every cached() call outside another computation is
+noted in `ledger`, and in the file MEMLIB_COMPUTE_LEDGER names, when set (the notebook
+runner sets it for a kernel and sums it into the manifest).
+
+Keys include the CPU dispatch (memlib.process): results computed with the pinned
+instruction set are never mixed with results computed with another.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ import hashlib
 import io
 import json
 import os
-import tempfile
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -25,16 +34,18 @@ import torch
 
 import memlib
 from memlib import distributed, paths
+from memlib.process import atomic_write_bytes, cache_key_tag, checkpoints_of, computing, warn_once
 
 _DIGEST = hashlib.sha256().digest_size
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 _FRAME = "__dataframe__"
+_TIMED = "__timed_entry__"  # {value, seconds}: an entry that knows its cold compute time
+LEDGER_VARIABLE = "MEMLIB_COMPUTE_LEDGER"
 _ONLY_CACHED: list[str] = []  # the command that computes missing entries, inside only_cached()
-_COMPUTING: list[list] = []  # [entry path, training runs so far] of computations in progress
-_UNWRITTEN: dict[Path, Any] = {}  # results whose entry could not be written: kept in memory
-_WARNED: set[str] = set()
+_NESTED: list[list[float]] = []  # per computation in progress: [wall, cold] seconds of its
+# cached() calls, so that its own cold time counts what they cost, not what they took now
+_UNWRITTEN: dict[Path, tuple[Any, float]] = {}  # results whose entry could not be written
 activity: collections.Counter = collections.Counter()  # entries "loaded" / "computed" so far
+ledger: dict[str, float | None] = {}  # entry -> cold compute seconds, of top-level calls
 
 
 class MissingResultError(RuntimeError):
@@ -61,7 +72,8 @@ def key(config: Any, code: str = "") -> str:
         from memlib.config import to_dict
 
         config = to_dict(config)
-    blob = json.dumps(config, sort_keys=True, default=str) + code + memlib.__version__
+    blob = (json.dumps(config, sort_keys=True, default=str) + code + memlib.__version__
+            + cache_key_tag())
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
@@ -85,34 +97,32 @@ def _decode(value):
     return value
 
 
-def save(path: Path, value: Any) -> None:
+def save(path: Path, value: Any, seconds: float | None = None) -> None:
+    """Store `value` (and, for a cache entry, the seconds its computation took)."""
+    payload = _encode(value) if seconds is None else {
+        _TIMED: {"value": _encode(value), "seconds": float(seconds)}}
     buffer = io.BytesIO()
-    torch.save(_encode(value), buffer)
+    torch.save(payload, buffer)
     payload = buffer.getvalue()
     atomic_write_bytes(path, payload + hashlib.sha256(payload).digest())
 
 
-def load(path: Path) -> Any:
-    """Return the stored value; raise ValueError if the entry is corrupted."""
+def load_timed(path: Path) -> tuple[Any, float | None]:
+    """(the stored value, its cold compute seconds or None when not recorded); ValueError if
+    the entry is corrupted."""
     data = Path(path).read_bytes()
     payload, digest = data[:-_DIGEST], data[-_DIGEST:]
     if len(data) <= _DIGEST or hashlib.sha256(payload).digest() != digest:
         raise ValueError(f"cache entry {path} is corrupted")
-    return _decode(torch.load(io.BytesIO(payload), weights_only=True))
+    stored = torch.load(io.BytesIO(payload), weights_only=True)
+    if isinstance(stored, dict) and set(stored) == {_TIMED}:
+        return _decode(stored[_TIMED]["value"]), stored[_TIMED]["seconds"]
+    return _decode(stored), None
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; outputs are for everyone to read
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def load(path: Path) -> Any:
+    """Return the stored value; raise ValueError if the entry is corrupted."""
+    return load_timed(path)[0]
 
 
 def entry_path(name: str, config: Any, code: str = "") -> Path:
@@ -128,101 +138,75 @@ def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
     (computing runs collectives, so every rank must take the same branch) and writes.
     """
     path = entry_path(name, config, code)
+    start = time.monotonic()
+    value, seconds = _load_or_compute(path, compute, refresh)
+    _note(path, seconds, time.monotonic() - start)
+    return value
+
+
+def _load_or_compute(path: Path, compute: Callable[[], Any],
+                     refresh: bool) -> tuple[Any, float | None]:
     if path in _UNWRITTEN and not refresh and not distributed.active():
         activity["kept in memory"] += 1
         return _UNWRITTEN[path]
-    value, found = None, False
+    value, seconds, found = None, None, False
     if path.exists() and not refresh and distributed.is_main():
         try:
-            value, found = load(path), True
+            (value, seconds), found = load_timed(path), True
         except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed
-            warnings.warn(f"recomputing {path.name}: {err}", stacklevel=2)
+            warnings.warn(f"recomputing {path.name}: {err}", stacklevel=3)
     if distributed.broadcast_flag(found):
         activity["loaded"] += 1
-        return value if distributed.is_main() else load(path)
+        return (value, seconds) if distributed.is_main() else load_timed(path)
     if _ONLY_CACHED:
         raise MissingResultError(
             f"no cached result {path.name} for this configuration; compute it first with: "
             f"{_ONLY_CACHED[-1]}")
-    _COMPUTING.append([path, 0])
+    _NESTED.append([0.0, 0.0])
+    start = time.monotonic()
     try:
-        value = compute()
+        with computing(path):
+            value = compute()
     finally:
-        _COMPUTING.pop()
+        nested_wall, nested_cold = _NESTED.pop()
+    seconds = time.monotonic() - start - nested_wall + nested_cold
     activity["computed"] += 1
     if distributed.is_main():
         try:
-            save(path, value)
+            save(path, value, seconds)
         except OSError as err:  # read-only or full: the result is not lost, only not kept
-            _UNWRITTEN[path] = value
+            _UNWRITTEN[path] = (value, seconds)
             warn_once("cache", f"could not write the cache entry {path} ({err.strerror or err}); "
                       "results are kept in memory for this run only")
-            return value
-        for checkpoint in checkpoint_dir().glob(f"{path.stem}.*.ckpt"):
+            return value, seconds
+        for checkpoint in checkpoints_of(path):
             checkpoint.unlink(missing_ok=True)
-    return value
+    return value, seconds
 
 
-def _compute_in_worker(function: Callable[[Any], Any], argument: Any) -> None:
-    from memlib.pipeline import one_cpu_thread
-
-    one_cpu_thread()
-    function(argument)  # fills the cache; the caller loads the result from there
-
-
-def prefetch(calls: list[tuple[Callable[[Any], Any], Any]], processes: int,
-             desc: str = "runs") -> None:
-    """Compute the cached computations `function(argument)` in `processes` worker processes
-    (one CPU thread each), so that the caller's own calls then load them from the cache.
-
-    A small model on a CPU keeps one core busy per run: independent runs in parallel use the
-    machine's cores far better than threads inside one run, and each result is the same as
-    computed alone (same code, one thread). Functions must be importable (module level).
-    Does nothing for one process or under torch.distributed, where runs use every rank.
-    """
-    calls = list(dict.fromkeys(calls))  # the same computation once
-    if processes <= 1 or len(calls) <= 1 or distributed.active():
+def _note(path: Path, seconds: float | None, wall: float) -> None:
+    """Count an entry's cold seconds towards the computation that used it, or, outside any,
+    note it in the ledger (the file's lines are appended whole: workers may share it)."""
+    if _NESTED:
+        _NESTED[-1][0] += wall
+        _NESTED[-1][1] += wall if seconds is None else seconds
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
-
-    from tqdm.auto import tqdm
-
-    from memlib.train import show_progress
-
-    # spawn, not fork: a forked copy of a process that already ran torch can deadlock
-    context = multiprocessing.get_context("spawn")
-    try:
-        with ProcessPoolExecutor(min(processes, len(calls)), mp_context=context) as pool:
-            futures = [pool.submit(_compute_in_worker, f, a) for f, a in calls]
-            for future in tqdm(as_completed(futures), total=len(futures), desc=desc,
-                               disable=not show_progress()):
-                future.result()
-    except BrokenProcessPool:  # e.g. a __main__ that workers cannot import (python - <<EOF)
-        warn_once("prefetch", "worker processes could not start; computing the runs one "
-                  "after another in this process")
+    ledger[path.name] = seconds
+    target = os.environ.get(LEDGER_VARIABLE)
+    if target and distributed.is_main():
+        with contextlib.suppress(OSError), open(target, "a") as f:
+            f.write(json.dumps({"entry": path.name, "seconds": seconds}) + "\n")
 
 
-def warn_once(topic: str, message: str) -> None:
-    """A RuntimeWarning the first time `topic` comes up in this process, then silence."""
-    if topic not in _WARNED:
-        _WARNED.add(topic)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
-
-
-def checkpoint_dir() -> Path:
-    return paths.cache_dir() / "checkpoints"
-
-
-def next_checkpoint() -> Path | None:
-    """The checkpoint file of the next training run inside the cached computation in
-    progress (runs are numbered in the order the computation starts them), or None."""
-    if not _COMPUTING:
-        return None
-    entry = _COMPUTING[-1]
-    entry[1] += 1
-    return checkpoint_dir() / f"{entry[0].stem}.{entry[1]}.ckpt"
+def read_ledger(path: Path) -> dict[str, float | None]:
+    """Entry -> cold compute seconds (None: not recorded) of a ledger file, each entry once."""
+    entries: dict[str, float | None] = {}
+    with contextlib.suppress(OSError):
+        for line in Path(path).read_text().splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                record = json.loads(line)
+                entries[record["entry"]] = record["seconds"]
+    return entries
 
 
 @contextlib.contextmanager

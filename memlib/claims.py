@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from memlib import DEFAULT_SCALE, STUDIES, paths
-from memlib.cache import atomic_write_bytes
+from memlib.process import atomic_write_bytes
 from memlib.tables import save_table
 
 HOLDS, FAILS, NOT_RUN = "holds", "does not hold", "not run at this scale"

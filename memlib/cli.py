@@ -42,7 +42,7 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
 
 def preset(stem: str, scale: str, overrides: Path | None, sets: dict[str, str]) -> dict:
     """The scale's parameter file, then an overrides file (`--params`), then `--set`s."""
-    from memlib.pipeline import NotebookError, params_file, read_params
+    from memlib.presets import PresetError, params_file, read_params
 
     if overrides is not None and not overrides.is_file():
         raise UsageError(f"no overrides file {overrides}; --params takes a YAML file of "
@@ -50,7 +50,7 @@ def preset(stem: str, scale: str, overrides: Path | None, sets: dict[str, str]) 
     try:
         extra = read_params(overrides) if overrides is not None else {}
         return {**read_params(params_file(Path(stem), scale)), **extra, **sets}
-    except NotebookError as err:
+    except PresetError as err:
         raise UsageError(str(err)) from None
 
 
@@ -89,7 +89,7 @@ def run_study(study: str, scale: str, sets: dict[str, str], overrides: Path | No
     config = study_config(study, preset(STUDIES[study], scale, overrides, sets))
     check_environment((paths.cache_dir(), "MEMLIB_CACHE"))
     if scale != "full":
-        from memlib.pipeline import one_cpu_thread
+        from memlib.process import one_cpu_thread
 
         one_cpu_thread()  # as the notebooks do: the same results as theirs
     return importlib.import_module(f"memlib.{study}").run(config)

@@ -51,6 +51,7 @@ from memlib.config import (
     check_fields,
     to_dict,
 )
+from memlib.process import compiler_target_flags
 from memlib.seed import generator, seed_everything
 from memlib.train import TrainSpec, train
 
@@ -266,7 +267,8 @@ def _kernel():
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
         return None
-    tag = hashlib.sha256((SECULAR_C + platform.node() + platform.machine()).encode())
+    tag = hashlib.sha256((SECULAR_C + platform.node() + platform.machine()
+                          + " ".join(compiler_target_flags())).encode())
     library = paths.cache_dir() / "kernels" / f"secular-{tag.hexdigest()[:16]}.so"
     lib = _load_kernel(library) if library.exists() else None
     if lib is None and library.exists():
@@ -300,7 +302,7 @@ def _build_kernel(compiler: str, library: Path) -> Path | None:
         source, built = Path(tmp) / "secular.c", Path(tmp) / "secular.so"
         source.write_text(SECULAR_C)
         # Reassociation lets gcc vectorise the sums; no other fast-math liberties.
-        flags = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math",
+        flags = ["-O3", *compiler_target_flags(), "-fno-math-errno", "-fno-trapping-math",
                  "-fassociative-math", "-fno-signed-zeros", "-shared", "-fPIC"]
         try:
             result = subprocess.run([compiler, *flags, str(source), "-o", str(built), "-lm"],

@@ -38,7 +38,7 @@ from torch import nn
 
 from memlib import data as datasets
 from memlib import fisher, probes, rlp
-from memlib.cache import cached, code_version, entry_path, prefetch
+from memlib.cache import cached, code_version, entry_path
 from memlib.claims import Cases, Claim, Estimate, all_of, margin, paired
 from memlib.config import (
     SEED_MAX,
@@ -54,7 +54,8 @@ from memlib.config import (
     check_fields,
     to_dict,
 )
-from memlib.pipeline import preset_config
+from memlib.parallel import prefetch
+from memlib.presets import preset_config
 from memlib.seed import generator
 
 DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits")  # in memory

@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from memlib import SCALES, STUDIES, paths
+from memlib import SCALES, paths
+from memlib.presets import PresetError, params_file, preset_config, read_params
+from memlib.process import one_cpu_thread, pin_cpu_dispatch
 
 
 class NotebookError(RuntimeError):
@@ -39,25 +39,6 @@ class NotebookError(RuntimeError):
 
 class NotebookInputError(NotebookError):
     """A notebook or parameter file that cannot be run as given (bad input); one line."""
-
-
-def params_file(notebook: Path, scale: str) -> Path:
-    return paths.repo_root() / "params" / scale / f"{Path(notebook).stem}.yaml"
-
-
-def read_params(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise NotebookError(f"no parameter file {path}; create it or pick another scale")
-    try:
-        params = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except UnicodeDecodeError as err:
-        raise NotebookError(f"{path} is not UTF-8 text (byte {err.start}); save it as UTF-8"
-                            ) from None
-    except yaml.YAMLError as err:
-        raise NotebookError(f"{path} is not valid YAML: {err}".replace("\n", " ")) from None
-    if not isinstance(params, dict):
-        raise NotebookError(f"{path} must hold a mapping of parameter names to values")
-    return params
 
 
 def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = None,
@@ -70,7 +51,10 @@ def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = 
         raise NotebookError(f"no such notebook {notebook}")
     nb = _read_notebook(notebook)
     if params is None:
-        params = read_params(params_file(notebook, scale))
+        try:
+            params = read_params(params_file(notebook, scale))
+        except PresetError as err:
+            raise NotebookError(str(err)) from None
     build_dir = Path(build_dir or paths.build_dir(scale))
     build_dir.mkdir(parents=True, exist_ok=True)
     target = paths.figures_dir(notebook.stem, scale)
@@ -128,6 +112,7 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
     import papermill
     from nbclient.exceptions import DeadKernelError
 
+    from memlib.cache import LEDGER_VARIABLE
     from memlib.provenance import manifest, write_manifest
     from memlib.train import show_progress
 
@@ -138,9 +123,12 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
     jupytext.write(nb, source, fmt="ipynb")
 
     progress_bar = show_progress()  # decided before the kernel's environment is quietened
-    saved_env = {k: os.environ.get(k) for k in ("MEMLIB_FIGURES", "MEMLIB_PROGRESS")}
+    saved_env = {k: os.environ.get(k) for k in ("MEMLIB_FIGURES", "MEMLIB_PROGRESS",
+                                                 LEDGER_VARIABLE)}
     os.environ["MEMLIB_FIGURES"] = str(staging)
+    os.environ[LEDGER_VARIABLE] = str(work / "compute.jsonl")  # the cache entries it used
     os.environ["MEMLIB_PROGRESS"] = "0"  # the kernel inherits this: no bars in saved outputs
+    pin_cpu_dispatch()  # whatever changed os.environ since: the kernel inherits the pins
     _quiet_reported_failures()
     start = time.time()
     try:
@@ -179,7 +167,8 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
                             f"{staged}); the published outputs were left as they were")
     final = build_dir / f"{study}.ipynb"
     try:
-        write_manifest(staged, manifest(study, scale, params, time.time() - start))
+        write_manifest(staged, manifest(study, scale, params, time.time() - start,
+                                        work / "compute.jsonl"))
         # published beside its figures, outputs included, so a code host renders it and the
         # book is built from it without executing anything
         shutil.copyfile(executed, staged / f"{study}.ipynb")
@@ -277,14 +266,6 @@ def _quiet_reported_failures() -> None:
             logger.addFilter(_ReportedInOneLine())
 
 
-def preset_config(study: str, scale: str):
-    """The study's Config as its parameter file for `scale` sets it."""
-    from memlib.config import build
-
-    module = importlib.import_module(f"memlib.{study}")
-    return build(module.Config, read_params(params_file(Path(STUDIES[study]), scale)))
-
-
 def run_command(study: str, config, scale: str) -> str:
     """The shell command that computes `config`'s results outside a notebook: the preset plus
     a `--set` for every value that differs from it."""
@@ -295,16 +276,6 @@ def run_command(study: str, config, scale: str) -> str:
             for k, v in to_dict(config).items() if preset.get(k) != v]
     launcher = "torchrun --standalone --nproc_per_node=<GPUs>" if scale == "full" else "python"
     return " ".join([launcher, "-m memlib run", study, "--scale", scale, *sets])
-
-
-def one_cpu_thread() -> None:
-    """Below full scale memlib computes on one CPU thread: the models are small, two threads on
-    two shared cores ran several times slower than one (waiting for each other), and the
-    results then do not depend on the machine's core count (the order of floating-point sums
-    is the same everywhere), so a fresh clone elsewhere reproduces them bit for bit."""
-    import torch
-
-    torch.set_num_threads(1)
 
 
 def study_results(study: str, config, scale: str) -> dict:

@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 
 from memlib import DEFAULT_SCALE, paths
-from memlib.cache import atomic_write_bytes
+from memlib.process import atomic_write_bytes
 
 STYLE = Path(__file__).with_name("memlib.mplstyle")
 SIZES = {"single": (4.0, 3.0), "wide": (8.0, 3.2), "square": (4.5, 4.5), "grid": (10.0, 6.5)}

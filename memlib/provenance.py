@@ -1,4 +1,5 @@
-"""manifest.json: what produced a set of figures (parameters, code, versions, device, time)."""
+"""manifest.json: what produced a set of figures (parameters, code, versions, device, CPU and
+its pinned instruction set, time)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from memlib import paths
-from memlib.cache import atomic_write_bytes
+from memlib.cache import read_ledger
+from memlib.process import atomic_write_bytes, dispatch_record
 
 PACKAGES = ("memlib", "torch", "torchvision", "timm", "transformers", "numpy", "pandas",
             "scipy", "scikit-learn", "mlxtend", "matplotlib", "papermill", "jupytext")
@@ -70,7 +72,19 @@ def data_sources(parameters: dict[str, Any]) -> dict[str, str]:
     return sources
 
 
-def manifest(study: str, scale: str, parameters: dict[str, Any], wall_seconds: float) -> dict:
+def compute_cost(ledger: Path | None) -> dict[str, Any]:
+    """What the cache entries a run used cost to compute on a cold cache, summed from the
+    seconds each entry stored when it was computed (so a run that only loaded them reports
+    the same), with the number of entries and of those that stored no time."""
+    entries = read_ledger(ledger) if ledger is not None else {}
+    timed = [s for s in entries.values() if s is not None]
+    return {"compute_seconds": round(sum(timed), 1), "cache_entries": len(entries),
+            "cache_entries_without_time": len(entries) - len(timed)}
+
+
+def manifest(study: str, scale: str, parameters: dict[str, Any], wall_seconds: float,
+             ledger: Path | None = None) -> dict:
+    """`ledger`: the file in which the run noted the cache entries it loaded or computed."""
     return {
         "study": study,
         "scale": scale,
@@ -79,7 +93,9 @@ def manifest(study: str, scale: str, parameters: dict[str, Any], wall_seconds: f
         "git_sha": git_sha(),
         "versions": versions(),
         "device": device(),
+        "cpu": dispatch_record(),
         "wall_seconds": round(wall_seconds, 1),
+        **compute_cost(ledger),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 

@@ -27,7 +27,7 @@ from torch import nn
 
 from memlib import data as datasets
 from memlib import distributed, imagenet
-from memlib.cache import cached, code_version, entry_path, prefetch
+from memlib.cache import cached, code_version, entry_path
 from memlib.claims import Cases, Claim, Estimate, all_of, any_of, margin, paired
 from memlib.config import (
     SEED_MAX,
@@ -44,6 +44,7 @@ from memlib.config import (
     check_fields,
 )
 from memlib.models import build, pool, taps, unknown_model
+from memlib.parallel import prefetch
 from memlib.seed import generator, seed_everything
 from memlib.train import (
     Batch,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from memlib import DEFAULT_SCALE, paths
-from memlib.cache import atomic_write_bytes
+from memlib.process import atomic_write_bytes
 
 
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g") -> str:

@@ -31,8 +31,8 @@ from torch import nn
 from memlib import distributed
 from memlib.cache import load as load_entry
 from memlib.cache import save as save_entry
-from memlib.cache import warn_once
 from memlib.config import ConfigError, check
+from memlib.process import next_checkpoint, warn_once
 from memlib.seed import generator
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
@@ -357,8 +357,6 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
 
     every = 0.0
     if checkpoint is None:  # inside a cached computation: its automatic checkpoint, if any
-        from memlib.cache import next_checkpoint
-
         checkpoint = next_checkpoint()
         every = 60 * checkpoint_minutes()
     memo = memo if memo is not None else {}

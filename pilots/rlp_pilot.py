@@ -20,8 +20,8 @@ from pathlib import Path
 import pandas as pd
 
 from memlib import rlp
-from memlib.cache import atomic_write_bytes
 from memlib.config import build
+from memlib.process import atomic_write_bytes
 
 OUT = Path(__file__).with_name("01_random_label_heads.csv")
 # the settings tried, in order; each changes the one before it (or the start)

@@ -1,3 +1,4 @@
+import memlib  # noqa: F401, I001 - first: it pins the CPU dispatch before numpy and torch load
 import contextlib
 import os
 from pathlib import Path

@@ -55,20 +55,6 @@ def test_failed_compute_leaves_no_entry():
     assert not cache.entry_path("exp", {"b": 2}).exists()
 
 
-def test_atomic_write_leaves_no_temp_files(tmp_path, monkeypatch):
-    target = tmp_path / "out.bin"
-    cache.atomic_write_bytes(target, b"old")
-
-    def failing_replace(src, dst):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(cache.os, "replace", failing_replace)
-    with pytest.raises(OSError):
-        cache.atomic_write_bytes(target, b"new")
-    assert target.read_bytes() == b"old"
-    assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
-
-
 def test_loading_refuses_arbitrary_objects(tmp_path):
     import argparse
     import hashlib
@@ -81,16 +67,6 @@ def test_loading_refuses_arbitrary_objects(tmp_path):
     path.write_bytes(payload + hashlib.sha256(payload).digest())
     with pytest.raises(pickle.UnpicklingError):
         cache.load(path)
-
-
-def test_written_files_are_readable_by_others(tmp_path):
-    import os
-
-    target = tmp_path / "table.csv"
-    cache.atomic_write_bytes(target, b"a,b\n")
-    umask = os.umask(0)
-    os.umask(umask)
-    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_only_cached_reads_hits_and_names_the_command_on_a_miss():
@@ -122,12 +98,13 @@ def test_code_version_ignores_the_claims_section(tmp_path):
 def test_prefetch_fills_the_cache_with_what_a_serial_call_computes(tmp_path, monkeypatch):
     from memlib import rlp
     from memlib.config import build
+    from memlib.parallel import prefetch
 
     monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path))
     config = build(rlp.Config, dict(dataset="digits", train_samples=100, test_samples=50,
                                     widths=(8, 8), epochs=1, layer_models=("mlp",)))
     specs = [rlp.spec(config, seed=k) for k in (0, 1)]
-    cache.prefetch([(rlp.cached_run, s) for s in specs] * 2, processes=2)  # duplicates once
+    prefetch([(rlp.cached_run, s) for s in specs] * 2, processes=2)  # duplicates once
     assert len(list(tmp_path.glob("rlp_run-*.pt"))) == 2
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as in the workers
@@ -137,3 +114,38 @@ def test_prefetch_fills_the_cache_with_what_a_serial_call_computes(tmp_path, mon
                                           rlp.train_run(s)["history"])
     finally:
         torch.set_num_threads(threads)
+
+
+def test_entries_keep_their_cold_compute_seconds(tmp_path, monkeypatch):
+    import types
+
+    clock = [0.0]  # a clock that only the computations advance: exact seconds
+    monkeypatch.setattr(cache, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    ledger = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv(cache.LEDGER_VARIABLE, str(ledger))
+
+    def inner():
+        clock[0] += 2.0
+        return torch.ones(1)
+
+    def outer():
+        clock[0] += 1.0
+        return cache.cached("inner", {}, inner) + 1
+
+    cache.cached("outer", {}, outer)
+    seconds = {name: cache.load_timed(cache.entry_path(name, {}))[1]
+               for name in ("inner", "outer")}
+    assert seconds == {"inner": 2.0, "outer": 3.0}
+    cache.cached("outer", {}, outer, refresh=True)  # the inner entry now loads at once
+    assert cache.load_timed(cache.entry_path("outer", {}))[1] == 3.0  # still its cold cost
+    outer_name = cache.entry_path("outer", {}).name
+    assert cache.read_ledger(ledger) == {outer_name: 3.0}  # calls outside a computation only
+    assert cache.ledger[outer_name] == 3.0
+
+
+def test_entries_without_a_time_load_with_none(tmp_path):
+    cache.save(tmp_path / "plain.pt", {"a": torch.ones(2)})
+    value, seconds = cache.load_timed(tmp_path / "plain.pt")
+    assert torch.equal(value["a"], torch.ones(2)) and seconds is None
+    (tmp_path / "ledger").write_text('{"entry": "x", "seconds": null}\nnot json\n')
+    assert cache.read_ledger(tmp_path / "ledger") == {"x": None}

@@ -110,7 +110,7 @@ def test_rlp_runner_under_torchrun_matches_one_process(tmp_path, monkeypatch):
     index, accuracies summed over ranks: the default run equals the single-process one."""
     from memlib import cache, rlp
     from memlib.config import build
-    from memlib.pipeline import params_file, read_params
+    from memlib.presets import params_file, read_params
 
     sets = ["train_samples=256", "test_samples=128", "layer_models=[mlp]", "epochs=2",
             "batch_size=32", "fractions=[1.0]", "seeds=[0]"]
@@ -128,6 +128,7 @@ def test_killed_cached_computation_resumes_its_runs_from_checkpoints(monkeypatch
     """A study computation (several training runs, callbacks with running state) killed in
     its second run restarts from the checkpoints and gives the uninterrupted result."""
     from memlib import cache
+    from memlib.process import checkpoint_dir
 
     monkeypatch.setenv("MEMLIB_CHECKPOINT_MINUTES", "1e-6")  # checkpoint every epoch
     g = torch.Generator().manual_seed(2)
@@ -154,12 +155,13 @@ def test_killed_cached_computation_resumes_its_runs_from_checkpoints(monkeypatch
     reference = compute()
     with pytest.raises(Interrupt):
         cache.cached("study", {"a": 1}, lambda: compute(stop=(1, 2)))
-    stem = cache.entry_path("study", {"a": 1}).stem
-    assert sorted(p.name for p in cache.checkpoint_dir().iterdir()) == [
+    entry = cache.entry_path("study", {"a": 1})
+    stem, checkpoints = entry.stem, checkpoint_dir(entry)
+    assert sorted(p.name for p in checkpoints.iterdir()) == [
         f"{stem}.1.ckpt", f"{stem}.2.ckpt"]
     resumed = cache.cached("study", {"a": 1}, compute)
     for ref, res in zip(reference, resumed):
         assert res["history"].equals(ref["history"]) and res["norms"] == ref["norms"]
         for name, value in ref["weights"].items():
             assert torch.equal(res["weights"][name], value)
-    assert not any(cache.checkpoint_dir().iterdir())  # removed once the result is cached
+    assert not any(checkpoints.iterdir())  # removed once the result is cached

@@ -22,7 +22,7 @@ from test_probes import write_tiny_ner
 from memlib import config as mconfig
 from memlib import data, paths
 from memlib.claims import NOT_RUN, evaluate
-from memlib.pipeline import read_params
+from memlib.presets import read_params
 
 # --- the overrides: each shrinks a size of the full preset, nothing else ------------------
 

@@ -65,7 +65,8 @@ def test_full_scale_notebooks_read_the_cache_and_name_the_command():
     from memlib.cache import MissingResultError
     from memlib.config import build
     from memlib.fisher import Config
-    from memlib.pipeline import params_file, read_params, run_command, study_results
+    from memlib.pipeline import run_command, study_results
+    from memlib.presets import params_file, read_params
 
     preset = read_params(params_file(Path("03_fisher_rank_inflation.py"), "full"))
     config = build(Config, {**preset, "seeds": [4, 5]})
@@ -124,3 +125,27 @@ def test_echoes_of_a_reported_failure_are_dropped():
     assert not keep(record("Kernel died while waiting for execute reply."))
     assert keep(record("Task exception was never retrieved", ValueError("ours")))
     assert keep(record("an unrelated warning"))
+
+
+@pytest.mark.notebook
+def test_kernels_compute_pinned_and_manifests_keep_the_cold_cost(tmp_path, monkeypatch):
+    from memlib import process
+
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")  # what the kernel would inherit
+    monkeypatch.setenv("MKL_CBWR", "AVX512")
+    notebook = Path(__file__).parent / "fixtures" / "dispatch_notebook.py"
+    out = paths.figures_dir("dispatch_notebook", "smoke")
+    manifests = []
+    for _ in range(2):  # cold, then warm: the entry is loaded, its cost still counts
+        run_notebook(notebook, "smoke", params={"seconds": 0.3}, build_dir=tmp_path / "build")
+        manifests.append(json.loads((out / "manifest.json").read_text()))
+    kernel = pd.read_csv(out / "kernel.csv").iloc[0].to_dict()
+    if process.dispatch_choice(None, process.cpu_flags(process.read_cpuinfo()))[0] == "avx2":
+        assert kernel == {**process.PINS, "capability": process.PINNED_CAPABILITY}
+        assert manifests[0]["cpu"]["pins"] == process.PINS
+        assert manifests[0]["cpu"]["torch_cpu_capability"] == process.PINNED_CAPABILITY
+    assert manifests[0]["cpu"]["cpu"] and manifests[0]["cpu"]["dispatch"]
+    for manifest in manifests:
+        assert manifest["cache_entries"] == 1 and manifest["cache_entries_without_time"] == 0
+        assert 0.3 <= manifest["compute_seconds"] < manifests[0]["wall_seconds"]
+    assert manifests[1]["compute_seconds"] == manifests[0]["compute_seconds"]

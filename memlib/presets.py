@@ -1,0 +1,46 @@
+"""A study's preset: its parameter file params/<scale>/<notebook>.yaml and the Config it sets.
+
+Read by the notebook runner, the command line and any study that builds on another's preset
+(the lens on study 1's), without any of them importing the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memlib import STUDIES, paths
+
+
+class PresetError(RuntimeError):
+    """A parameter file is missing or not a mapping of names to values; one line."""
+
+
+def params_file(notebook: Path, scale: str) -> Path:
+    return paths.repo_root() / "params" / scale / f"{Path(notebook).stem}.yaml"
+
+
+def read_params(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise PresetError(f"no parameter file {path}; create it or pick another scale")
+    try:
+        params = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except UnicodeDecodeError as err:
+        raise PresetError(f"{path} is not UTF-8 text (byte {err.start}); save it as UTF-8"
+                          ) from None
+    except yaml.YAMLError as err:
+        raise PresetError(f"{path} is not valid YAML: {err}".replace("\n", " ")) from None
+    if not isinstance(params, dict):
+        raise PresetError(f"{path} must hold a mapping of parameter names to values")
+    return params
+
+
+def preset_config(study: str, scale: str):
+    """The study's Config as its parameter file for `scale` sets it."""
+    from memlib.config import build
+
+    module = importlib.import_module(f"memlib.{study}")
+    return build(module.Config, read_params(params_file(Path(STUDIES[study]), scale)))
