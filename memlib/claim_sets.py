@@ -14,7 +14,7 @@ def study_claims(study: str) -> list[Claim]:
     module = importlib.import_module(f"memlib.{study}")
     if hasattr(module, "CLAIMS"):
         return list(module.CLAIMS)
-    from memlib.pipeline import preset_config
+    from memlib.presets import preset_config
 
     return module.claims(preset_config(study, "small"))
 

@@ -16,7 +16,7 @@ from memlib.claims import (
     registered_versions,
     with_versions,
 )
-from memlib.pipeline import preset_config
+from memlib.presets import preset_config
 
 
 @pytest.mark.parametrize("study", list(STUDIES))
