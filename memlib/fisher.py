@@ -40,6 +40,7 @@ from memlib.cache import cached, code_version
 from memlib.claims import Claim, Estimate, all_of, margin, paired
 from memlib.config import (
     AtLeast,
+    Fraction,
     NonEmpty,
     NonNegative,
     Positive,
@@ -49,7 +50,7 @@ from memlib.config import (
     to_dict,
 )
 from memlib.seed import generator, seed_everything
-from memlib.train import TrainSpec, train
+from memlib.train import FitCriterion, TrainSpec, fit_tracker, train
 
 SPECTRA = ("eig", "sv")
 DROP = 1e-12  # eigenvalues <= DROP * trace are numerical zeros
@@ -514,6 +515,15 @@ class Config:
     # seeded batched crop + flip (+ cutout) of the training batches (memlib.augment); er and
     # the attribution are measured on the un-augmented scatter set in eval mode
     augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
+    # standardized by the training split's per-channel statistics, or the stored [0, 1] pixels
+    inputs: Literal["standardized", "unit"] = "standardized"
+    # the declared fit (memlib.train.FitCriterion), checked every epoch on the scatter set:
+    # accuracy on the labels as trained and the fit of the flipped ones; `epochs` and
+    # `arch_epochs` are the maximum, and with `epochs_after_fit` a run stops that many epochs
+    # after its fit (None: every run trains all its epochs, the fit only recorded)
+    fit_train_acc: Annotated[float, Fraction] = 0.99
+    fit_flipped_acc: Annotated[float, Fraction] = 0.95
+    epochs_after_fit: Annotated[int | None, NonNegative] = None
 
     def __post_init__(self):
         check_fields(self)
@@ -537,14 +547,17 @@ def _code() -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _data(dataset: str, n_train: int, n_test: int):
-    """Fixed (seed 0) stratified training/test subsets, shared by every run."""
+def _data(dataset: str, n_train: int, n_test: int, inputs: str = "standardized"):
+    """Fixed (seed 0) stratified training/test subsets, shared by every run, their images
+    scaled as `inputs` says (memlib.data.scale_inputs)."""
     train_split, test_split = mdata.load(dataset, "train"), mdata.load(dataset, "test")
     tr = mdata.stratified_subset(train_split.y, count=n_train, seed=0) if n_train else None
     te = mdata.stratified_subset(test_split.y, count=n_test, seed=0) if n_test else None
     train_split = train_split.subset(tr) if tr is not None else train_split
     test_split = test_split.subset(te) if te is not None else test_split
-    return train_split, test_split, tr
+    scaled = [mdata.Split(mdata.scale_inputs(dataset, part.x, inputs), part.y, part.classes)
+              for part in (train_split, test_split)]
+    return *scaled, tr
 
 
 def human_labels(label_set: str, indices=None) -> torch.Tensor:
@@ -609,7 +622,8 @@ def peak_epoch(er) -> int:
 def train_run(config: Config, model_name: str, noise: str, corruption: float, seed: int,
               epochs: int) -> dict:
     """Train once, tracking er on the scatter set every epoch; attribution at the peak."""
-    train_split, test_split, subset = _data(config.dataset, config.n_train, config.n_test)
+    train_split, test_split, subset = _data(config.dataset, config.n_train, config.n_test,
+                                            config.inputs)
     num_classes = train_split.num_classes
     true = train_split.y
     if noise == "symmetric":
@@ -641,6 +655,7 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
         s.row["noisy_fit"] = (pred == ys)[flip_s].float().mean().item() if flip_s.any() else None
         s.row["noisy_true"] = ((pred == true[scatter])[flip_s].float().mean().item()
                                if flip_s.any() else None)
+        s.row["scatter_fit"] = (pred == ys).float().mean().item()
         if s.epoch >= 1:
             state["margin_sum"] += margins(z, ys)
         if s.epoch == config.early_epoch:
@@ -649,11 +664,15 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
             state.update(best=er, h=h, z=z, loss_peak=loss)
         state["final_loss_true"] = F.cross_entropy(z.double(), true[scatter], reduction="none")
 
+    fit = fit_tracker(FitCriterion(config.fit_train_acc, config.fit_flipped_acc,
+                                   config.epochs_after_fit),
+                      lambda s: (s.row["scatter_fit"], s.row["noisy_fit"]), state)
     start = time.perf_counter()
-    history = train(model, (train_split.x, labels), spec, callbacks=[track], memo=state,
+    history = train(model, (train_split.x, labels), spec, callbacks=[track, fit], memo=state,
                     eval_sets={"test": (test_split.x, test_split.y)},
                     desc=f"{model_name} {noise} {corruption:g} seed {seed}")
     train_seconds = time.perf_counter() - start
+    epochs_trained = int(history["epoch"].iloc[-1])
     peak = peak_epoch(history["er"].to_numpy())
     h, z = state["h"], state["z"]
     timings = {}
@@ -683,9 +702,10 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
         "flipped": flip_s.numpy(), "delta_exact": exact.numpy(), "delta_first": first.numpy(),
         "loss_peak": state["loss_peak"].numpy(),
         "loss_early": state.get("loss_early", state["loss_peak"]).numpy(),
-        "grad_norm": norms.numpy(), "aum": (state["margin_sum"] / epochs).numpy(),
+        "grad_norm": norms.numpy(), "aum": (state["margin_sum"] / epochs_trained).numpy(),
         "final_loss_true": state["final_loss_true"].numpy()})
     return {"history": history, "examples": examples, "peak_epoch": peak,
+            "fit_epoch": state["fit_epoch"], "epochs_trained": epochs_trained,
             "er_full": effective_rank(lam, config.spectrum).item(), "rank": len(lam),
             "rank_bound": rank_bound(num_classes, h.shape[1], config.bias),
             "direct_error": direct_error, "train_seconds": train_seconds, "timings": timings}
@@ -802,7 +822,9 @@ def run(config: Config) -> dict:
         examples.append(ex)
         test_peak = int(hist["test_acc"].to_numpy()[1:].argmax()) + 1
         rho = spearmanr(ex["delta_exact"], ex["delta_first"]).statistic
-        summary.append({**label, "peak_epoch": peak, "er_epoch1": er[1], "er_peak": er[peak],
+        summary.append({**label, "peak_epoch": peak, "fit_epoch": result["fit_epoch"],
+                        "epochs_trained": result["epochs_trained"],
+                        "er_epoch1": er[1], "er_peak": er[peak],
                         "er_last": er[-1], "rank_at_peak": result["rank"],
                         "rank_bound": result["rank_bound"], "onset_epoch": onset_epoch(er, peak),
                         "test_peak_epoch": test_peak,
@@ -884,7 +906,7 @@ def measure(results: dict, config: Config) -> dict:
     main = s[(s["model"] == config.model) & (s["noise"] == "symmetric")]
     curves = results["curves"]
     mc = curves[(curves["model"] == config.model) & (curves["noise"] == "symmetric")]
-    last = mc[mc["epoch"] == mc["epoch"].max()]
+    last = mc.sort_values("epoch").groupby(["corruption", "seed"]).tail(1)  # each run's last
     noisy_fit = last[last["corruption"] >= 0.2]["noisy_fit"]
     fitted = float(noisy_fit.min()) if len(noisy_fit) else math.nan
     gaps = {f"{c:g}": Estimate.of([collapse_gap(g.sort_values("epoch")["er"])
@@ -894,8 +916,9 @@ def measure(results: dict, config: Config) -> dict:
     steps = {f"{lo:g}->{hi:g}": paired(_by_seed(main[main["corruption"] == hi], "er_peak"),
                                        _by_seed(main[main["corruption"] == lo], "er_peak"))
              for lo, hi in zip(levels, levels[1:])}
-    at = main[main["corruption"] == config.attribution_corruption]
-    peaks = {"peak_epochs": sorted(int(e) for e in at["peak_epoch"]), "epochs": config.epochs}
+    at = main[main["corruption"] == config.attribution_corruption].sort_values("seed")
+    peaks = {"peak_epochs": [int(e) for e in at["peak_epoch"]], "epochs": config.epochs,
+             "last_epochs": [int(e) for e in at["epochs_trained"]], **fit_record(at)}
     sig = results["signals"]
     exact = sig[(sig["model"] == config.model) & (sig["noise"] == "symmetric")
                 & (sig["corruption"] == config.attribution_corruption)
@@ -908,7 +931,8 @@ def measure(results: dict, config: Config) -> dict:
             clean.groupby("seed")["clean_top_share"].first().to_numpy() / 0.1)}
     noisy = main[main["corruption"] >= 0.2]
     return {
-        "inflation_collapse": {**gaps, "noisy_fit": fitted} if gaps else None,
+        "inflation_collapse": {**gaps, "noisy_fit": fitted, **fit_record(noisy)}
+        if gaps else None,
         "monotone_peak": steps if len(levels) >= 3 else None,
         "enrichment": {"precision_at_100": Estimate.of(_by_seed(exact, "precision_at_100")),
                        "enrichment": Estimate.of(_by_seed(exact, "enrichment")), **peaks}
@@ -925,8 +949,16 @@ def measure(results: dict, config: Config) -> dict:
     }
 
 
+def fit_record(runs: pd.DataFrame) -> dict:
+    """The declared fit of `runs` (rows of the summary): "fit_epochs", each run's epoch of fit
+    (None where its criterion was never met), and "fitted", whether every run met it."""
+    epochs = [None if pd.isna(e) else int(e) for e in runs["fit_epoch"]]
+    return {"fit_epochs": epochs, "fitted": all(e is not None for e in epochs)}
+
+
 def _interior_peaks(v) -> bool:
-    return all(1 < e < v["epochs"] for e in v["peak_epochs"])
+    """Every run's er peaks after epoch 1 and before the last epoch it trained."""
+    return all(1 < e < last for e, last in zip(v["peak_epochs"], v["last_epochs"], strict=True))
 
 
 INTERIOR_PEAK = ("er peaks inside training (after epoch 1, before the last) in every "

@@ -45,9 +45,11 @@ from memlib.models import MODELS, build, pool, taps
 from memlib.seed import generator, seed_everything
 from memlib.train import (
     Batch,
+    FitCriterion,
     TensorBatches,
     TrainSpec,
     dataset_batches,
+    fit_tracker,
     make_optimizers,
     resolve_device,
     to_device,
@@ -375,6 +377,16 @@ class Config:
     # in-memory images: seeded batched crop + flip, + cutout (memlib.augment); image folders
     # bring their own (random-resized crop + flip). RLP accuracy is measured without it.
     augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
+    # in-memory images: standardized by the training split's per-channel statistics, or the
+    # stored [0, 1] pixels; image folders bring their own normalization
+    inputs: Literal["standardized", "unit"] = "standardized"
+    # the declared fit of every run (memlib.train.FitCriterion): train accuracy and the fit of
+    # the flipped labels, checked every epoch on the measured training samples; `epochs` (and
+    # `layer_model_epochs`) are the maximum, and with `epochs_after_fit` a run stops that many
+    # epochs after its fit (None: every run trains all its epochs, the fit only recorded)
+    fit_train_acc: Annotated[float, Fraction] = 0.99
+    fit_flipped_acc: Annotated[float, Fraction] = 0.95
+    epochs_after_fit: Annotated[int | None, NonNegative] = None
 
     def __post_init__(self):
         check_fields(self)
@@ -430,6 +442,10 @@ class RunSpec:
     seed: int = 0
     head_project: int = 0
     measure_every: int = 1
+    inputs: str = "standardized"
+    fit_train_acc: float = 0.99
+    fit_flipped_acc: float = 0.95
+    epochs_after_fit: int | None = None
 
 
 def spec(config: Config, **overrides) -> RunSpec:
@@ -525,13 +541,13 @@ def load_data(s: RunSpec) -> dict:
          "num_classes": num_classes, "n_random": n_random}
     if s.dataset in FOLDER_DATASETS:
         return {**d, **_folder_sources(s, full, test, idx, y, test_idx, measured)}
-    x = full.x[idx].to(device)
+    x = datasets.scale_inputs(s.dataset, full.x[idx], s.inputs).to(device)
+    x_test = datasets.scale_inputs(s.dataset, test.x[test_idx], s.inputs).to(device)
     pick = (lambda t: (x, t)) if measured is None else (
         lambda t: (x[measured.to(device)], t[measured.to(device)], measured.to(device)))
     return {**d, "train": (x, d["y"]), "train_eval": pick(d["y"]),
             "clean_eval": pick(d["clean_y"]), "features": (x, d["y"]),
-            "test": (test.x[test_idx].to(device), test.y[test_idx].to(device)),
-            "example": x[:2]}
+            "test": (x_test, test.y[test_idx].to(device)), "example": x[:2]}
 
 
 def _folder_sources(s: RunSpec, full, test, idx, y, test_idx, measured) -> dict:
@@ -596,7 +612,7 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
                   + make_optimizers(heads.parameters(), train_spec(s, heads=True)))
 
     def record(state) -> None:
-        if state.epoch % s.measure_every and state.epoch != s.epochs:
+        if state.epoch % s.measure_every and state.epoch != s.epochs and not state.stop:
             return  # measuring every epoch would cost as much as training
         test = measure(model, None, d["test"])
         state.row.update(test_acc=test["acc"], test_loss=test["loss"])
@@ -606,20 +622,43 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
         state.row.update(train_scores)
 
     memo: dict = {}
+    fit = fit_tracker(fit_criterion(s),
+                      lambda state: fit_scores(model, d, state.epoch, s.measure_every), memo)
     extra = list(observe(model, heads, d, memo)) if observe is not None else []
     history = train(model, d["train"], ts,
                     step=rlp_step(heads, d["random"], s.lam, reg_layers, s.label_smoothing),
-                    optimizers=optimizers, callbacks=[record, *extra], memo=memo,
+                    optimizers=optimizers, callbacks=[fit, record, *extra], memo=memo,
                     desc=f"{s.model} λ={s.lam:g}")
+    epochs_trained = int(history["epoch"].iloc[-1])
     history = history[history["train_acc"].notna()].reset_index(drop=True)
     history["clean_train_acc"] = measure(model, None, d["clean_eval"])["acc"]
     out = {"history": history, "layers": list(layers), "n_random": d["n_random"],
+           "fit_epoch": memo["fit_epoch"], "epochs_trained": epochs_trained,
            **final_statistics(model, layers, d),
            "class_acc": per_class_accuracy(model, d["test"], d["num_classes"]),
            "class_counts": torch.bincount(d["y"].cpu(), minlength=d["num_classes"]).tolist()}
     if observe is not None:
         out.update(model=model, heads=heads, data=d, memo=memo)
     return out
+
+
+def fit_criterion(s: RunSpec) -> FitCriterion:
+    return FitCriterion(s.fit_train_acc, s.fit_flipped_acc, s.epochs_after_fit)
+
+
+def fit_scores(model: nn.Module, d: dict, epoch: int, every: int
+               ) -> tuple[float, float | None] | None:
+    """(train accuracy, fit of the flipped labels or None) on the measured training samples,
+    for `fit_tracker`: every epoch for in-memory data; image folders, where it takes a pass
+    over the disk, every `every` epochs (None between) and train accuracy only."""
+    if not isinstance(d["train_eval"], tuple):
+        return None if epoch % every else (measure(model, None, d["train_eval"])["acc"], None)
+    x, y = d["train_eval"][:2]
+    flipped = y != d["clean_eval"][1]
+    train_acc = measure(model, None, (x, y))["acc"]
+    if not flipped.any():
+        return train_acc, None
+    return train_acc, measure(model, None, (x[flipped], y[flipped]))["acc"]
 
 
 def final_statistics(model: nn.Module, layers: Sequence[str], d: dict) -> dict:
@@ -680,7 +719,8 @@ def cached_frozen(s: RunSpec) -> dict:
 
 def final_row(result: dict, **labels) -> dict:
     last = result["history"].iloc[-1]
-    row = {**labels, "train_acc": last["train_acc"], "test_acc": last["test_acc"]}
+    row = {**labels, "train_acc": last["train_acc"], "test_acc": last["test_acc"],
+           "fit_epoch": result["fit_epoch"]}
     row.update({f"rlp_{n}": last[f"rlp_{n}"] for n in result["layers"]})
     return row
 
@@ -759,8 +799,10 @@ def run(config: Config) -> dict:
             fit.append({"model": name, "seed": seed,
                         "train_acc": result["history"]["train_acc"].iloc[-1],
                         "clean_train_acc": result["history"]["clean_train_acc"].iloc[-1],
-                        "noisy_fit": result["noisy_fit"]})
-            last = frozen["history"].iloc[-1]
+                        "noisy_fit": result["noisy_fit"], "fit_epoch": result["fit_epoch"],
+                        "epochs_trained": result["epochs_trained"]})
+            # the heads on frozen features after as many epochs as the run trained
+            last = frozen["history"].set_index("epoch").loc[result["epochs_trained"]]
             for row in layer_rows(result, model=name, seed=seed):
                 n = row["layer"]
                 rows.append({**row, "frozen_acc": last[f"rlp_{n}"],
@@ -889,8 +931,17 @@ def memorization(results: dict, model: str) -> dict:
     flipped = fit["noisy_fit"].dropna()
     return {"train": float(fit["train_acc"].min()),
             "flipped": float(flipped.min()) if len(flipped) else None,
+            **fit_record(fit),
             "excess": max(excess.values(), key=lambda e: e.mean),
             "last_excess": list(excess.values())[-1]}
+
+
+def fit_record(rows: pd.DataFrame) -> dict:
+    """The declared fit of the runs in `rows` (one per seed): "fit_epochs", each seed's epoch
+    of fit in seed order (None where its criterion was never met), and "fitted", whether
+    every seed met it."""
+    epochs = [None if pd.isna(e) else int(e) for e in rows.sort_values("seed")["fit_epoch"]]
+    return {"fit_epochs": epochs, "fitted": all(e is not None for e in epochs)}
 
 
 def by_seed(frame: pd.DataFrame, column: str, **where) -> list[float]:
@@ -955,6 +1006,7 @@ def measure_claims(results: dict) -> dict:
     fitted = high[high["lam"] == 0]["noisy_fit"].dropna()
     measured["noise"] = {"rate": float(rate), "best_lam": best_lam,
                          "flipped": float(fitted.min()) if len(fitted) else None,
+                         **fit_record(high[high["lam"] == 0]),
                          "gain": paired(by_seed(high, "test_acc", lam=best_lam),
                                         by_seed(high, "test_acc", lam=0.0))}
 
@@ -963,7 +1015,9 @@ def measure_claims(results: dict) -> dict:
     change = {f: [b - a for a, b in zip(by_seed(fr, "test_acc", fraction=f, lam=0.0),
                                         by_seed(fr, "test_acc", fraction=f, lam=best),
                                         strict=True)] for f in (small, large)}
-    measured["sampling"] = {"train": pre["train"], "smallest": Estimate.of(change[small]),
+    measured["sampling"] = {"train": pre["train"], "fitted": pre["fitted"],
+                            "fit_epochs": pre["fit_epochs"],
+                            "smallest": Estimate.of(change[small]),
                             "largest": Estimate.of(change[large]),
                             "difference": paired(change[large], change[small])}
 
@@ -984,7 +1038,8 @@ def _noise_on(*keys: str):
 def _earlier(v: dict) -> list[Estimate]:
     """The per-layer changes of a shift value (its other keys are not layers)."""
     return [e for k, e in v.items()
-            if k not in ("train", "flipped", "excess", "last_excess", "drop")]
+            if k not in ("train", "flipped", "fit_epochs", "fitted", "excess", "last_excess",
+                         "drop")]
 
 
 INTERPOLATES = ("interpolation (train acc >= 99%, flipped labels fitted >= 95%)",
