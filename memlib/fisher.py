@@ -486,7 +486,9 @@ HUMAN_SETS = {"aggre": "aggre_label", "random1": "random_label1", "worst": "wors
 
 @dataclass(frozen=True)
 class Config:
-    dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "digits"] = "fashion_mnist"
+    # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
+    dataset: Literal["fashion_mnist", "mnist", "mnist-5k", "cifar10", "cifar100",
+                     "digits"] = "fashion_mnist"
     n_train: Annotated[int, NonNegative] = 2000  # 0: the whole training set
     n_test: Annotated[int, NonNegative] = 2000  # 0: the whole test set
     # the fixed scatter (and attribution) set, a subset of training
@@ -622,8 +624,8 @@ def peak_epoch(er) -> int:
 def train_run(config: Config, model_name: str, noise: str, corruption: float, seed: int,
               epochs: int) -> dict:
     """Train once, tracking er on the scatter set every epoch; attribution at the peak."""
-    train_split, test_split, subset = _data(config.dataset, config.n_train, config.n_test,
-                                            config.inputs)
+    train_split, test_split, subset = _data(mdata.resolve(config.dataset), config.n_train,
+                                            config.n_test, config.inputs)
     num_classes = train_split.num_classes
     true = train_split.y
     if noise == "symmetric":
@@ -769,7 +771,8 @@ def _run_key(config: Config, model_name: str, noise: str, corruption: float, see
               if k not in ("corruptions", "seeds", "arch_models", "arch_epochs",
                            "human_label_sets", "synthetic_n", "top_k", "attribution_corruption",
                            "direct_checks")}
-    return {**shared, "model": model_name, "noise": noise, "corruption": corruption,
+    return {**shared, "dataset": mdata.resolve(config.dataset), "model": model_name,
+            "noise": noise, "corruption": corruption,
             "seed": seed, "epochs": epochs,
             "direct_checks": config.direct_checks
             if corruption == config.attribution_corruption else 0,
@@ -927,22 +930,24 @@ def measure(results: dict, config: Config) -> dict:
     hardest = None
     if len(diff):
         clean = diff[(diff["corruption"] == 0.0) & (diff["decile"] == 10)]
-        hardest = {"share_over_uniform": Estimate.of(
+        hardest = {"data": mdata.resolve(config.dataset), "share_over_uniform": Estimate.of(
             clean.groupby("seed")["clean_top_share"].first().to_numpy() / 0.1)}
     noisy = main[main["corruption"] >= 0.2]
+    data = mdata.resolve(config.dataset)
+    peaks["data"] = data
     return {
-        "inflation_collapse": {**gaps, "noisy_fit": fitted, **fit_record(noisy)}
+        "inflation_collapse": {"data": data, **gaps, "noisy_fit": fitted, **fit_record(noisy)}
         if gaps else None,
         "monotone_peak": steps if len(levels) >= 3 else None,
         "enrichment": {"precision_at_100": Estimate.of(_by_seed(exact, "precision_at_100")),
                        "enrichment": Estimate.of(_by_seed(exact, "enrichment")), **peaks}
         if len(exact) else None,
-        "first_order": {"spearman": Estimate.of(_by_seed(at, "spearman_exact_first"))}
+        "first_order": {"data": data, "spearman": Estimate.of(_by_seed(at, "spearman_exact_first"))}
         if len(at) else None,
         "difficulty_control": hardest,
         "not_detector": {"auroc": Estimate.of(_by_seed(exact, "auroc")), **peaks}
         if len(exact) else None,
-        "onset": {"onset_first": Estimate.of(
+        "onset": {"data": data, "onset_first": Estimate.of(
             (noisy["onset_epoch"] < noisy["test_peak_epoch"]).to_numpy(dtype=np.float64)),
                   "test_drop": float((noisy["test_acc_best"] - noisy["test_acc_last"]).min())}
         if len(noisy) else None,

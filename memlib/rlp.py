@@ -317,8 +317,9 @@ def per_class_accuracy(model: nn.Module, data: EvalData, num_classes: int,
 
 @dataclass(frozen=True)
 class Config:
-    dataset: Literal["fashion_mnist", "mnist", "cifar10", "cifar100", "digits", "imagenet",
-                     "imagenet_lt"] = "fashion_mnist"
+    # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
+    dataset: Literal["fashion_mnist", "mnist", "mnist-5k", "cifar10", "cifar100", "digits",
+                     "imagenet", "imagenet_lt"] = "fashion_mnist"
     # class-stratified subset of the train split; None: all
     train_samples: Annotated[int | None, AtLeast(20)] = 4000
     test_samples: Annotated[int | None, AtLeast(10)] = 2000
@@ -452,6 +453,8 @@ def spec(config: Config, **overrides) -> RunSpec:
     shared = {f.name: getattr(config, f.name) for f in dataclasses.fields(RunSpec)
               if hasattr(config, f.name) and f.name != "long_tail_ratio"}
     shared["seed"] = config.seeds[0]
+    if config.dataset not in FOLDER_DATASETS:  # runs, tables and titles name the data used
+        shared["dataset"] = datasets.resolve(config.dataset)
     out = RunSpec(**{**shared, **overrides})
     if out.model != config.model and "epochs" not in overrides:
         out = dataclasses.replace(out, epochs=config.layer_model_epochs)
@@ -787,7 +790,8 @@ def run(config: Config) -> dict:
     base = {seed: cached_run(spec(config, seed=seed)) for seed in seeds}
     first = base[seeds[0]]
     layers = first["layers"]
-    out = {"chance": 1 / first["n_random"], "layers": layers, "last_layer": layers[-1]}
+    out = {"chance": 1 / first["n_random"], "layers": layers, "last_layer": layers[-1],
+           "dataset": spec(config).dataset}
 
     # 1. layer-wise RLP accuracy vs depth, with the frozen-initialisation baseline, and how
     # well each model fitted its (noisy) labels
@@ -929,7 +933,7 @@ def memorization(results: dict, model: str) -> dict:
     fit = fit[fit["model"] == model]
     excess = excess_by_layer(results["layerwise"], model)
     flipped = fit["noisy_fit"].dropna()
-    return {"train": float(fit["train_acc"].min()),
+    return {"data": results["dataset"], "train": float(fit["train_acc"].min()),
             "flipped": float(flipped.min()) if len(flipped) else None,
             **fit_record(fit),
             "excess": max(excess.values(), key=lambda e: e.mean),
@@ -1004,7 +1008,7 @@ def measure_claims(results: dict) -> dict:
     mean_acc = high.groupby("lam")["test_acc"].mean()
     best_lam = float(mean_acc[mean_acc.index > 0].idxmax())
     fitted = high[high["lam"] == 0]["noisy_fit"].dropna()
-    measured["noise"] = {"rate": float(rate), "best_lam": best_lam,
+    measured["noise"] = {"data": results["dataset"], "rate": float(rate), "best_lam": best_lam,
                          "flipped": float(fitted.min()) if len(fitted) else None,
                          **fit_record(high[high["lam"] == 0]),
                          "gain": paired(by_seed(high, "test_acc", lam=best_lam),
@@ -1015,7 +1019,7 @@ def measure_claims(results: dict) -> dict:
     change = {f: [b - a for a, b in zip(by_seed(fr, "test_acc", fraction=f, lam=0.0),
                                         by_seed(fr, "test_acc", fraction=f, lam=best),
                                         strict=True)] for f in (small, large)}
-    measured["sampling"] = {"train": pre["train"], "fitted": pre["fitted"],
+    measured["sampling"] = {"data": pre["data"], "train": pre["train"], "fitted": pre["fitted"],
                             "fit_epochs": pre["fit_epochs"],
                             "smallest": Estimate.of(change[small]),
                             "largest": Estimate.of(change[large]),
@@ -1023,7 +1027,7 @@ def measure_claims(results: dict) -> dict:
 
     lt = results["long_tail"]
     per_seed = [head_tail_change(d) for _, d in lt.groupby("seed")]
-    measured["tails"] = {"head": Estimate.of(c["head"] for c in per_seed),
+    measured["tails"] = {"data": pre["data"], "head": Estimate.of(c["head"] for c in per_seed),
                          "tail": Estimate.of(c["tail"] for c in per_seed),
                          "difference": Estimate.of(c["head"] - c["tail"] for c in per_seed)}
     return measured
@@ -1038,8 +1042,8 @@ def _noise_on(*keys: str):
 def _earlier(v: dict) -> list[Estimate]:
     """The per-layer changes of a shift value (its other keys are not layers)."""
     return [e for k, e in v.items()
-            if k not in ("train", "flipped", "fit_epochs", "fitted", "excess", "last_excess",
-                         "drop")]
+            if k not in ("data", "train", "flipped", "fit_epochs", "fitted", "excess",
+                         "last_excess", "drop")]
 
 
 INTERPOLATES = ("interpolation (train acc >= 99%, flipped labels fitted >= 95%)",

@@ -261,7 +261,7 @@ for ax, name in zip(axes[0], models_run, strict=True):
     ax.set_xlabel("probed layer")
 axes[0][0].set_ylabel("random-label train acc. (%)")
 axes[0][0].legend(fontsize=6)
-savefig(fig, "fig2_layerwise_rlp", STUDY, scale)
+savefig(fig, "fig2_layerwise_rlp", STUDY, scale, data=results["dataset"])
 excess = {name: excess_by_layer(lw, name) for name in models_run}
 print(pd.DataFrame({name: {n: str(e) for n, e in ex.items()} for name, ex in excess.items()}))
 print("depth claim:", measured["depth"])
@@ -299,7 +299,7 @@ for ax, name in zip(axes[0], models_run, strict=True):
     ax.set_xlabel("probed layer")
 axes[0][0].set_ylabel("tr Σ_within / tr Σ_between")
 axes[0][0].legend(fontsize=6)
-savefig(fig, "fig2b_class_collapse", STUDY, scale)
+savefig(fig, "fig2b_class_collapse", STUDY, scale, data=results["dataset"])
 print(lw.groupby(["model", "layer"], sort=False)[["collapse", "frozen_collapse"]].mean().round(3))
 
 # %% [markdown]
@@ -338,7 +338,7 @@ for ax in (ax1, ax2):
     if rise is not None:
         ax.axvline(rise, color="C4", linestyle="-.", label=f"{last}: half of final excess")
     ax.legend(fontsize=6)
-savefig(fig, "fig3_rlp_over_training", STUDY, scale)
+savefig(fig, "fig3_rlp_over_training", STUDY, scale, data=results["dataset"])
 print("early rise:", measured["early_rise"])
 
 # %% [markdown]
@@ -377,7 +377,7 @@ for ax in (ax1, ax2):
     ax.legend(fontsize=6)
 ax1.set_ylabel("random-label train acc. (%)")
 ax2.set_ylabel("class accuracy (%)")
-savefig(fig, "fig4_standard_regularizers", STUDY, scale)
+savefig(fig, "fig4_standard_regularizers", STUDY, scale, data=results["dataset"])
 print(reg.groupby("setting", sort=False)[["train_acc", "test_acc", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
 print("drop in last-layer RLP accuracy:", measured["regularizers"])
@@ -435,7 +435,7 @@ for ax, where in zip(axes[2:], ("last", "all"), strict=True):
     ax.set_ylabel("random-label train acc. (%)")
     ax.set_title(f"regularized: {'last layer' if where == 'last' else 'all layers'}")
     ax.legend(fontsize=6)
-savefig(fig, "fig5_rlp_regularizer", STUDY, scale)
+savefig(fig, "fig5_rlp_regularizer", STUDY, scale, data=results["dataset"])
 print(sweep.groupby(["regularize", "lam"])[["train_acc", "test_acc", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
 print("drop at the regularized layer:", measured["regularizer_works"]["drop"])
@@ -491,7 +491,7 @@ ax2.set_xticks(sorted(set(counts)), [str(n) for n in sorted(set(counts))], fonts
 ax2.minorticks_off()
 ax2.set_xlabel("training samples of the class (long-tailed subset)")
 ax2.set_ylabel(f"test acc. change, λ = {best:g} vs 0 (points, mean over seeds)")
-savefig(fig, "fig6_sampling", STUDY, scale)
+savefig(fig, "fig6_sampling", STUDY, scale, data=results["dataset"])
 print(fr.groupby(["n_train", "lam"])[["train_acc", "test_acc"]].agg(["mean", "std"]).round(4))
 print("sampling:", measured["sampling"], "| tails:", measured["tails"])
 
@@ -523,7 +523,7 @@ for i, (rate, d) in enumerate(noise_runs.groupby("noise")):
 ax.set_xlabel("λ (last-layer RLP regularizer)")
 ax.set_ylabel("test accuracy (%)")
 ax.legend(fontsize=6)
-savefig(fig, "fig7_label_noise", STUDY, scale)
+savefig(fig, "fig7_label_noise", STUDY, scale, data=results["dataset"])
 print(noise_runs.groupby(["noise", "lam"])[["test_acc", "train_acc", "noisy_fit", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
 print("noise:", measured["noise"])

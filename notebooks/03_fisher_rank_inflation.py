@@ -84,6 +84,7 @@ import pandas as pd
 
 from memlib.claims import describe, evaluate, write
 from memlib.config import from_namespace
+from memlib.data import resolve
 from memlib.fisher import CLAIMS, Config, measure
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
@@ -135,7 +136,7 @@ axes[0].legend(fontsize=7)
 reference_line(axes[1], 0.1, "chance")
 axes[1].set(xlabel="epoch", ylabel="accuracy / fraction", title="fit of noisy labels and test")
 axes[1].legend(fontsize=6, ncol=2)
-savefig(fig, "fig1_inflation_collapse", STUDY, scale)
+savefig(fig, "fig1_inflation_collapse", STUDY, scale, data=resolve(config.dataset))
 
 # %%
 summary = results["summary"]
@@ -168,7 +169,7 @@ ax.errorbar(peaks.index * 100, peaks["mean"], yerr=peaks["std"], marker="o", cap
 ax.plot([0, 60], [28.88, 97.09], "s", color="0.35", label="paper (clean, 60%)")
 ax.set(xlabel="corruption (%)", ylabel="peak er", title="peak effective rank")
 ax.legend(fontsize=7)
-savefig(fig, "fig2_peak_er_vs_corruption", STUDY, scale)
+savefig(fig, "fig2_peak_er_vs_corruption", STUDY, scale, data=resolve(config.dataset))
 peaks.round(2)
 
 # %% [markdown]
@@ -215,7 +216,7 @@ axes[1].plot(lims, lims, color="0.35", linestyle="--", linewidth=1, label="y = x
 axes[1].set(xlabel=r"exact $\Delta_i$", ylabel=r"first-order $\Delta_i^{(1)}$",
             title="first order vs exact (red: corrupted)")
 axes[1].legend()
-savefig(fig, "fig3_attribution", STUDY, scale)
+savefig(fig, "fig3_attribution", STUDY, scale, data=resolve(config.dataset))
 print(summary[summary["corruption"] == config.attribution_corruption][
     ["model", "seed", "spearman_exact_first", "direct_max_abs_error"]])
 
@@ -230,7 +231,7 @@ ax.axvspan(0.6, 0.8, color="0.85", label="paper's AUROC range", zorder=0)
 ax.set(xlabel="AUROC for the corrupted examples", xlim=(0, 1),
        title=f"label-error signals, {config.attribution_corruption:.0%} noise (seed mean)")
 ax.legend(fontsize=7, loc="lower right")
-savefig(fig, "fig4_signals", STUDY, scale)
+savefig(fig, "fig4_signals", STUDY, scale, data=resolve(config.dataset))
 
 # %% [markdown]
 # The table and bars compare every signal on the same runs, with its extra cost in
@@ -268,7 +269,7 @@ reference_line(axes[1], 0.1, "uniform share")
 axes[1].set(xlabel="difficulty decile (10 = hardest)", ylabel="share of top-100 Δ",
             title="clean run: where the top contributors are")
 axes[1].legend()
-savefig(fig, "fig5_difficulty_control", STUDY, scale)
+savefig(fig, "fig5_difficulty_control", STUDY, scale, data=resolve(config.dataset))
 
 # %% [markdown]
 # Left: in the 40% noise run corrupted examples raise er (mean $\Delta$ 0.010–0.021) in every
