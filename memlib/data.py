@@ -129,9 +129,9 @@ class IndexedDataset(torch.utils.data.Dataset):
 def load(name: str, split: str = "train", root=None, download: bool | None = None) -> Split:
     """Load `split` ("train"/"test") of dataset `name` (one of DATASETS), cached in-process.
 
-    Looks in `root` if given, else $MEMLIB_DATA/<name> (then, for fashion_mnist, the Debian
-    package's folder), each also with torchvision's sub-folder, then in torchvision's own
-    layout under $MEMLIB_DATA (e.g. $MEMLIB_DATA/cifar-10-batches-py). When absent and `download`
+    Looks in `root` if given, else $MEMLIB_DATA/<name>, then torchvision's own layout under
+    $MEMLIB_DATA (e.g. $MEMLIB_DATA/cifar-10-batches-py), then for fashion_mnist the Debian
+    package's folder; each folder also with torchvision's sub-folder. When absent and `download`
     is not False, torchvision downloads into the first of those places.
     digits is scikit-learn's bundled set; its test split is every 5th sample (index % 5 == 0),
     a fixed rule so the split needs no seed. `root` and `download` do not apply to it.
@@ -173,15 +173,15 @@ def _check_choice(what: str, value, choices) -> None:
 
 
 def _candidate_dirs(name: str, root) -> list[Path]:
+    tv = _TORCHVISION_DIR[name]
     if root is not None:
-        bases = [Path(root).expanduser()]
-    else:
-        bases = [paths.data_dir() / name]
-        if name == "fashion_mnist":
-            bases.append(SYSTEM_FASHION_MNIST)
-    dirs = [d for base in bases for d in (base, base / _TORCHVISION_DIR[name])]
-    # torchvision's own root, as `torchvision.datasets.CIFAR10(root=$MEMLIB_DATA)` leaves it
-    return dirs if root is not None else [*dirs, paths.data_dir() / _TORCHVISION_DIR[name]]
+        return [Path(root).expanduser(), Path(root).expanduser() / tv]
+    base = paths.data_dir() / name
+    # then torchvision's own root, as `torchvision.datasets.CIFAR10(root=$MEMLIB_DATA)` left it
+    dirs = [base, base / tv, paths.data_dir() / tv]
+    if name == "fashion_mnist":
+        dirs += [SYSTEM_FASHION_MNIST, SYSTEM_FASHION_MNIST / tv]
+    return dirs
 
 
 def _required_files(name: str, split: str) -> tuple[str, ...]:
