@@ -1,9 +1,9 @@
 import pytest
 import torch
 
+from memlib.config import ConfigError
 from memlib.models import MLP
 from memlib.seed import seed_everything
-from memlib.config import ConfigError
 from memlib.train import FitCriterion, TensorBatches, TrainSpec, fit_tracker, lr_factor, train
 
 
