@@ -550,11 +550,14 @@ def _code() -> str:
 
 @functools.lru_cache(maxsize=4)
 def _data(dataset: str, n_train: int, n_test: int, inputs: str = "standardized"):
-    """Fixed (seed 0) stratified training/test subsets, shared by every run, their images
-    scaled as `inputs` says (memlib.data.scale_inputs)."""
+    """Fixed (seed 0) stratified training/test subsets, shared by every run (a split no larger
+    than its subset is used whole), their images scaled as `inputs` says
+    (memlib.data.scale_inputs)."""
     train_split, test_split = mdata.load(dataset, "train"), mdata.load(dataset, "test")
-    tr = mdata.stratified_subset(train_split.y, count=n_train, seed=0) if n_train else None
-    te = mdata.stratified_subset(test_split.y, count=n_test, seed=0) if n_test else None
+    tr = (mdata.stratified_subset(train_split.y, count=n_train, seed=0)
+          if 0 < n_train < len(train_split) else None)
+    te = (mdata.stratified_subset(test_split.y, count=n_test, seed=0)
+          if 0 < n_test < len(test_split) else None)
     train_split = train_split.subset(tr) if tr is not None else train_split
     test_split = test_split.subset(te) if te is not None else test_split
     scaled = [mdata.Split(mdata.scale_inputs(dataset, part.x, inputs), part.y, part.classes)

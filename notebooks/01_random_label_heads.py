@@ -77,7 +77,10 @@
 # - **Models:** a 6-hidden-layer MLP (width 256) for every sweep, and a SmallCNN (32/64/128
 #   channels, 40 epochs) beside it in the layer-wise experiment. Both train to interpolation:
 #   Adam, LR 2e-3 with a cosine schedule, batch 64, 150 epochs for the MLP. The heads use LR
-#   3e-2, follow the same schedule and have no weight decay.
+#   3e-2, follow the same schedule and have no weight decay. Inputs are standardized by the
+#   training split's per-channel mean and standard deviation; each run records the first
+#   epoch at which it fits (train accuracy ≥ 99%, ≥ 95% of the flipped labels) and still
+#   trains all its epochs, so that every condition is compared after equal training.
 # - **Seeds:** every condition runs with three seeds; comparisons are paired by seed and a
 #   difference counts only beyond two standard errors (the claims table says *within noise*
 #   otherwise).
@@ -132,6 +135,10 @@ seeds = (0, 1, 2)
 label_seed = 12345
 data_seed = 0
 device = "cpu"
+inputs = "standardized"
+fit_train_acc = 0.99
+fit_flipped_acc = 0.95
+epochs_after_fit = None
 
 # %%
 import time

@@ -182,7 +182,8 @@ def synthetic_results(config, noisy_fit=0.95, auroc=0.7):
             run = {"model": "mlp", "noise": "symmetric", "corruption": c, "seed": seed}
             curves += [{**run, "epoch": e, "er": v, "noisy_fit": noisy_fit if e == 5 else 0.1}
                        for e, v in enumerate(er)]
-            summary.append({**run, "er_peak": peak, "peak_epoch": 3,
+            summary.append({**run, "er_peak": peak, "peak_epoch": 3, "fit_epoch": 4,
+                            "epochs_trained": min(config.epochs, len(er) - 1),
                             "spearman_exact_first": 0.95 + 0.01 * seed, "onset_epoch": 2,
                             "test_peak_epoch": 3, "test_acc_best": 0.8, "test_acc_last": 0.6})
             signals.append({**run, "signal": "LOO er attribution (exact)",
@@ -213,6 +214,9 @@ def test_measure_per_seed_and_the_verdicts():
     assert list(measured["monotone_peak"]) == ["0->0.2", "0.2->0.4", "0.4->0.6"]
     assert measured["monotone_peak"]["0->0.2"] == Estimate(8.0, 0.0, 3)
     assert measured["enrichment"]["peak_epochs"] == [3, 3, 3]
+    assert measured["enrichment"]["last_epochs"] == [5, 5, 5]
+    assert measured["inflation_collapse"]["fit_epochs"] == [4] * 9
+    assert measured["inflation_collapse"]["fitted"]
     assert measured["onset"]["onset_first"].mean == 1
     assert measured["onset"]["test_drop"] == pytest.approx(0.2)
     assert set(verdicts(measured).values()) == {HOLDS}
