@@ -43,8 +43,9 @@
 # training split's mean and standard deviation), a 1,000-example scatter set, and one small
 # SmallCNN run at 40% noise. Each run trains until it fits its labels (train accuracy ≥ 99%,
 # ≥ 95% of the flipped labels, on the scatter set) and 10 epochs more, at most 100 epochs.
-# The full preset (`params/full`) holds the paper's settings. cleanlab's confident learning is not part of
-# the comparison (not installed; it is AGPL). Scores are judged against the true flip mask.
+# The full preset (`params/full`) holds the paper's settings. cleanlab's confident learning
+# is not part of the comparison (not installed; it is AGPL). Scores are judged against the
+# true flip mask.
 #
 # **How the claims are judged.** Every claim is measured on each seed's run and read as the
 # mean ± 2 standard errors over the 3 seeds; a verdict whose threshold lies inside that
