@@ -4,7 +4,9 @@ Loaders parse the original on-disk formats themselves (IDX for (Fashion-)MNIST, 
 python pickles for CIFAR), so loading is fast, offline and torchvision-free; torchvision
 is only used to download when a dataset is absent. Missing data raises `MissingDataError`
 and a file that is there but unreadable `CorruptDataError`, each with one actionable
-sentence. Every image split is float32 N x C x H x W in [0, 1].
+sentence. Every image split is float32 N x C x H x W in [0, 1]; `scale_inputs` standardizes
+images by the training split's per-channel mean and standard deviation
+(`standardization(name)`), the inputs studies 1-3 and the lens train on.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from memlib import paths
 
 DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits", "mnist-5k")
 SPLITS = ("train", "test")
+# how a study's images are scaled: by the training split's per-channel statistics, or the
+# stored [0, 1] pixels (study 4 maps those to [-1, 1] itself, as its paper did)
+INPUTS = ("standardized", "unit")
 SYSTEM_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")  # Debian dataset-fashion-mnist
 
 FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
@@ -124,8 +129,9 @@ class IndexedDataset(torch.utils.data.Dataset):
 def load(name: str, split: str = "train", root=None, download: bool | None = None) -> Split:
     """Load `split` ("train"/"test") of dataset `name` (one of DATASETS), cached in-process.
 
-    Looks in `root` if given, else $MEMLIB_DATA/<name> (then, for fashion_mnist, the Debian
-    package's folder), each also with torchvision's sub-folder. When absent and `download`
+    Looks in `root` if given, else $MEMLIB_DATA/<name>, then torchvision's own layout under
+    $MEMLIB_DATA (e.g. $MEMLIB_DATA/cifar-10-batches-py), then for fashion_mnist the Debian
+    package's folder; each folder also with torchvision's sub-folder. When absent and `download`
     is not False, torchvision downloads into the first of those places.
     digits is scikit-learn's bundled set; its test split is every 5th sample (index % 5 == 0),
     a fixed rule so the split needs no seed. `root` and `download` do not apply to it.
@@ -155,8 +161,10 @@ def load(name: str, split: str = "train", root=None, download: bool | None = Non
 
 
 def clear_cache() -> None:
-    """Forget the splits `load` has cached (frees their memory; needed if files change)."""
+    """Forget the splits `load` has cached and their statistics (frees their memory; needed
+    if files change)."""
     _load_cached.cache_clear()
+    _channel_statistics.cache_clear()
 
 
 def _check_choice(what: str, value, choices) -> None:
@@ -165,13 +173,15 @@ def _check_choice(what: str, value, choices) -> None:
 
 
 def _candidate_dirs(name: str, root) -> list[Path]:
+    tv = _TORCHVISION_DIR[name]
     if root is not None:
-        bases = [Path(root).expanduser()]
-    else:
-        bases = [paths.data_dir() / name]
-        if name == "fashion_mnist":
-            bases.append(SYSTEM_FASHION_MNIST)
-    return [d for base in bases for d in (base, base / _TORCHVISION_DIR[name])]
+        return [Path(root).expanduser(), Path(root).expanduser() / tv]
+    base = paths.data_dir() / name
+    # then torchvision's own root, as `torchvision.datasets.CIFAR10(root=$MEMLIB_DATA)` left it
+    dirs = [base, base / tv, paths.data_dir() / tv]
+    if name == "fashion_mnist":
+        dirs += [SYSTEM_FASHION_MNIST, SYSTEM_FASHION_MNIST / tv]
+    return dirs
 
 
 def _required_files(name: str, split: str) -> tuple[str, ...]:
@@ -346,6 +356,55 @@ def source(name: str) -> str:
     if any(f is None for f in found):
         return f"{name}: not on disk (looked in {paths.data_dir() / name})"
     return f"{name}: files in {found[0]}"
+
+
+@dataclass(frozen=True)
+class Standardization:
+    """Per-channel mean and standard deviation of a training split's [0, 1] pixels."""
+
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+
+    def apply(self, x: Tensor) -> Tensor:
+        """(x - mean) / std per channel of N x C x H x W images (a new tensor)."""
+        shape = (1, len(self.mean), *([1] * (x.ndim - 2)))
+        mean = torch.tensor(self.mean, dtype=x.dtype).view(shape)
+        return (x - mean) / torch.tensor(self.std, dtype=x.dtype).view(shape)
+
+    def describe(self) -> str:
+        """One line for manifests: the statistics to four decimals."""
+        mean = ", ".join(f"{m:.4f}" for m in self.mean)
+        std = ", ".join(f"{s:.4f}" for s in self.std)
+        return f"standardized by the training split's per-channel mean [{mean}], std [{std}]"
+
+
+def channel_statistics(x: Tensor) -> Standardization:
+    """Mean and (population) standard deviation of each channel of N x C x H x W images, in
+    float64; a constant channel gets std 1, so standardizing it only centres it."""
+    per_channel = x.double().transpose(0, 1).flatten(1)
+    std = per_channel.std(1, correction=0)
+    std = torch.where(std > 0, std, torch.ones_like(std))
+    return Standardization(tuple(per_channel.mean(1).tolist()), tuple(std.tolist()))
+
+
+def standardization(name: str, root=None) -> Standardization:
+    """The statistics of `name`'s training split (never of its test split), computed once per
+    process, beside the cached split."""
+    return _channel_statistics(load(name, "train", root))
+
+
+@functools.cache
+def _channel_statistics(train: Split) -> Standardization:
+    # keyed by the cached split itself (splits hash by identity)
+    return channel_statistics(train.x)
+
+
+def scale_inputs(name: str, x: Tensor, scaling: str = "standardized", root=None) -> Tensor:
+    """Images `x` of dataset `name` (a subset of either split, in [0, 1]) scaled as `scaling`
+    (one of INPUTS) says: "standardized" by the training split's per-channel statistics,
+    "unit" as stored. Subset first, then scale: only the subset is copied."""
+    _check_choice("input scaling", scaling, INPUTS)
+    return x if scaling == "unit" else standardization(name, root).apply(x)
 
 
 def _make_split(images: np.ndarray, labels, classes, max_value: float, source) -> Split:

@@ -209,7 +209,8 @@ def observer(r: LensRun):
         def track(state) -> None:
             h, z = fisher.last_layer(model, s.model, xs)
             memo["margins"].append(fisher.margins(z, ys))
-            if state.epoch % r.measure_every and state.epoch != s.epochs:
+            last = state.stop or state.epoch == s.epochs  # the fit's stop, or the maximum
+            if state.epoch % r.measure_every and not last:
                 return
             predicted = z.argmax(1)
             feats = rlp.pooled_features(model, (xs, y[pick]), [deepest])[deepest]
@@ -225,7 +226,7 @@ def observer(r: LensRun):
             if state.epoch >= 1 and row["er"] > memo["best"]:  # epoch 0: inflated by the init
                 memo.update(best=row["er"], peak_epoch=state.epoch, h=h, z=z)
             memo["rows"].append(row)
-            if state.epoch == s.epochs:
+            if last:
                 memo.update(final_logits=z, rlp_confidence=head.softmax(1)
                             .gather(1, random[:, None])[:, 0].cpu())
 
@@ -313,7 +314,8 @@ def lens_run(r: LensRun) -> dict:
     layers["rlp_acc"] = [last[f"rlp_{n}"] for n in result["layers"]]
     return {"history": result["history"], "curves": pd.DataFrame(memo["rows"]),
             "examples": examples, "layers": layers, "peak_epoch": memo["peak_epoch"],
-            "noisy_fit": result["noisy_fit"], "chance": 1 / result["n_random"]}
+            "noisy_fit": result["noisy_fit"], "chance": 1 / result["n_random"],
+            "fit_epoch": result["fit_epoch"], "epochs_trained": result["epochs_trained"]}
 
 
 def _code() -> str:
@@ -374,7 +376,9 @@ def run(config: Config) -> dict:
         s = r.run
         label = {"dataset": s.dataset, "noise": s.noise, "seed": s.seed}
         result = cached_lens(r)
-        baseline = rlp.cached_frozen(frozen_spec(s, study1))["history"].iloc[-1]
+        # the heads on frozen features after as many epochs as the run trained
+        baseline = rlp.cached_frozen(frozen_spec(s, study1))["history"].set_index("epoch") \
+            .loc[result["epochs_trained"]]
         examples.append(result["examples"].assign(**label))
         layer = result["layers"].assign(**label)
         layer["frozen_acc"] = [baseline[f"rlp_{n}"] for n in layer["layer"]]
@@ -384,7 +388,8 @@ def run(config: Config) -> dict:
         last = result["history"].iloc[-1]
         summary.append({**label, "train_acc": last["train_acc"], "test_acc": last["test_acc"],
                         "noisy_fit": result["noisy_fit"], "peak_epoch": result["peak_epoch"],
-                        "epochs": s.epochs, "chance": result["chance"]})
+                        "epochs": result["epochs_trained"], "fit_epoch": result["fit_epoch"],
+                        "chance": result["chance"]})
     examples = pd.concat(examples, ignore_index=True)
     by = ["dataset", "noise", "seed"]
     layers = pd.concat(layers, ignore_index=True)
@@ -473,7 +478,8 @@ def measure(results: dict) -> dict:
             continue
         at = _at(runs, dataset, noise)
         chance = float(at["chance"].iloc[0])
-        fit = {"data": dataset, "noise": noise, "noisy_fit": float(at["noisy_fit"].min())}
+        fit = {"data": dataset, "noise": noise, "noisy_fit": float(at["noisy_fit"].min()),
+               **rlp.fit_record(at)}
         curves = _at(results["curves"], dataset, noise)
         peaks = {"interior_peaks": _interior(at), "fall_after_peak": Estimate.of(
             fall_after_peak(c) for _, c in curves.groupby("seed"))}

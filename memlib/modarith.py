@@ -675,11 +675,12 @@ def image_order(config: Config) -> tuple[pd.DataFrame, str]:
             count = min(config.image_samples, len(y))
             keep = data.stratified_subset(y, count=count, seed=config.seeds[0])
             x, y, epochs = x[keep], y[keep], config.image_epochs
+        x = data.scale_inputs(name, x)  # the training split's per-channel statistics
         run_spec = TrainSpec(**{**to_dict(spec), "epochs": epochs})
         for seed in config.seeds:
             key = {"dataset": name, "n": len(y), "alphas": list(config.digits_alphas),
                    "width": config.digits_width, "lr": config.digits_lr, "epochs": epochs,
-                   "seed": seed, "subset_seed": config.seeds[0]}
+                   "seed": seed, "subset_seed": config.seeds[0], "inputs": "standardized"}
             frame = cached("modarith-images", key,
                            lambda x=x, y=y, s=run_spec, n=split.num_classes, seed=seed:
                            image_learning_order(x, y, n, config.digits_alphas,

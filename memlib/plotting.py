@@ -37,8 +37,12 @@ def reference_line(ax, value: float, label: str, axis: str = "y", **kwargs) -> N
     (ax.axhline if axis == "y" else ax.axvline)(value, label=label, **kwargs)
 
 
-def savefig(fig, name: str, study: str, scale: str = DEFAULT_SCALE) -> list[Path]:
-    """Write `fig` as <figures>/<study>/<name>.pdf and .png atomically; return the paths."""
+def savefig(fig, name: str, study: str, scale: str = DEFAULT_SCALE,
+            data: str | None = None) -> list[Path]:
+    """Write `fig` as <figures>/<study>/<name>.pdf and .png atomically; return the paths.
+    `data`: the dataset the figure was made on, named in a small title above it."""
+    if data is not None:
+        fig.suptitle(f"data: {data}", fontsize="small")
     directory = paths.figures_dir(study, scale)
     written = []
     for fmt in ("pdf", "png"):

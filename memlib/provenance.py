@@ -82,6 +82,32 @@ def compute_cost(ledger: Path | None) -> dict[str, Any]:
             "cache_entries_without_time": len(entries) - len(timed)}
 
 
+# studies whose images are not standardized, and what they see instead
+FIXED_INPUTS = {"04_task_complexity_probes": "[-1, 1] (2x - 1 of the [0, 1] pixels, background "
+                                             "-1), as the paper's authors did"}
+
+
+def input_scaling(study: str, parameters: dict[str, Any]) -> dict[str, str]:
+    """For every dataset a parameter names: how the study's images were scaled, with the
+    training split's per-channel statistics where it standardizes them. The scaling is the
+    `inputs` parameter (the lens: an `inputs=` item of study1_sets), else the study's own."""
+    from memlib import data
+
+    sets = dict(str(item).split("=", 1) for item in parameters.get("study1_sets") or []
+                if "=" in str(item))
+    scaling = parameters.get("inputs") or sets.get("inputs") or "standardized"
+    out = {}
+    for name in data_sources(parameters):
+        if study in FIXED_INPUTS or scaling == "unit":
+            out[name] = FIXED_INPUTS.get(study, "[0, 1] pixels, not standardized")
+            continue
+        try:
+            out[name] = data.standardization(data.resolve(name)).describe()
+        except Exception as err:  # a manifest records what it can; it never stops the run
+            out[name] = f"unknown ({type(err).__name__}: {err})"
+    return out
+
+
 def manifest(study: str, scale: str, parameters: dict[str, Any], wall_seconds: float,
              ledger: Path | None = None) -> dict:
     """`ledger`: the file in which the run noted the cache entries it loaded or computed."""
@@ -90,6 +116,7 @@ def manifest(study: str, scale: str, parameters: dict[str, Any], wall_seconds: f
         "scale": scale,
         "parameters": parameters,
         "data": data_sources(parameters),
+        "inputs": input_scaling(study, parameters),
         "git_sha": git_sha(),
         "versions": versions(),
         "device": device(),

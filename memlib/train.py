@@ -3,8 +3,10 @@
 `train(model, data, spec)` runs `spec.epochs` epochs of `step(model, batch) -> loss`
 (cross-entropy by default) over batches `(x, y, idx)`; `idx` are sample indices, the
 key for random labels and noise masks. Callbacks see a `State` after every epoch
-(and, if given, every step) and may add metrics to `state.row`; the return value is
-the history as a DataFrame, one row per epoch (epoch 0 = before training).
+(and, if given, every step) and may add metrics to `state.row`, or end training after this
+epoch by setting `state.stop` (`fit_tracker` does, a declared number of epochs after a
+`FitCriterion` is met); the return value is the history as a DataFrame, one row per epoch
+(epoch 0 = before training).
 
 The inner loop does nothing per step beyond the plain PyTorch loop except one Python
 call to `step` and keeping the detached loss: `benchmarks/train_overhead.py` holds it
@@ -76,6 +78,59 @@ class State:
     loss: torch.Tensor | None = None
     batch: Batch | None = None
     row: dict[str, Any] = field(default_factory=dict)
+    stop: bool = False  # set by an end-of-epoch callback: no further epoch runs
+
+
+@dataclass(frozen=True)
+class FitCriterion:
+    """When a run counts as having fitted its training labels (noisy ones included): train
+    accuracy >= `train_acc` and, where labels were flipped, >= `flipped_acc` of the flipped
+    ones predicted as trained. `epochs_after`: training stops that many epochs after the
+    first epoch that meets it (None: it runs every epoch of its spec, the fit only recorded);
+    the spec's epochs stay the maximum, and its LR schedule spans them."""
+
+    train_acc: float = 0.99
+    flipped_acc: float = 0.95
+    epochs_after: int | None = None
+
+    def __post_init__(self):
+        check(0 < self.train_acc <= 1, f"fit train_acc must be in (0, 1], got {self.train_acc}")
+        check(0 < self.flipped_acc <= 1,
+              f"fit flipped_acc must be in (0, 1], got {self.flipped_acc}")
+        check(self.epochs_after is None or self.epochs_after >= 0,
+              f"epochs after the fit must be >= 0 or None, got {self.epochs_after}")
+
+    def met(self, train_acc: float, flipped_acc: float | None) -> bool:
+        """`flipped_acc` None: no label was flipped, so only train accuracy counts."""
+        return train_acc >= self.train_acc and (flipped_acc is None
+                                                or flipped_acc >= self.flipped_acc)
+
+
+def fit_tracker(criterion: FitCriterion,
+                scores: Callable[[State], tuple[float, float | None] | None],
+                memo: dict) -> Callable[[State], None]:
+    """An end-of-epoch callback (list it before any that must know whether this epoch is the
+    last): `scores(state)` gives (train accuracy, fit of the flipped labels or None) at epochs
+    >= 1 (None: not measured this epoch), written to the row as fit_train_acc and
+    fit_flipped_acc; the first epoch that meets `criterion` goes to memo["fit_epoch"] (None
+    until then; checkpointed with the memo), and `criterion.epochs_after` epochs later it
+    sets `state.stop`."""
+    memo.setdefault("fit_epoch", None)
+
+    def track(state: State) -> None:
+        if state.epoch == 0:
+            return
+        measured = scores(state)
+        if measured is None:  # not measured this epoch
+            return
+        train_acc, flipped = measured
+        state.row.update(fit_train_acc=train_acc, fit_flipped_acc=flipped)
+        if memo["fit_epoch"] is None and criterion.met(train_acc, flipped):
+            memo["fit_epoch"] = state.epoch
+        if criterion.epochs_after is not None and memo["fit_epoch"] is not None:
+            state.stop = state.epoch >= memo["fit_epoch"] + criterion.epochs_after
+
+    return track
 
 
 class TensorBatches:
@@ -376,6 +431,7 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
             save_entry(Path(checkpoint), {
                 "model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
                 "epoch": state.epoch, "step": state.step, "history": history, "memo": memo,
+                "stop": state.stop,
                 "torch_rng": torch.get_rng_state(),
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
                 "loader_rng": [g.get_state() for g in loader_generators(loader)],
@@ -395,6 +451,7 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
         for opt, opt_state in zip(optimizers, saved["optimizers"]):
             opt.load_state_dict(opt_state)
         state.epoch, state.step, history = saved["epoch"], saved["step"], saved["history"]
+        state.stop = saved.get("stop", False)
         memo.clear()
         memo.update(saved["memo"])
         torch.set_rng_state(saved["torch_rng"])
@@ -408,6 +465,8 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
     bar = tqdm(range(state.epoch + 1, spec.epochs + 1), desc=desc,
                disable=not show_progress(), leave=False)
     for epoch in bar:
+        if state.stop:
+            break
         model.train()
         state.epoch = epoch
         losses = []

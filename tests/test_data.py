@@ -293,6 +293,48 @@ def test_cifar_pickles(data_dir, which, classes):
         assert loaded.classes == names and loaded.num_classes == classes
 
 
+@pytest.mark.parametrize("name, folder", [("cifar10", None), ("cifar100", None),
+                                          ("mnist", "MNIST/raw"),
+                                          ("fashion_mnist", "FashionMNIST/raw")])
+def test_torchvision_root_layout_under_memlib_data(data_dir, name, folder, no_download):
+    """MEMLIB_DATA=ROOT, where torchvision left ROOT/cifar-10-batches-py, ROOT/MNIST/raw..."""
+    if folder is None:
+        written, _ = write_cifar(data_dir, name, n_train=5, n_test=2)
+    else:
+        written = write_mnist_like(data_dir / folder, 5, 2, gz=True)
+    loaded = data.load(name, "test")
+    assert loaded.y.tolist() == written["test"][1].tolist()
+    assert "files in" in data.source(name)
+
+
+def test_channel_statistics_on_tiny_images():
+    x = torch.stack([torch.full((2, 2), v) for v in (0.0, 1.0)], 0)[:, None].repeat(1, 3, 1, 1)
+    x[:, 2] = 0.5  # a constant channel: std 1, only centred
+    stats = data.channel_statistics(x)
+    assert stats.mean == pytest.approx((0.5, 0.5, 0.5)) and stats.std == (0.5, 0.5, 1.0)
+    z = stats.apply(x)
+    assert z[:, :2].mean().item() == pytest.approx(0) and z[:, :2].std(correction=0) == 1
+    assert torch.equal(z[:, 2], torch.zeros_like(z[:, 2]))
+    assert "[0.5000, 0.5000, 0.5000]" in stats.describe()
+
+
+def test_standardization_comes_from_the_training_split_only(data_dir):
+    written, _ = write_cifar(data_dir / "cifar10", "cifar10", n_train=20, n_test=6)
+    train = torch.from_numpy(written["train"][0]).double() / 255
+    stats = data.standardization("cifar10")
+    assert stats.mean == pytest.approx(train.mean((0, 2, 3)).tolist(), abs=1e-6)
+    assert stats.std == pytest.approx(train.std((0, 2, 3), correction=0).tolist(), abs=1e-6)
+    test = data.load("cifar10", "test")
+    scaled = data.scale_inputs("cifar10", test.x)
+    assert torch.allclose(scaled, stats.apply(test.x))  # the test split's own stats unused
+    assert data.channel_statistics(test.x) != stats
+    train_scaled = data.scale_inputs("cifar10", data.load("cifar10").x).double()
+    assert train_scaled.mean((0, 2, 3)).abs().max() < 1e-6
+    assert torch.equal(data.scale_inputs("cifar10", test.x, "unit"), test.x)
+    with pytest.raises(ValueError, match="choose one of: standardized, unit"):
+        data.scale_inputs("cifar10", test.x, "symmetric")
+
+
 def test_corrupt_idx_file_is_named(data_dir):
     write_mnist_like(data_dir / "mnist", 3, 2, gz=False)
     (data_dir / "mnist" / "train-labels-idx1-ubyte").write_bytes(b"\x00\x00\x08\x03junk")

@@ -182,7 +182,8 @@ def synthetic_results(config, noisy_fit=0.95, auroc=0.7, test_peak=3):
             run = {"model": "mlp", "noise": "symmetric", "corruption": c, "seed": seed}
             curves += [{**run, "epoch": e, "er": v, "noisy_fit": noisy_fit if e == 5 else 0.1}
                        for e, v in enumerate(er)]
-            summary.append({**run, "er_peak": peak, "peak_epoch": 3,
+            summary.append({**run, "er_peak": peak, "peak_epoch": 3, "fit_epoch": 4,
+                            "epochs_trained": min(config.epochs, len(er) - 1),
                             "spearman_exact_first": 0.975 + 0.002 * seed, "onset_epoch": 2,
                             "test_peak_epoch": test_peak, "test_acc_best": 0.8,
                             "test_acc_last": 0.6, "auroc_last": auroc - 0.2 + 0.02 * seed})
@@ -217,6 +218,9 @@ def test_measure_per_seed_and_the_verdicts():
     # by epoch 3 the noisy er rose 40 * c more than the clean run's: 16 averaged over c
     assert measured["onset"]["inflation_at_test_peak"].mean == pytest.approx(16)
     assert measured["onset"]["by_corruption"]["0.2"].mean == pytest.approx(8)
+    assert measured["enrichment"]["last_epochs"] == [5, 5, 5]
+    assert measured["inflation_collapse"]["fit_epochs"] == [4] * 9
+    assert measured["inflation_collapse"]["fitted"]
     assert measured["onset"]["test_drop"] == pytest.approx(0.2)
     assert measured["first_order"]["min_over_seeds"] == pytest.approx(0.975)
     assert measured["attribution_weakens"]["peak_minus_last"].mean == pytest.approx(0.19)

@@ -1,9 +1,10 @@
 import pytest
 import torch
 
+from memlib.config import ConfigError
 from memlib.models import MLP
 from memlib.seed import seed_everything
-from memlib.train import TensorBatches, TrainSpec, lr_factor, train
+from memlib.train import FitCriterion, TensorBatches, TrainSpec, fit_tracker, lr_factor, train
 
 
 def tiny_random_labels(n=256, d=20, classes=4):
@@ -161,3 +162,77 @@ def test_compiled_forward_matches_eager_and_keeps_taps():
         assert seen == [torch.Size([32, 16])] * 2
         weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
     torch.testing.assert_close(weights[0], weights[1], rtol=1e-4, atol=1e-5)
+
+
+# --- training to a declared fit -----------------------------------------------------------
+
+
+def fit_to_criterion(criterion, seed=0, epochs=30, checkpoint=None, flipped=None):
+    """Train the tiny random-label MLP with a fit tracker; (model, history, memo)."""
+    x, y = tiny_random_labels()
+    seed_everything(seed)
+    model = MLP(20, (128,), 4)
+    memo: dict = {}
+
+    def scores(state):
+        with torch.no_grad():
+            hit = model(x).argmax(1) == y
+        return hit.float().mean().item(), (None if flipped is None
+                                           else hit[flipped].float().mean().item())
+
+    spec = TrainSpec(epochs=epochs, batch_size=32, lr=2e-2, seed=seed, schedule="cosine")
+    history = train(model, (x, y), spec, callbacks=[fit_tracker(criterion, scores, memo)],
+                    memo=memo, checkpoint=checkpoint)
+    return model, history, memo
+
+
+def test_fit_criterion_met():
+    criterion = FitCriterion(train_acc=0.99, flipped_acc=0.95)
+    assert criterion.met(0.99, 0.95) and criterion.met(1.0, None)
+    assert not criterion.met(0.98, 1.0) and not criterion.met(1.0, 0.9)
+    with pytest.raises(ConfigError):
+        FitCriterion(train_acc=0.0)
+    with pytest.raises(ConfigError):
+        FitCriterion(epochs_after=-1)
+
+
+def test_training_stops_the_declared_epochs_after_the_fit():
+    recorded = fit_to_criterion(FitCriterion(0.99, 0.95, epochs_after=None))[1]
+    fitted = recorded[recorded["fit_train_acc"] >= 0.99]["epoch"]
+    assert len(fitted) and len(recorded) == 31  # without epochs_after: every epoch runs
+    first = int(fitted.iloc[0])
+    model, history, memo = fit_to_criterion(FitCriterion(0.99, 0.95, epochs_after=3))
+    assert memo["fit_epoch"] == first < 27
+    assert history["epoch"].iloc[-1] == first + 3
+    assert history["fit_train_acc"].iloc[-1] >= 0.99
+    # the epochs before the stop are those of the unstopped run: the schedule spans the maximum
+    assert history["train_loss"].equals(recorded["train_loss"].iloc[:first + 4])
+    # same seed, same stopping epoch, bit for bit
+    again, history2, memo2 = fit_to_criterion(FitCriterion(0.99, 0.95, epochs_after=3))
+    assert memo2 == memo and history2.equals(history)
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), again.parameters()))
+
+
+def test_flipped_labels_must_be_fitted_too():
+    x, y = tiny_random_labels()
+    flipped = torch.arange(len(y)) < 64
+    _, history, memo = fit_to_criterion(FitCriterion(0.5, 1.0, epochs_after=0), flipped=flipped)
+    stop = history.iloc[-1]
+    assert memo["fit_epoch"] == stop["epoch"]
+    assert stop["fit_train_acc"] >= 0.5 and stop["fit_flipped_acc"] == 1.0
+    earlier = history.iloc[1:-1]
+    assert not ((earlier["fit_train_acc"] >= 0.5) & (earlier["fit_flipped_acc"] == 1.0)).any()
+
+
+def test_never_fitted_runs_every_epoch_and_records_none():
+    _, history, memo = fit_to_criterion(FitCriterion(1.0, 1.0, epochs_after=0), epochs=2)
+    assert memo["fit_epoch"] is None and history["epoch"].iloc[-1] == 2
+
+
+def test_a_stopped_run_resumes_stopped(tmp_path):
+    path = tmp_path / "run.ckpt"
+    criterion = FitCriterion(0.99, 0.95, epochs_after=2)
+    _, history, memo = fit_to_criterion(criterion, checkpoint=path)
+    assert path.exists()  # written after the stopping epoch, with the stop
+    _, resumed, memo2 = fit_to_criterion(criterion, checkpoint=path)
+    assert resumed.equals(history) and memo2 == memo
