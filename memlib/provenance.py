@@ -20,7 +20,8 @@ PACKAGES = ("memlib", "torch", "torchvision", "timm", "transformers", "numpy", "
 
 
 def git_sha() -> str:
-    """HEAD's SHA, with "-dirty" when tracked files differ from it; "unknown" outside git."""
+    """HEAD's SHA, with "-dirty" when tracked files other than the published outputs
+    (figures/, which a run itself rewrites) differ from it; "unknown" outside git."""
     def git(*args):
         return subprocess.run(["git", *args], cwd=paths.repo_root(), capture_output=True,
                               text=True, timeout=10)
@@ -28,7 +29,8 @@ def git_sha() -> str:
         head = git("rev-parse", "HEAD")
         if head.returncode:
             return "unknown"
-        dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                    ":(exclude)figures").stdout.strip()
         return head.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
