@@ -38,7 +38,8 @@ def test_study1_on_cifar10(cifar_root):
     from memlib import rlp
 
     config = small_config(rlp, "01_random_label_heads", {
-        "dataset": "cifar10", "train_samples": 40, "test_samples": 20, "widths": [16, 16],
+        "dataset": "cifar10", "train_samples": 40, "test_samples": 20, "validation_samples": 20,
+        "widths": [16, 16],
         "cnn_channels": [4, 8, 8], "head_project": 4, "epochs": 4, "layer_model_epochs": 3,
         "measure_every": 2, "parallel_runs": 1, "seeds": [0], "fractions": [1.0],
         "long_tail_ratio": 2.0, "lambdas": [10.0], **FIT_AT_ONCE})
@@ -77,7 +78,8 @@ def test_study3_on_cifar10(cifar_root):
 def test_lens_on_cifar10(cifar_root):
     from memlib import lens
 
-    sets = ["train_samples=40", "test_samples=20", "widths=[16, 16]", "head_project=4",
+    sets = ["train_samples=40", "test_samples=20", "validation_samples=20", "widths=[16, 16]",
+            "head_project=4",
             "epochs=4", "layer_models=[mlp]", "measure_every=2", "fit_train_acc=0.01",
             "fit_flipped_acc=0.01", "epochs_after_fit=1"]
     config = lens.Config(setting="small", study1_sets=tuple(sets), datasets=("cifar10",),
