@@ -569,7 +569,7 @@ class Config:
     # after its fit (None: every run trains all its epochs, the fit only recorded)
     fit_train_acc: Annotated[float, Fraction] = 0.99
     fit_flipped_acc: Annotated[float, Fraction] = 0.95
-    epochs_after_fit: Annotated[int | None, NonNegative] = None
+    epochs_after_fit: Annotated[int | None, NonNegative, AtMost(10**4)] = None
 
     def __post_init__(self):
         check_fields(self)

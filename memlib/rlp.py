@@ -398,7 +398,7 @@ class Config:
     # epochs after its fit (None: every run trains all its epochs, the fit only recorded)
     fit_train_acc: Annotated[float, Fraction] = 0.99
     fit_flipped_acc: Annotated[float, Fraction] = 0.95
-    epochs_after_fit: Annotated[int | None, NonNegative] = None
+    epochs_after_fit: Annotated[int | None, NonNegative, AtMost(10**4)] = None
 
     def __post_init__(self):
         check_fields(self)
@@ -1359,7 +1359,7 @@ CLAIMS = [
           **any_of(lambda v: [margin(e, 0) for e in v["changes"].values()]),
           cases=Cases(holds=_shift({"act1": _e(-3.0), "act2": _e(3.0)}),
                       fails=_shift({"act1": _e(-3.0), "act2": _e(-3.0)}),
-                      preconditions={INTERPOLATES[0]: _shift({}, train=0.8),
+                      preconditions={INTERPOLATES[0]: _shift({}, fitted=False),
                                      MEMORIZES[0]: _shift({}, last_excess=_e(0.5, 1.0)),
                                      STILL_TRAINS[0]: _shift({}, lam=None, drop=None),
                                      REGULARIZER_BITES[0]: _shift({}, drop=_e(0.5, 1.0))}),
@@ -1381,7 +1381,7 @@ CLAIMS = [
           cases=Cases(holds=_all_layers({"act2": _e(-4.0)}),
                       fails=_all_layers({"act2": _e(3.0)}),
                       preconditions={
-                          INTERPOLATES[0]: _all_layers({}, train=0.8),
+                          INTERPOLATES[0]: _all_layers({}, fitted=False),
                           MEMORIZES[0]: _all_layers({}, last_excess=_e(0.5, 1.0)),
                           STILL_TRAINS[0]: _all_layers({}, lam=None),
                           "last-layer regularization shifts memorization (some earlier layer "

@@ -182,7 +182,8 @@ def synthetic_results(config, noisy_fit=0.95, auroc=0.7, test_peak=3):
             run = {"model": "mlp", "noise": "symmetric", "corruption": c, "seed": seed}
             curves += [{**run, "epoch": e, "er": v, "noisy_fit": noisy_fit if e == 5 else 0.1}
                        for e, v in enumerate(er)]
-            summary.append({**run, "er_peak": peak, "peak_epoch": 3, "fit_epoch": 4,
+            summary.append({**run, "er_peak": peak, "peak_epoch": 3,
+                            "fit_epoch": 4 if noisy_fit >= 0.95 else None,
                             "epochs_trained": min(config.epochs, len(er) - 1),
                             "spearman_exact_first": 0.975 + 0.002 * seed, "onset_epoch": 2,
                             "test_peak_epoch": test_peak, "test_acc_best": 0.8,
@@ -252,6 +253,7 @@ def test_inflation_beyond_clean_and_fall_after_peak():
 def test_a_still_rising_curve_fails_the_peak_precondition():
     claim = {c.id: c for c in fisher.CLAIMS}["not_detector"]
     rising = {"auroc": Estimate(0.75, 0.01, 5), "peak_epochs": [40, 44, 48], "epochs": 50,
+              "last_epochs": [50, 50, 50],
               "fall_after_peak": Estimate(0.04, 0.005, 5)}
     assert verdict(claim, rising).startswith("precondition failed: er peaks inside training")
     assert verdict(claim, {**rising, "fall_after_peak": Estimate(0.3, 0.05, 5)}) == HOLDS
