@@ -98,7 +98,8 @@ def test_overlapping_runs_of_a_notebook_keep_every_output(tmp_path):
     _, first_err = first.communicate(timeout=180)
     assert first.returncode == 0, first_err
     out = paths.figures_dir("handshake_notebook", "smoke")
-    assert {p.name for p in out.iterdir()} == {"first.txt", "second.txt", "manifest.json"}
+    assert {p.name for p in out.iterdir()} == {"first.txt", "second.txt", "manifest.json",
+                                              "handshake_notebook.ipynb"}
     assert json.loads((out / "manifest.json").read_text())["parameters"]["n"] == 5
     assert (out / "first.txt").read_text() == (out / "second.txt").read_text() == "5\n"
     assert sorted(p.name for p in build_dir.iterdir()) == ["handshake_notebook.ipynb"]
