@@ -291,7 +291,8 @@ def image_text(name: str) -> str:
                    for a, g in runs.groupby("alpha"))
     return (f"on `{name}` the MLP fits {pct_span(runs['clean'])} of the clean images and "
             f"{pct_span(runs['noisy'])} of the noisy labels at that point (lead {lead}, mean ± "
-            f"95% t interval over seeds) and {pct_span(last)} of the noisy labels by its last epoch")
+            f"95% t interval over seeds) and {pct_span(last)} of the noisy labels by its last "
+            "epoch")
 
 
 noisy_ahead = int((image_first["lead"] > 0).sum())

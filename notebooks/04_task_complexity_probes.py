@@ -230,7 +230,8 @@ def band(ax, frame, x="level", color="C0", linestyle="-", name=None, scale_x=1.0
     per_run = frame.groupby([x, "run"])["acc"].mean().groupby(x)
     mean = per_run.mean()
     half = per_run.apply(lambda a: Estimate.of(a).half_width if len(a) > 1 else 0.0)
-    ax.plot(mean.index * scale_x, mean, linestyle=linestyle, color=color, label=name, marker=".", ms=3)
+    ax.plot(mean.index * scale_x, mean, linestyle=linestyle, color=color, label=name,
+            marker=".", ms=3)
     ax.fill_between(mean.index * scale_x, mean - half, mean + half, color=color, alpha=0.2,
                     lw=0)
 
