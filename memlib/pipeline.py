@@ -170,8 +170,8 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
         write_manifest(staged, manifest(study, scale, params, time.time() - start,
                                         work / "compute.jsonl"))
         # published beside its figures, outputs included, so a code host renders it and the
-        # book is built from it without executing anything
-        shutil.copyfile(executed, staged / f"{study}.ipynb")
+        # book is built from it without executing anything; a hard link needs no room
+        _link_or_copy(executed, staged / f"{study}.ipynb")
         with _publishing(build_dir):
             _swap_in(staged, target)
             (build_dir / f"{study}.failed.ipynb").unlink(missing_ok=True)
@@ -181,6 +181,13 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
                             f"{(err.strerror or str(err)).lower()}; the published outputs were "
                             "left as they were") from None
     return final
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copyfile(source, target)
 
 
 @contextlib.contextmanager

@@ -167,12 +167,12 @@ def test_publishing_copies_nothing_and_a_full_disk_keeps_the_outputs(tmp_path, m
     """The outputs are staged beside their folder, so publishing is renames that need no
     room on a full disk; a write that fails while publishing is one line, exit 1, and the
     published outputs stay as they were."""
-    import memlib.pipeline
+    import memlib.presets
     import memlib.provenance
 
     preset = tmp_path / "handshake.yaml"
     preset.write_text("n: 5\n")
-    monkeypatch.setattr(memlib.pipeline, "params_file", lambda notebook, scale: preset)
+    monkeypatch.setattr(memlib.presets, "params_file", lambda notebook, scale: preset)
     for copy in ("move", "copy", "copy2", "copyfile", "copytree"):
         monkeypatch.setattr(shutil, copy, full_disk)  # no room for a second copy
     out = paths.figures_dir("handshake_notebook", "smoke")
