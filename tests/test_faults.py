@@ -189,7 +189,8 @@ def test_publishing_copies_nothing_and_a_full_disk_keeps_the_outputs(tmp_path, m
     assert [p.name for p in out.parent.iterdir()] == ["handshake_notebook"]  # no staging left
     monkeypatch.setattr(memlib.provenance, "write_manifest", write_manifest)
     assert cli.main(command) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["first.txt", "manifest.json", "second.txt"]
+    assert sorted(p.name for p in out.iterdir()) == ["first.txt", "handshake_notebook.ipynb",
+                                                  "manifest.json", "second.txt"]
     assert [p.name for p in out.parent.iterdir()] == ["handshake_notebook"]
 
 
