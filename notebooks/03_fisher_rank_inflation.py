@@ -164,8 +164,9 @@ summary = (results["summary"]
                   .rename(columns={"noisy_fit": "noisy_fit_last"}), on=run_keys))
 save_table(summary, "runs", STUDY, scale)
 summary[["model", "corruption", "seed", "peak_epoch", "er_epoch1", "er_peak", "er_last",
-         "rank_at_peak", "rank_bound", "noisy_fit_at_peak", "noisy_fit_last", "onset_epoch",
-         "test_peak_epoch", "test_acc_best", "test_acc_last"]].round(3)
+         "rank_at_peak", "rank_bound", "noisy_fit_at_peak", "noisy_fit_last", "fit_epoch",
+         "epochs_trained", "onset_epoch", "test_peak_epoch", "test_acc_best",
+         "test_acc_last"]].round(3)
 
 # %% tags=["remove-input"]
 runs_main = summary[(summary["model"] == config.model) & (summary["noise"] == "symmetric")]
@@ -173,12 +174,16 @@ noisy_runs = runs_main[runs_main["corruption"] > 0]
 clean_runs = runs_main[runs_main["corruption"] == 0]
 gaps = [collapse_gap(g.sort_values("epoch")["er"])
         for _, g in main[main["corruption"] > 0].groupby(["corruption", "seed"])]
-# The claim's precondition: at least 90% of the flipped labels fitted in every noisy run.
-collapse_check = ("can be checked here: every noisy run fits at least 90% of its flipped labels"
-                  if noisy_runs["noisy_fit_last"].min() >= 0.9 else
+# The claim's precondition: every noisy run met its declared fit (its fit record).
+collapse_check = ("can be checked here: every noisy run met its declared fit (train accuracy "
+                  "≥ 99% with ≥ 95% of its flipped labels) within its epoch budget"
+                  if noisy_runs["fit_epoch"].notna().all() else
                   "therefore cannot be checked within this budget: the `inflation_collapse` "
-                  "claim's precondition (≥ 90% of the flipped labels fitted in every noisy "
-                  "run) fails, and the verdict says so rather than 'holds'")
+                  "claim's precondition (every noisy run meets its declared fit) fails, and "
+                  "the verdict says so rather than 'holds'")
+stopping = (f"runs stop {config.epochs_after_fit} epochs after their declared fit, at most "
+            f"{config.epochs}" if config.epochs_after_fit is not None else
+            f"every run trains all {config.epochs} epochs")
 display(Markdown(f"""
 Solid lines: er per corruption rate; the dotted lines on the right show how much of the
 corrupted labels the network fits. Under noise er peaks at {span(noisy_runs["er_peak"], 0)}
@@ -186,10 +191,11 @@ at epoch {span(noisy_runs["peak_epoch"], 0)} and then falls (the claim's measure
 smaller of the rise from epoch 1 and the fall to the last epoch relative to the peak, is
 {span(gaps, 2)} over the noisy runs); the clean run peaks at
 {span(clean_runs["er_peak"], 1)} and ends at {span(clean_runs["er_last"], 1)}. At the peak
-{pct_span(noisy_runs["noisy_fit_at_peak"])} of the flipped labels are fitted, and at epoch
-{config.epochs} {pct_span(noisy_runs["noisy_fit_last"])} (the table above, columns
-`noisy_fit_at_peak` and `noisy_fit_last`). The paper's "collapse once the noise is fitted"
-{collapse_check}.
+{pct_span(noisy_runs["noisy_fit_at_peak"])} of the flipped labels are fitted, and at each
+run's last epoch ({span(noisy_runs["epochs_trained"], 0)}; {stopping})
+{pct_span(noisy_runs["noisy_fit_last"])} (the table above, columns `noisy_fit_at_peak`,
+`noisy_fit_last`, `fit_epoch` and `epochs_trained`). The paper's "collapse once the noise is
+fitted" {collapse_check}.
 """))
 
 # %% [markdown]
@@ -395,8 +401,10 @@ save_table(arch_table.reset_index(), "architectures", STUDY, scale)
 arch_table.round(3)
 
 # %% [markdown]
-# Onset is the first epoch after the pre-peak minimum where er has risen 10% of the way to
-# its peak; "onset_first" says whether it comes before the epoch of best test accuracy. The
+# The tables' onset epoch is the first epoch after the pre-peak minimum where er has risen 10%
+# of the way to its peak. Because er climbs from epoch 1 in every run, the `onset` claim does
+# not compare that epoch with anything; it asks how far er has risen from epoch 1 to the epoch
+# of best test accuracy beyond the clean run's change over the same epochs (same seed). The
 # architecture table repeats the attribution for each model at the attribution noise rate.
 
 # %% tags=["remove-input"]
