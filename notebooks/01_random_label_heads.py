@@ -256,7 +256,7 @@ def excess_text(name: str) -> str:
             f"labels fitted {pct_span(rows['noisy_fit'], 1)}; its largest excess is "
             f"{pm(ex[top], 1)} points at {top} "
             f"({spread_phrase(ex[top])}), so it {target} the "
-            f"{100 * MEMORIZATION_TARGET:.0f}-point target")
+            f"{MEMORIZATION_TARGET:.0f}-point target")
 
 
 lw_all = results["layerwise"]
@@ -311,10 +311,10 @@ def depth_text(name: str) -> str:
     matched = (d["proj_acc"] - d["frozen_proj_acc"]).groupby(d["layer"], sort=False).mean()
     rho = pd.Series([e.mean for e in ex.values()]).corr(pd.Series(range(len(ex))),
                                                         method="spearman")
-    change = direction(ex[last_layer].mean - ex[first_layer].mean, tolerance=0.005)
+    change = direction(ex[last_layer].mean - ex[first_layer].mean, tolerance=0.5)
     text = (f"In the {name} the excess {change} "
-            f"from {num(100 * ex[first_layer].mean, 1, True)} points at {first_layer} to "
-            f"{num(100 * ex[last_layer].mean, 1, True)} at {last_layer} (Spearman ρ of depth "
+            f"from {num(ex[first_layer].mean, 1, True)} points at {first_layer} to "
+            f"{num(ex[last_layer].mean, 1, True)} at {last_layer} (Spearman ρ of depth "
             f"and excess {num(rho, 2)})")
     if matched.notna().any():
         text += (", and with capacity-matched heads from "
