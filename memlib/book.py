@@ -71,8 +71,9 @@ def title(notebook: dict, default: str) -> str:
 
 
 def cold_seconds(manifest: dict) -> float:
-    """Seconds a reader waits from a cold cache: the compute time of the notebook's cached
-    runs where the manifest records it, else the wall time of the run that published it."""
+    """The notebook's cold cost: the summed compute time of its cached results where the
+    manifest records it (runs computed two at a time count both), else the wall time of the
+    run that published it."""
     return float(manifest.get("compute_seconds", manifest["wall_seconds"]))
 
 
@@ -105,8 +106,8 @@ def notebook_row(study: str, notebook: dict, manifest: dict) -> str:
 def notebooks_table(rows: list[str], scale: str, devices: list[str]) -> str:
     device = ", ".join(sorted(set(devices)))
     return "\n".join([
-        f"Outputs of the `{scale}` scale; cold runtimes measured on {device}.", "",
-        "| | notebook | cold runtime | data |", "|---|---|---|---|", *rows, ""])
+        f"Outputs of the `{scale}` scale; cold compute measured on {device}.", "",
+        "| | notebook | cold compute | data |", "|---|---|---|---|", *rows, ""])
 
 
 def toctree(studies: list[str]) -> str:
