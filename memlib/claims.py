@@ -318,6 +318,62 @@ def register(study: str, claims: Sequence[Claim], reason: str, today: str) -> li
     return added
 
 
+def new_confirmatory_run(study: str, seeds: Sequence[int], reason: str, today: str) -> Path:
+    """Replace the study's confirmatory seeds by fresh `seeds` for a new confirmatory run
+    (the recipe changed, or the run was found unsound), keeping the replaced run visible:
+    its verdicts (figures/<notebook>/claims.csv at the default scale) are frozen under
+    register/earlier/ and listed with `reason` in the register's `earlier_runs`, which the
+    report shows beside the new verdicts. Returns the frozen file."""
+    import yaml
+
+    if not reason.strip():
+        raise ValueError("a new confirmatory run needs a reason")
+    data = read_register(study)
+    notebook = STUDIES.get(study, study)
+    used = {int(s) for run in data.get("earlier_runs", []) for s in run["seeds"]}
+    used |= {int(s) for s in [*data.get("seeds", []), *data.get("pilot_seeds", [])]}
+    if not seeds or used & {int(s) for s in seeds}:
+        raise ValueError(f"the new seeds must be fresh: {sorted(used & set(seeds))} were used")
+    current = paths.figures_dir(notebook, DEFAULT_SCALE) / f"{CLAIMS_TABLE}.csv"
+    if not current.exists():
+        raise ValueError(f"no verdicts to keep: {current} is missing")
+    old = [int(s) for s in data["seeds"]]
+    frozen = register_path(study).parent / "earlier" / f"{notebook}-seeds-{_span(old)}.csv"
+    table = pd.read_csv(current, keep_default_na=False)[["id", "version", "verdict"]]
+    frozen.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(frozen, table.to_csv(index=False).encode())
+    data.setdefault("earlier_runs", []).append({
+        "seeds": old, "replaced": today, "reason": reason,
+        "verdicts": frozen.relative_to(paths.repo_root()).as_posix()})
+    data["seeds"] = [int(s) for s in seeds]
+    ordered = {k: data[k] for k in ("seeds", "pilot_seeds", "earlier_runs", "claims")
+               if k in data}
+    text = yaml.safe_dump({**ordered, **data}, sort_keys=False, allow_unicode=True, width=100)
+    atomic_write_bytes(register_path(study), text.encode())
+    return frozen
+
+
+def _span(seeds: Sequence[int]) -> str:
+    """100-102 for consecutive seeds, else 100,105."""
+    seeds = sorted(int(s) for s in seeds)
+    if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 1:
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ",".join(map(str, seeds))
+
+
+def earlier_runs(study: str) -> list[tuple[str, str, dict[str, str]]]:
+    """Each replaced confirmatory run: (its seeds, why it was replaced, claim id -> verdict)."""
+    out = []
+    for run in read_register(study).get("earlier_runs", []):
+        path = paths.repo_root() / run["verdicts"]
+        table = pd.read_csv(path, keep_default_na=False) if path.exists() else None
+        verdicts = {} if table is None else {
+            i: f"{verdict} ({version})" for i, verdict, version
+            in zip(table["id"], table["verdict"], table["version"], strict=True)}
+        out.append((_span(run["seeds"]), run["reason"], verdicts))
+    return out
+
+
 def _version_of(versions: dict[str, int], fp: str) -> str:
     return f"v{versions[fp]}" if fp in versions else "unregistered"
 
@@ -384,16 +440,25 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
         lines.append("| " + " | ".join(_cell(c) for c in (
             f"**{row.verdict}**", row.statement, row.paper or "qualitative",
             row.headline, note)) + " |")
-    details = ["| id | rule version | pilot (seeds 0-2) | earlier versions |",
-               "|---|---|---|---|"]
+    earlier = earlier_runs(study) if scale == DEFAULT_SCALE else []
+    pilot_seeds = _span(read_register(study).get("pilot_seeds", [])) or "0-2"
+    details = ["| id | rule version | pilot (seeds " + pilot_seeds + ") | "
+               + "".join(f"earlier run (seeds {seeds}) | " for seeds, _, _ in earlier)
+               + "earlier versions |", "|---|---|---|" + "---|" * len(earlier) + "---|"]
     for row in table.itertuples():
         details.append("| " + " | ".join(_cell(c) for c in (
             row.id, f"{row.version} ({row.fingerprint})", pilot.get(row.id, "—"),
+            *(verdicts.get(row.id, "—") for _, _, verdicts in earlier),
             row.previous or "—")) + " |")
+    seeds = read_register(study).get("seeds", []) if scale == DEFAULT_SCALE else []
+    runs = "".join(f" It replaces an earlier confirmatory run on seeds {span}, whose verdicts "
+                   f"stay in the details: {reason.rstrip('.')}." for span, reason, _ in earlier)
+    heading = (f"Confirmatory seeds {_span(seeds)}.{runs} " if seeds else "")
     rules = "\n".join(f"- **{row.id}**: measure: {row.measure}. Rule: {row.rule}. "
                       f"Ours: {row.ours or 'not run'}." for row in table.itertuples())
-    return (f"{counts(table)}.\n\n" + "\n".join(lines) + "\n\n<details><summary>Rule versions, "
-            "pilot verdicts, rules and every measured value</summary>\n\n" + "\n".join(details)
+    return (f"{heading}{counts(table)}.\n\n" + "\n".join(lines)
+            + "\n\n<details><summary>Rule versions, pilot and earlier verdicts, rules and every "
+            "measured value</summary>\n\n" + "\n".join(details)
             + "\n\n" + rules + "\n\n</details>\n")
 
 

@@ -146,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     reg = sub.add_parser("register", help="record the fingerprint of every changed claim rule")
     reg.add_argument("study")
     reg.add_argument("--reason", required=True, help="why the rule is (re)registered")
+    reg.add_argument("--seeds", metavar="S,S,...",
+                     help="fresh seeds for a new confirmatory run: the current run's verdicts "
+                          "are kept under register/earlier/ and shown beside the new ones")
     reg.set_defaults(scale=DEFAULT_SCALE)
 
     warnings.formatwarning = _one_line_warning
@@ -222,13 +225,21 @@ def _register(args) -> int:
     import datetime
 
     from memlib.claim_sets import study_claims
-    from memlib.claims import register, register_path
+    from memlib.claims import new_confirmatory_run, register, register_path
 
     study = {s: key for key, s in STUDIES.items()}.get(args.study, args.study)
     if study not in STUDIES:
         raise UsageError(f"unknown study {args.study!r}; choose one of: {', '.join(STUDIES)}")
-    added = register(study, study_claims(study), args.reason,
-                     datetime.date.today().isoformat())
+    today = datetime.date.today().isoformat()
+    if args.seeds is not None:
+        try:
+            seeds = [int(s) for s in args.seeds.split(",")]
+            frozen = new_confirmatory_run(study, seeds, args.reason, today)
+        except ValueError as err:
+            raise UsageError(f"--seeds {args.seeds}: {err}") from None
+        print(f"memlib: the confirmatory seeds of {study} are now {args.seeds} (set them in "
+              f"params/small); the earlier run's verdicts are kept in {_shown(frozen)}")
+    added = register(study, study_claims(study), args.reason, today)
     print(f"memlib: registered {len(added)} rule(s) of {study} in "
           f"{_shown(register_path(study))}: {', '.join(added) or 'none changed'}")
     return 0

@@ -240,28 +240,40 @@ def _device(model: nn.Module) -> torch.device:
 
 @torch.no_grad()
 def measure(model: nn.Module, heads: RLPHeads | None, data: EvalData,
-            random: torch.Tensor | None = None, batch_size: int = 2048) -> dict[str, float]:
+            random: torch.Tensor | None = None, batch_size: int = 2048,
+            labels: dict[str, torch.Tensor] | None = None) -> dict[str, float]:
     """Eval-mode accuracy and mean cross-entropy on `data` and, with `heads`, each head's
-    accuracy on the random labels `random[idx]`. Sums are all-reduced over ranks."""
+    accuracy on the random labels `random[idx]`; for each `labels` entry (labels by sample
+    position, -1 where a sample does not count), the accuracy "acc_<name>" against them
+    over the samples that count (NaN: none), from the same forward pass. Sums are
+    all-reduced over ranks."""
     layers = heads.layers if heads is not None else ()
     probes = heads.probes() if heads is not None else []
+    targets = labels or {}
     was_training = model.training
     model.eval()
     device = _device(model)
-    sums = torch.zeros(3 + len(probes), dtype=torch.float64, device=device)
+    sums = torch.zeros(3 + len(probes) + 2 * len(targets), dtype=torch.float64, device=device)
     for batch in eval_batches(data, batch_size):
         x, y, idx = to_device(batch, device)
         with taps(model, layers) as outs:
             logits = model(x)
+        predicted = logits.argmax(1)
         hits = [(head(pool(outs[layer])).argmax(1) == random[idx]).sum()
                 for _, layer, head in probes]
-        sums += torch.stack([(logits.argmax(1) == y).sum(), torch.tensor(len(y), device=device),
+        for target in targets.values():
+            t = target.to(device)[idx]
+            hits += [(predicted == t).sum(), (t >= 0).sum()]
+        sums += torch.stack([(predicted == y).sum(), torch.tensor(len(y), device=device),
                              F.cross_entropy(logits.float(), y, reduction="sum"), *hits])
     model.train(was_training)
-    correct, n, loss, *hits = distributed.all_sum(sums.tolist())
+    correct, n, loss, *rest = distributed.all_sum(sums.tolist())
+    hits, counts = rest[:len(probes)], rest[len(probes):]
     n = max(1.0, n)
     return {"acc": correct / n, "loss": loss / n,
-            **{metric: h / n for (metric, _, _), h in zip(probes, hits, strict=True)}}
+            **{metric: h / n for (metric, _, _), h in zip(probes, hits, strict=True)},
+            **{f"acc_{name}": (right / count if count else math.nan)
+               for name, right, count in zip(targets, counts[::2], counts[1::2], strict=True)}}
 
 
 @torch.no_grad()
@@ -386,6 +398,7 @@ class Config:
     workers: Annotated[int, NonNegative, AtMost(256)] = 8
     precision: Literal["fp32", "bf16"] = "fp32"  # bf16: autocast the training forward pass
     channels_last: bool = False  # NHWC convolutions (GPUs)
+    fused_optimizer: bool = True  # Adam/AdamW in one fused kernel per step (memlib.train)
     # in-memory images: seeded batched crop + flip, + cutout (memlib.augment); image folders
     # bring their own (random-resized crop + flip). RLP accuracy is measured without it.
     augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
@@ -393,8 +406,8 @@ class Config:
     # stored [0, 1] pixels; image folders bring their own normalization
     inputs: Literal["standardized", "unit"] = "standardized"
     # the declared fit of every run (memlib.train.FitCriterion): train accuracy and the fit of
-    # the flipped labels, checked every epoch on the measured training samples; `epochs` (and
-    # `layer_model_epochs`) are the maximum, and with `epochs_after_fit` a run stops that many
+    # the flipped labels, checked at every measured epoch (`measure_every`) on the measured
+    # training samples; `epochs` (and `layer_model_epochs`) are the maximum, and with `epochs_after_fit` a run stops that many
     # epochs after its fit (None: every run trains all its epochs, the fit only recorded)
     fit_train_acc: Annotated[float, Fraction] = 0.99
     fit_flipped_acc: Annotated[float, Fraction] = 0.95
@@ -444,6 +457,7 @@ class RunSpec:
     precision: str = "fp32"
     augment: str = "none"
     channels_last: bool = False
+    fused_optimizer: bool = False
     dropout: float = 0.0
     label_smoothing: float = 0.0
     lam: float = 0.0
@@ -615,6 +629,7 @@ def train_spec(s: RunSpec, heads: bool = False) -> TrainSpec:
                      schedule=s.schedule, warmup_epochs=s.warmup_epochs,
                      label_smoothing=s.label_smoothing, seed=s.seed,
                      precision=s.precision, channels_last=s.channels_last,
+                     fused=s.fused_optimizer,
                      augment=s.augment if s.dataset not in FOLDER_DATASETS else "none")
 
 
@@ -645,22 +660,42 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
     optimizers = (make_optimizers(model.parameters(), ts)
                   + make_optimizers(heads.parameters(), train_spec(s, heads=True)))
 
+    # the training samples' predictions give the fit (noisy, clean and flipped labels) and
+    # every head's accuracy in one forward pass, at the measured epochs only: measuring
+    # every epoch would cost as much as training
+    flipped = d["y"] != d["clean_y"]
+    targets = {"clean": d["clean_y"], "flipped": torch.where(flipped, d["y"], -1)}
+    latest: dict = {}
+
+    def measured(epoch: int) -> bool:
+        return epoch % s.measure_every == 0 or epoch == s.epochs
+
+    def train_scores(epoch: int) -> dict:
+        if latest.get("epoch") != epoch:
+            latest.clear()
+            latest.update(epoch=epoch, **measure(model, heads, d["train_eval"], d["random"],
+                                                 labels=targets))
+        return latest
+
+    def fit_scores(state) -> tuple[float, float | None] | None:
+        if not measured(state.epoch):
+            return None
+        scores = train_scores(state.epoch)
+        return scores["acc"], scores["acc_flipped"] if flipped.any() else None
+
     def record(state) -> None:
-        if state.epoch % s.measure_every and state.epoch != s.epochs and not state.stop:
-            return  # measuring every epoch would cost as much as training
+        if not measured(state.epoch) and not state.stop:
+            return
         test = measure(model, None, d["test"])
         state.row.update(test_acc=test["acc"], test_loss=test["loss"])
-        train_scores = measure(model, heads, d["train_eval"], d["random"])
-        state.row["train_acc"] = train_scores.pop("acc")
-        del train_scores["loss"]
-        state.row.update(train_scores)
-        state.row["clean_train_acc"] = (measure(model, None, d["clean_eval"])["acc"]
-                                        if s.noise > 0 else state.row["train_acc"])
+        scores = dict(train_scores(state.epoch))
+        state.row["train_acc"] = scores["acc"]
+        state.row["clean_train_acc"] = scores["acc_clean"]
+        state.row.update({metric: scores[metric] for metric, _, _ in heads.probes()})
         state.row["val_acc"] = measure(model, None, d["validation"])["acc"]
 
     memo: dict = {}
-    fit = fit_tracker(fit_criterion(s),
-                      lambda state: fit_scores(model, d, state.epoch, s.measure_every), memo)
+    fit = fit_tracker(fit_criterion(s), fit_scores, memo)
     extra = list(observe(model, heads, d, memo)) if observe is not None else []
     history = train(model, d["train"], ts,
                     step=rlp_step(heads, d["random"], s.lam, reg_layers, s.label_smoothing),
@@ -670,7 +705,8 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
     history = history[history["train_acc"].notna()].reset_index(drop=True)
     out = {"history": history, "layers": list(layers), "n_random": d["n_random"],
            "fit_epoch": memo["fit_epoch"], "epochs_trained": epochs_trained,
-           **final_statistics(model, layers, d),
+           "noisy_fit": train_scores(epochs_trained)["acc_flipped"] if flipped.any() else None,
+           "collapse": final_collapse(model, layers, d),
            "class_acc": per_class_accuracy(model, d["test"], d["num_classes"]),
            "class_counts": torch.bincount(d["y"].cpu(), minlength=d["num_classes"]).tolist()}
     if observe is not None:
@@ -682,32 +718,12 @@ def fit_criterion(s: RunSpec) -> FitCriterion:
     return FitCriterion(s.fit_train_acc, s.fit_flipped_acc, s.epochs_after_fit)
 
 
-def fit_scores(model: nn.Module, d: dict, epoch: int, every: int
-               ) -> tuple[float, float | None] | None:
-    """(train accuracy, fit of the flipped labels or None) on the measured training samples,
-    for `fit_tracker`: every epoch for in-memory data; image folders, where it takes a pass
-    over the disk, every `every` epochs (None between) and train accuracy only."""
-    if not isinstance(d["train_eval"], tuple):
-        return None if epoch % every else (measure(model, None, d["train_eval"])["acc"], None)
-    x, y = d["train_eval"][:2]
-    flipped = y != d["clean_eval"][1]
-    train_acc = measure(model, None, (x, y))["acc"]
-    if not flipped.any():
-        return train_acc, None
-    return train_acc, measure(model, None, (x[flipped], y[flipped]))["acc"]
-
-
-def final_statistics(model: nn.Module, layers: Sequence[str], d: dict) -> dict:
-    """The trained model's fit of its flipped (noisy) labels, and each layer's within- to
-    between-class variance ratio (clean labels) on the measured training samples; None for
-    image folders, whose features are not held in memory."""
+def final_collapse(model: nn.Module, layers: Sequence[str], d: dict) -> dict | None:
+    """Each layer's within- to between-class variance ratio (clean labels) on the measured
+    training samples; None for image folders, whose features are not held in memory."""
     if not isinstance(d["clean_eval"], tuple):
-        return {"noisy_fit": None, "collapse": None}
-    x, y = d["train_eval"][:2]
-    clean = d["clean_eval"][1]
-    flipped = y != clean
-    noisy_fit = measure(model, None, (x[flipped], y[flipped]))["acc"] if flipped.any() else None
-    return {"noisy_fit": noisy_fit, "collapse": layer_collapse(model, layers, (x, clean))}
+        return None
+    return layer_collapse(model, layers, d["clean_eval"][:2])
 
 
 def layer_collapse(model: nn.Module, layers: Sequence[str], data: tuple) -> dict[str, float]:

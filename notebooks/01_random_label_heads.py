@@ -76,17 +76,19 @@
 #   symmetric label noise**, so that fitting the training set requires memorizing 400 wrong
 #   labels; test on 1,000 clean test samples.
 # - **Models:** a 6-hidden-layer MLP (width 256) for every sweep, and a SmallCNN (32/64/128
-#   channels, 40 epochs) beside it in the layer-wise experiment. Both train to interpolation:
+#   channels, 60 epochs) beside it in the layer-wise experiment. Both train to interpolation:
 #   Adam, LR 2e-3 with a cosine schedule, batch 64, 150 epochs for the MLP. The heads use LR
 #   3e-2, follow the same schedule and have no weight decay. Inputs are standardized by the
 #   training split's per-channel mean and standard deviation; each run records the first
 #   epoch at which it fits (train accuracy ≥ 99%, ≥ 95% of the flipped labels) and still
 #   trains all its epochs, so that every condition is compared after equal training.
-# - **Seeds:** every condition runs with three confirmatory seeds (100-102; the pilot that
+# - **Seeds:** every condition runs with three confirmatory seeds (200-202; the pilot that
 #   shaped the rules ran seeds 0-2); comparisons are paired by seed and a difference counts
 #   only when its 95% Student-t interval over seeds excludes the rule's threshold (the claims
 #   table says *within noise* otherwise).
-# - **Measurements** every 5 epochs (train, test and random-label accuracy), not every epoch.
+# - **Measurements** every 5 epochs (train, test and random-label accuracy, and the fit), not
+#   every epoch; one forward pass over the training samples gives the fit of the noisy, the
+#   clean and the flipped labels and every head's accuracy.
 # - **Cuts:** one strength per standard regularizer (dropout 0.5, weight decay 1e-3, label
 #   smoothing 0.3); $\lambda \in \{0, 10, 100\}$ with a mean-reduced penalty (its gradient scales
 #   like $\hat p \approx 1/n$, so the paper's $\lambda$ up to $10^4$ with 1000 random classes
@@ -111,7 +113,7 @@ cnn_channels = (32, 64, 128)
 wrn_depth = 16
 wrn_width = 4
 layer_models = ("mlp", "smallcnn")
-layer_model_epochs = 40
+layer_model_epochs = 60
 n_random = None
 head_hidden = 0
 head_project = 32
@@ -134,7 +136,7 @@ fractions = (0.3, 1.0)
 long_tail_ratio = 10.0
 noise_rates = (0.4,)
 noise_lambdas = (10.0,)
-seeds = (100, 101, 102)
+seeds = (200, 201, 202)
 label_seed = 12345
 data_seed = 0
 device = "cpu"
@@ -746,8 +748,13 @@ changes test accuracy by {pm(gain["gain"], 1)} points
 # %% [markdown]
 # ## Claims
 # Each rule below was registered (`register/01_random_label_heads.yaml`, with a fingerprint)
-# before the confirmatory seeds 100-102 were run; the pilot's verdicts (seeds 0-2, the rules
-# as they were) stay in the claims report beside these. A verdict is *precondition failed*
+# before any confirmatory seed was run; the pilot's verdicts (seeds 0-2, the rules as they
+# were) stay in the claims report beside these. The rules are those of an earlier
+# confirmatory run on seeds 100-102, unchanged; that run was replaced by this one on fresh
+# seeds 200-202 because its SmallCNN trained 40 epochs and missed the declared fit on two
+# of its three seeds, so that its layer-wise rows read *precondition failed*. This run
+# trains the SmallCNN 60 epochs and measures the fit at the measured epochs only; the
+# earlier run's verdicts stay in the claims report beside these. A verdict is *precondition failed*
 # when what the rule presupposes did not happen, and *within noise* when the 95% Student-t
 # interval over seeds (shown as mean ± half-width, n seeds) does not exclude the rule's
 # threshold. Every accuracy difference is in percentage points, paired by seed.

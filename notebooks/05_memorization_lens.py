@@ -83,7 +83,7 @@
 #
 # **How the claims are judged**, as for the papers' claims: each question is measured on
 # every seed's run at the highest noise rate and read with its 95% Student-t interval over
-# seeds (the confirmatory seeds 100-102, study 1's); a threshold inside that interval gives
+# seeds (the confirmatory seeds 200-202, study 1's); a threshold inside that interval gives
 # *within noise*; a question whose premise fails (the corrupted labels were not memorized,
 # er does not peak and then fall inside training) gives *precondition failed*.
 
@@ -93,7 +93,7 @@ setting = "small"
 study1_sets = []
 datasets = ["fashion_mnist", "mnist"]
 noise_rates = [0.0, 0.2, 0.4]
-seeds = [100, 101, 102]
+seeds = [200, 201, 202]
 scatter_samples = None
 measure_every = 2
 exact_loo_max = 20000
@@ -410,8 +410,12 @@ record of memorization that has already happened.
 # %% [markdown]
 # ## Claims
 # Our five questions, per dataset, at the highest noise rate, registered
-# (`register/05_memorization_lens.yaml`) before the confirmatory seeds 100-102 were run;
-# the pilot's verdicts (seeds 0-2) stay in the claims report beside these. Each value is read
+# (`register/05_memorization_lens.yaml`) before any confirmatory seed was run; the pilot's
+# verdicts (seeds 0-2) stay in the claims report beside these. An earlier confirmatory run on
+# seeds 100-102 was replaced by this one on study 1's fresh seeds 200-202 when study 1's
+# recipe changed (the lens reuses study 1's frozen baselines and checks its own runs
+# against study 1's, so both run the same seeds); the rules are unchanged, and the earlier
+# run's verdicts stay in the claims report beside these. Each value is read
 # with its 95% Student-t interval over seeds (mean ± half-width, n seeds).
 #
 # What changed from the pilot's rules, and why: the premise "er peaks inside training"

@@ -9,12 +9,16 @@ from memlib.claims import (
     Cases,
     Claim,
     Estimate,
+    collect,
+    earlier_runs,
     evaluate,
     latest_registration,
+    new_confirmatory_run,
     read_register,
     register,
     registered_versions,
     with_versions,
+    write,
 )
 from memlib.presets import preset_config
 
@@ -78,3 +82,43 @@ def test_registration_needs_a_reason(tmp_path, monkeypatch):
     monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
     with pytest.raises(ValueError):
         register("demo", [_claim()], " ", "2026-01-01")
+
+
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_earlier_confirmatory_runs_stay_visible_and_seeds_are_never_reused(study):
+    reg = read_register(study)
+    seen = set(reg["pilot_seeds"]) | set(reg["seeds"])
+    for run in reg.get("earlier_runs", []):
+        assert run["reason"].strip(), "a replaced run says why"
+        assert not set(run["seeds"]) & seen, f"seeds {run['seeds']} were used twice"
+        seen |= set(run["seeds"])
+        ids = set(earlier_runs(study)[0][2]) if earlier_runs(study) else set()
+        assert ids, f"{run['verdicts']}: the replaced run's verdicts are missing"
+
+
+def test_a_new_confirmatory_run_keeps_the_old_verdicts_beside_the_new(tmp_path, monkeypatch):
+    monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
+    monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path / "figures"))
+    study = "rlp"
+    (tmp_path / "register").mkdir()
+    (tmp_path / "register" / f"{STUDIES[study]}.yaml").write_text(
+        "seeds: [100, 101]\npilot_seeds: [0, 1]\nclaims: []\n")
+    claim = _claim()
+    register(study, [claim], "first", "2026-01-01")
+    write(evaluate([claim], {"x": Estimate(1.0, 0.1, 5)}), STUDIES[study])
+    with pytest.raises(ValueError, match="fresh"):
+        new_confirmatory_run(study, [1, 200], "reused a pilot seed", "2026-01-02")
+    with pytest.raises(ValueError, match="reason"):
+        new_confirmatory_run(study, [200, 201], " ", "2026-01-02")
+    new_confirmatory_run(study, [200, 201], "the recipe trains longer", "2026-01-02")
+    reg = read_register(study)
+    assert reg["seeds"] == [200, 201] and reg["earlier_runs"][0]["seeds"] == [100, 101]
+    write(evaluate([claim], {"x": Estimate(-1.0, 0.1, 5)}), STUDIES[study])
+    text = collect()
+    assert "Confirmatory seeds 200-201. It replaces an earlier confirmatory run on seeds " \
+           "100-101, whose verdicts stay in the details: the recipe trains longer." in text
+    assert "| pilot (seeds 0-1) | earlier run (seeds 100-101) |" in text
+    assert "| x | v1 (" in text and "| — | holds (v1) | — |" in text
+    assert "**does not hold**" in text
+    with pytest.raises(ValueError, match="fresh"):  # the replaced run's seeds stay used
+        new_confirmatory_run(study, [100, 300], "again", "2026-01-03")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pandas as pd
 import pytest
@@ -231,6 +232,15 @@ def test_measure_and_per_class_accuracy():
     sub = rlp.measure(model, heads, (x[part], y[part], part), r, batch_size=3)
     assert sub["rlp_act1"] == pytest.approx(rlp.measure(
         model, heads, (x[part], y[part]), r[part])["rlp_act1"])
+    # other label sets from the same pass: -1 marks the samples that do not count
+    other = torch.where(torch.arange(len(y)) % 3 == 0, (y + 1) % 3, -1)
+    out = rlp.measure(model, None, (x, y), batch_size=10,
+                      labels={"same": y, "other": other, "none": torch.full_like(y, -1)})
+    keep = other >= 0
+    assert out["acc_same"] == out["acc"]
+    assert out["acc_other"] == pytest.approx(
+        (logits.argmax(1)[keep] == other[keep]).float().mean().item())
+    assert math.isnan(out["acc_none"])
     acc = rlp.per_class_accuracy(model, (x, y), 3, batch_size=7)
     pred = logits.argmax(1)
     assert acc == pytest.approx([((pred == y) & (y == c)).sum().item() / (y == c).sum().item()
@@ -524,7 +534,8 @@ def test_train_run_and_frozen_baseline_on_an_imagefolder(imagefolder):
     # measured on 12 samples: every accuracy is a multiple of 1/12
     assert ((h[columns].to_numpy() * 12).round(6) % 1 == 0).all()
     assert sum(result["class_counts"]) == 21 and len(result["class_acc"]) == 3
-    assert result["noisy_fit"] is None and result["collapse"] is None  # not held in memory
+    assert 0 <= result["noisy_fit"] <= 1  # from the measured samples' pass
+    assert result["collapse"] is None  # features not held in memory
     frozen = rlp.frozen_baseline(s)["history"]
     assert list(frozen.columns) == ["epoch", *columns] and len(frozen) == 2
     assert frozen[columns].to_numpy().min() >= 0 and frozen[columns].to_numpy().max() <= 1

@@ -34,6 +34,17 @@ def test_full_batch_and_optimizers_learn():
         assert history["train_loss"].iloc[-1] < history["train_loss"].iloc[1], optimizer
 
 
+def test_fused_adam_learns_the_same_run_up_to_rounding():
+    for optimizer in ("adam", "adamw"):
+        plain, hp = fit(epochs=30, optimizer=optimizer, lr=1e-2, weight_decay=1e-3)
+        fused, hf = fit(epochs=30, optimizer=optimizer, lr=1e-2, weight_decay=1e-3, fused=True)
+        again, ha = fit(epochs=30, optimizer=optimizer, lr=1e-2, weight_decay=1e-3, fused=True)
+        assert hf.equals(ha)  # deterministic
+        assert hf["train_loss"].iloc[-1] < hf["train_loss"].iloc[1]
+        assert hf["train_loss"].to_numpy() == pytest.approx(hp["train_loss"].to_numpy(),
+                                                           rel=1e-3, abs=1e-4)
+
+
 def test_same_seed_same_result_bitwise():
     a, ha = fit(seed=3, schedule="cosine")
     b, hb = fit(seed=3, schedule="cosine")
