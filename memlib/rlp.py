@@ -407,8 +407,9 @@ class Config:
     inputs: Literal["standardized", "unit"] = "standardized"
     # the declared fit of every run (memlib.train.FitCriterion): train accuracy and the fit of
     # the flipped labels, checked at every measured epoch (`measure_every`) on the measured
-    # training samples; `epochs` (and `layer_model_epochs`) are the maximum, and with `epochs_after_fit` a run stops that many
-    # epochs after its fit (None: every run trains all its epochs, the fit only recorded)
+    # training samples; `epochs` (and `layer_model_epochs`) are the maximum, and with
+    # `epochs_after_fit` a run stops at the first measured epoch that many epochs after its
+    # fit (None: every run trains all its epochs, the fit only recorded)
     fit_train_acc: Annotated[float, Fraction] = 0.99
     fit_flipped_acc: Annotated[float, Fraction] = 0.95
     epochs_after_fit: Annotated[int | None, NonNegative, AtMost(10**4)] = None
