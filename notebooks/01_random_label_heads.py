@@ -98,7 +98,9 @@
 #   accuracy on a **validation split**: 1,000 further images of the training split (clean
 #   labels), held out of every run, never the test set.
 # - **Compute:** one CPU thread per training run and two runs at once (`parallel_runs`), each
-#   in its own process; results are the same as computed one after another.
+#   in its own process; results are the same as computed one after another. Adam runs as one
+#   fused kernel per step and the SmallCNN's convolutions in channels-last layout (both
+#   faster on a CPU, with their own rounding).
 
 # %% tags=["parameters"]
 scale = "small"
@@ -140,6 +142,7 @@ seeds = (200, 201, 202)
 label_seed = 12345
 data_seed = 0
 device = "cpu"
+channels_last = True
 inputs = "standardized"
 fit_train_acc = 0.99
 fit_flipped_acc = 0.95
