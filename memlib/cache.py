@@ -53,17 +53,25 @@ class MissingResultError(RuntimeError):
 
 
 CLAIMS_SECTION = b"\n# --- claims"
+SCHEDULING_SECTION = b"\n# --- scheduling"
+SCHEDULING_LINE = b"# scheduling, not hashed"
 
 
 def code_version(*modules) -> str:
     """memlib's version plus a hash of the source of `modules`: edits invalidate entries.
 
-    A module's claims section (from a line starting `# --- claims` to the end) is left out:
-    claims are evaluated from cached results, so editing a rule must not retrain anything.
+    Left out: a module's tail from a line starting `# --- scheduling` or `# --- claims`, and
+    every line ending in `# scheduling, not hashed`. Claims are evaluated from cached results,
+    so editing a rule must not retrain anything; scheduling decides which process computes a
+    result and when (`memlib.parallel.prefetch`), never what it computes.
     """
     h = hashlib.sha256(memlib.__version__.encode())
     for module in modules:
-        h.update(Path(module.__file__).read_bytes().split(CLAIMS_SECTION)[0])
+        source = Path(module.__file__).read_bytes()
+        for section in (CLAIMS_SECTION, SCHEDULING_SECTION):
+            source = source.split(section)[0]
+        h.update(b"\n".join(line for line in source.split(b"\n")
+                            if not line.rstrip().endswith(SCHEDULING_LINE)))
     return h.hexdigest()[:16]
 
 
@@ -207,6 +215,11 @@ def read_ledger(path: Path) -> dict[str, float | None]:
                 record = json.loads(line)
                 entries[record["entry"]] = record["seconds"]
     return entries
+
+
+def reading_only() -> bool:
+    """Whether this is inside `only_cached`, where nothing may be computed."""
+    return bool(_ONLY_CACHED)
 
 
 @contextlib.contextmanager

@@ -570,6 +570,7 @@ class Config:
     fit_train_acc: Annotated[float, Fraction] = 0.99
     fit_flipped_acc: Annotated[float, Fraction] = 0.95
     epochs_after_fit: Annotated[int | None, NonNegative, AtMost(10**4)] = None
+    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # scheduling, not hashed
 
     def __post_init__(self):
         check_fields(self)
@@ -822,6 +823,7 @@ def _run_key(config: Config, model_name: str, noise: str, corruption: float, see
     shared = {k: v for k, v in to_dict(config).items()
               if k not in ("corruptions", "seeds", "arch_models", "arch_epochs", "arch_seeds",
                            "human_label_sets", "synthetic_n", "top_k", "attribution_corruption",
+                           "parallel_runs",  # scheduling, not hashed
                            "direct_checks")}
     return {**shared, "dataset": mdata.resolve(config.dataset), "model": model_name,
             "noise": noise, "corruption": corruption,
@@ -858,6 +860,7 @@ def run(config: Config) -> dict:
     """Every experiment of the study; each training run is cached on its own."""
     from scipy.stats import spearmanr
 
+    prefetch_runs(config)  # scheduling, not hashed
     code = _code()
     checks = cached("fisher-math-checks", {"n": config.synthetic_n},
                     lambda: math_checks(config.synthetic_n), code=code)
@@ -936,6 +939,43 @@ def difficulty_control(examples: pd.DataFrame, config: Config) -> pd.DataFrame:
                              "count": len(group),
                              "clean_top_share": float(top_share.get(decile, 0.0))})
     return pd.DataFrame(rows)
+
+
+# --- scheduling: which cached computations worker processes compute first ---------------
+
+
+def cached_run(item: tuple) -> dict:
+    """The training run `item` = (config, *one of runs(config)), cached as `run` caches it."""
+    config, *spec = item
+    return cached("fisher-run", _run_key(config, *spec),
+                  functools.partial(train_run, config, *spec), code=_code())
+
+
+def cached_checks(config: Config) -> pd.DataFrame:
+    """The math checks, cached as `run` caches them."""
+    return cached("fisher-math-checks", {"n": config.synthetic_n},
+                  lambda: math_checks(config.synthetic_n), code=_code())
+
+
+def planned_runs(config: Config) -> list[tuple]:
+    """(cached computation, argument) of every cached result of `run`, longest first as far
+    as known in advance: the other models' runs, then the noisier runs first (a run stops
+    `epochs_after_fit` epochs after it fits its labels, and noisier labels take longer to
+    fit; human label sets count as clean), the math checks (2 s) last."""
+    def longest_first(r: tuple) -> tuple:
+        model, _, corruption, _, _ = r
+        return model == config.model, 0.0 if math.isnan(corruption) else -corruption
+
+    ordered = sorted(runs(config), key=longest_first)
+    return [(cached_run, (config, *r)) for r in ordered] + [(cached_checks, config)]
+
+
+def prefetch_runs(config: Config) -> None:
+    """Compute the planned runs missing from the cache `config.parallel_runs` at a time, in
+    worker processes (one CPU thread each; nothing under torchrun), for `run` to load."""
+    from memlib.parallel import prefetch_uncached
+
+    prefetch_uncached(planned_runs(config), config.parallel_runs, "fisher runs")
 
 
 # --- claims ----------------------------------------------------------------------

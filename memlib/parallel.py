@@ -10,8 +10,11 @@ from collections.abc import Callable
 from typing import Any
 
 from memlib import distributed
+from memlib.cache import MissingResultError, activity, only_cached, reading_only
 from memlib.process import one_cpu_thread, warn_once
 from memlib.train import show_progress
+
+Call = tuple[Callable[[Any], Any], Any]  # (a module-level cached computation, its argument)
 
 
 def _compute_in_worker(function: Callable[[Any], Any], argument: Any) -> None:
@@ -19,8 +22,14 @@ def _compute_in_worker(function: Callable[[Any], Any], argument: Any) -> None:
     function(argument)  # fills the cache; the caller loads the result from there
 
 
-def prefetch(calls: list[tuple[Callable[[Any], Any], Any]], processes: int,
-             desc: str = "runs") -> None:
+def can_prefetch(processes: int) -> bool:
+    """Whether `prefetch` starts workers at all: for more than one process, not under
+    torch.distributed (where runs use every rank) and not inside `cache.only_cached` (where
+    nothing may be computed: the caller's own calls name the command that computes it)."""
+    return processes > 1 and not distributed.active() and not reading_only()
+
+
+def prefetch(calls: list[Call], processes: int, desc: str = "runs") -> None:
     """Compute the cached computations `function(argument)` in `processes` worker processes
     (one CPU thread each), so that the caller's own calls then load them from the cache.
 
@@ -28,10 +37,10 @@ def prefetch(calls: list[tuple[Callable[[Any], Any], Any]], processes: int,
     machine's cores far better than threads inside one run, and each result is the same as
     computed alone (same code, one thread, the same pinned instruction set: the workers
     inherit the pins with the environment). Functions must be importable (module level).
-    Does nothing for one process or under torch.distributed, where runs use every rank.
+    Does nothing unless `can_prefetch(processes)`.
     """
     calls = list(dict.fromkeys(calls))  # the same computation once
-    if processes <= 1 or len(calls) <= 1 or distributed.active():
+    if len(calls) <= 1 or not can_prefetch(processes):
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -50,3 +59,29 @@ def prefetch(calls: list[tuple[Callable[[Any], Any], Any]], processes: int,
     except BrokenProcessPool:  # e.g. a __main__ that workers cannot import (python - <<EOF)
         warn_once("prefetch", "worker processes could not start; computing the runs one "
                   "after another in this process")
+
+
+def uncached(calls: list[Call]) -> list[Call]:
+    """The calls that would compute something: each runs here with the cache read-only
+    (`cache.only_cached`) and is kept when it reaches a missing entry. What it finds loads,
+    so a call may make several cached computations, a later one using an earlier result
+    (`cache.activity` counts these loads only when the caller makes them)."""
+    counts, kept = activity.copy(), []
+    try:
+        for function, argument in calls:
+            try:
+                with only_cached("memlib.parallel.prefetch"):
+                    function(argument)
+            except MissingResultError:
+                kept.append((function, argument))
+    finally:
+        activity.clear()
+        activity.update(counts)
+    return kept
+
+
+def prefetch_uncached(calls: list[Call], processes: int, desc: str = "runs") -> None:
+    """`prefetch` those of `calls` that `uncached` keeps (none is tried where prefetch would
+    do nothing)."""
+    if can_prefetch(processes):
+        prefetch(uncached(calls), processes, desc)

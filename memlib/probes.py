@@ -127,6 +127,7 @@ class Config:
     distilbert_model: str = DISTILBERT
     # None: the whole CoNLL-2003 test split
     distilbert_sentences: Annotated[int | None, Positive, AtMost(10**7)] = None
+    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # scheduling, not hashed
 
     def __post_init__(self):
         check_fields(self)
@@ -1021,6 +1022,7 @@ def run(config: Config) -> dict:
     the MNIST IDX files are absent), in every table, cache key and figure."""
     from memlib import data
 
+    prefetch_runs(config)  # scheduling, not hashed
     datasets = [data.resolve(name) for name in config.datasets]
     difficulty, pairs, baseline, sweeps, nulls, heatmaps, heatmap_runs = [], [], [], [], [], [], []
     for dataset in datasets:
@@ -1062,6 +1064,73 @@ def run(config: Config) -> dict:
             "heatmap": pd.concat(heatmaps, ignore_index=True),
             "heatmap_runs": pd.concat(heatmap_runs, ignore_index=True),
             "standin": standin, "distilbert": distilbert, "distilbert_status": distilbert_status}
+
+
+# --- scheduling: which cached computations worker processes compute first ---------------
+
+
+def cached_difficulty(item: tuple[str, Config]) -> pd.DataFrame:
+    """A dataset's SSIM distances between its classes."""
+    return _difficulty(*item)
+
+
+def cached_task(item: tuple[str, str, tuple[int, int], Config]) -> dict:
+    """A task's runs and their probes (two entries: the training, then the probes)."""
+    return _task_results(*item)
+
+
+def cached_heatmap(item: tuple[str, Config]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A dataset's SSIM distances and every class pair's heatmap runs and probes."""
+    dataset, config = item
+    return _heatmap(dataset, _difficulty(dataset, config), config)
+
+
+def cached_standin(config: Config) -> pd.DataFrame:
+    """The ViT stand-in and its layer-wise table, cached as `run` caches them."""
+    vit_model = standin_model(config)
+    x, y = _standin_data("test", config.standin_test, config.seed + 1)
+    key = {k: getattr(config, k) for k in ("standin_train", "standin_test", "standin_epochs",
+                                           "standin_prune_levels", "standin_noise_levels",
+                                           "standin_flip_levels", "seed")}
+    return cached("probes-standin-table", key, lambda: layerwise_table(
+        vit_model, standin_matrices(vit_model), accuracy_metric(x, y), config, config.seed),
+        code=_code())
+
+
+def planned_runs(config: Config) -> list[tuple]:
+    """(cached computation, argument) calls that together make every cached result of `run`,
+    independent of each other, in an order that keeps two workers busy to the end at the
+    small scale (cold: the ViT stand-in 68 s, a task's training and probes 36-75 s, a
+    dataset's heatmaps 47-56 s). With pairs chosen by SSIM distance the tasks need the
+    distances first: they are computed here when missing."""
+    from memlib import data
+
+    datasets = [data.resolve(name) for name in config.datasets]
+    tasks = []
+    for dataset in datasets:
+        matrix = None
+        if config.pair_choice != "authors":
+            matrix = _difficulty(dataset, config).pivot(index="a", columns="b",
+                                                        values="distance").to_numpy()
+        chosen = choose_pairs(matrix, dataset, config.pair_choice)
+        tasks += [(cached_task, (dataset, task, chosen[task], config)) for task in TASKS]
+    return [(cached_standin, config), *tasks,
+            *[(cached_heatmap, (dataset, config)) for dataset in datasets]]
+
+
+def prefetch_runs(config: Config) -> None:
+    """Compute the planned runs missing from the cache `config.parallel_runs` at a time, in
+    worker processes (one CPU thread each; nothing under torchrun), for `run` to load: the
+    SSIM distances first where the pairs are chosen by them."""
+    from memlib import data
+    from memlib.parallel import can_prefetch, prefetch_uncached
+
+    if not can_prefetch(config.parallel_runs):
+        return
+    if config.pair_choice != "authors":
+        prefetch_uncached([(cached_difficulty, (data.resolve(name), config))
+                           for name in config.datasets], config.parallel_runs, "probes SSIM")
+    prefetch_uncached(planned_runs(config), config.parallel_runs, "probes runs")
 
 
 # --- claims --------------------------------------------------------------------------------

@@ -129,6 +129,7 @@ image_fallback = "fashion_mnist"
 image_samples = 2000
 image_epochs = 100
 variants = ["leaky_relu", "mul"]
+parallel_runs = 2
 
 # %%
 import time

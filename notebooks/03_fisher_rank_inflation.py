@@ -87,6 +87,7 @@ inputs = "standardized"
 fit_train_acc = 0.99
 fit_flipped_acc = 0.95
 epochs_after_fit = 10
+parallel_runs = 2
 
 # %%
 import numpy as np

@@ -135,6 +135,7 @@ standin_flip_levels = [0.1, 0.3]
 distilbert = False
 distilbert_model = "dslim/distilbert-NER"
 distilbert_sentences = None
+parallel_runs = 2
 
 # %%
 import time

@@ -95,6 +95,22 @@ def test_code_version_ignores_the_claims_section(tmp_path):
     assert a == b != c
 
 
+def test_code_version_ignores_the_scheduling(tmp_path):
+    import types
+
+    def version(source: str) -> str:
+        path = tmp_path / f"m{abs(hash(source))}.py"
+        path.write_text(source)
+        return cache.code_version(types.SimpleNamespace(__file__=str(path)))
+
+    runs = "def run(c):\n    return c.n\n"
+    scheduled = ("def run(c):\n    plan(c)  # scheduling, not hashed\n    return c.n\n"
+                 "\n# --- scheduling ---\ndef plan(c):\n    pass\n")
+    assert version(runs) == version(scheduled) == version(scheduled.replace("pass", "c"))
+    assert version(runs) != version(runs.replace("c.n", "c.m"))
+    assert version(runs) != version(scheduled.replace("  # scheduling, not hashed", ""))
+
+
 def test_prefetch_fills_the_cache_with_what_a_serial_call_computes(tmp_path, monkeypatch):
     from memlib import rlp
     from memlib.config import build
@@ -114,6 +130,27 @@ def test_prefetch_fills_the_cache_with_what_a_serial_call_computes(tmp_path, mon
                                           rlp.train_run(s)["history"])
     finally:
         torch.set_num_threads(threads)
+
+
+def test_uncached_keeps_the_calls_that_would_compute():
+    from memlib.parallel import uncached
+
+    def ones(n: int):
+        return cache.cached("exp", {"n": n}, lambda: torch.ones(n))
+
+    ones(1)
+    counts = cache.activity.copy()
+    assert uncached([(ones, 1), (ones, 2)]) == [(ones, 2)]
+    assert not cache.entry_path("exp", {"n": 2}).exists()  # only tried, not computed
+    assert cache.activity == counts  # trying is not loading
+
+
+def test_prefetch_starts_no_workers_where_nothing_may_be_computed():
+    from memlib.parallel import can_prefetch
+
+    assert can_prefetch(2) and not can_prefetch(1)
+    with cache.only_cached("memlib run exp --scale full"):
+        assert not can_prefetch(2)  # the workers would compute what only_cached forbids
 
 
 def test_entries_keep_their_cold_compute_seconds(tmp_path, monkeypatch):

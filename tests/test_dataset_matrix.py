@@ -65,7 +65,7 @@ def test_study3_on_cifar10(cifar_root):
         "dataset": "cifar10", "n_train": 60, "n_test": 30, "n_scatter": 40,
         "corruptions": [0.0, 0.4], "seeds": [0], "epochs": 6, "mlp_widths": [16, 8],
         "arch_models": [], "direct_checks": 2, "synthetic_n": 30, "top_k": 10,
-        "early_epoch": 1, **FIT_AT_ONCE})
+        "early_epoch": 1, "parallel_runs": 1, **FIT_AT_ONCE})
     results = fisher.run(config)
     summary = results["summary"]
     assert (summary["fit_epoch"] == 1).all() and (summary["epochs_trained"] == 2).all()

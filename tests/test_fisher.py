@@ -270,3 +270,16 @@ def test_architectures_row_needs_two_seeded_architectures():
     assert value["noisy_fit"] == pytest.approx(0.95)
     assert fisher.runs(config)[-2:] == [("smallcnn", "symmetric", 0.4, 0, 15),
                                         ("smallcnn", "symmetric", 0.4, 1, 15)]
+
+
+def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, monkeypatch):
+    from parallel_runs_check import check_parallel_runs
+
+    config = build(fisher.Config, {
+        "dataset": "digits", "n_train": 200, "n_test": 100, "n_scatter": 60,
+        "mlp_widths": [16], "corruptions": [0.0, 0.4], "seeds": [0], "epochs": 2,
+        "early_epoch": 1, "top_k": 10, "direct_checks": 2, "arch_models": [],
+        "synthetic_n": 40})
+    assert [r[2] for _, (_, *r) in fisher.planned_runs(config)[:-1]] == [0.4, 0.0]
+    check_parallel_runs(fisher, config, tmp_path, monkeypatch,
+                        clocks={"er_seconds", "train_seconds", "er_seconds_per_epoch", "seconds"})

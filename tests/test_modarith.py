@@ -412,3 +412,17 @@ def test_run_end_to_end_tiny(tmp_path, monkeypatch):
     assert results["analytic"]["test_acc"].tolist() == [1.0, 1.0]
     again = ma.run(config)  # from the cache
     pd.testing.assert_frame_equal(again["parts"], results["parts"])
+
+
+def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, monkeypatch):
+    from parallel_runs_check import check_parallel_runs
+
+    config = build(ma.Config, dict(
+        p=7, width=9, alphas=[0.0, 0.8], epochs=4, log_every=2, partition_fractions=[0.5, 1],
+        spectra_neurons=4, order_epochs=3, order_log_every=1, order_optimizers=["adamw", "sgd"],
+        order_lrs=[1e-3, 1.0], order_weight_decays=[0.1, 0.0], sweep_widths=[2, 4],
+        sweep_alphas=[0.5], sweep_activations=["relu"], sweep_weight_decays=[0.1],
+        sweep_epochs=2, digits_alphas=[0.2], digits_width=8, digits_epochs=2,
+        image_dataset="none"))
+    assert [f for f, _ in ma.planned_runs(config)][:2] == [ma.train_main, ma.image_order]
+    check_parallel_runs(ma, config, tmp_path, monkeypatch)

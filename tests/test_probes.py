@@ -732,3 +732,65 @@ def test_distilbert_case_study_from_local_files(tmp_path, monkeypatch):
     (tmp_path / "conll2003" / "test.txt").write_text("Japan NNP B-NP\nChina NNP B-NP\n")
     table, status = probes.distilbert_case_study(config)
     assert table is None and "\n" not in status and "test.txt: line 1 is not" in status
+
+
+TINY_RUN = {
+    "width": 8, "epochs": 1, "seeds": [0, 1], "eval_batch_size": 100,
+    "prune_levels": [0.0, 0.5], "noise_log2_levels": [0], "flip_levels": [0.0, 0.2],
+    "null_draws": 1, "null_prune_levels": [0.0, 0.5], "curveball_trades": 2, "ssim_pairs": 5,
+    "heatmap_classes": 3, "heatmap_runs": 1, "heatmap_epochs": 1, "heatmap_null_draws": 1,
+    "standin_train": 60, "standin_test": 20, "standin_epochs": 1,
+    "standin_prune_levels": [0.5], "standin_noise_levels": [1.0],
+    "standin_flip_levels": [0.1]}
+
+
+@pytest.fixture
+def tiny_data(tmp_path, monkeypatch):
+    """Tiny random Fashion-MNIST files in MEMLIB_DATA."""
+    from test_data import write_mnist_like
+
+    from memlib import data
+
+    monkeypatch.setenv("MEMLIB_DATA", str(tmp_path / "data"))
+    write_mnist_like(tmp_path / "data" / "fashion_mnist", 300, 100, gz=False, seed=2)
+    data.clear_cache()
+    yield
+    data.clear_cache()
+
+
+def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, monkeypatch,
+                                                                     tiny_data):
+    from parallel_runs_check import check_parallel_runs
+
+    config = build(probes.Config, {**TINY_RUN, "datasets": ["fashion_mnist"]})
+    check_parallel_runs(probes, config, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread, as below full scale."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_pairs_chosen_by_ssim_prefetch_the_distances_first(monkeypatch, tiny_data, one_thread):
+    from memlib import cache, parallel
+
+    phases = []
+
+    def in_this_process(calls, processes, desc="runs"):
+        phases.append([f.__name__ for f, _ in calls])
+        for f, a in calls:
+            f(a)
+
+    monkeypatch.setattr(parallel, "prefetch", in_this_process)
+    config = build(probes.Config, {**TINY_RUN, "datasets": ["fashion_mnist"],
+                                   "pair_choice": "ssim", "parallel_runs": 2})
+    probes.prefetch_runs(config)
+    assert phases == [["cached_difficulty"],
+                      ["cached_standin", "cached_task", "cached_task", "cached_heatmap"]]
+    computed = cache.activity["computed"]
+    probes.run(config)
+    assert cache.activity["computed"] == computed and phases[2:] == [[], []]
