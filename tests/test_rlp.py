@@ -386,6 +386,25 @@ def test_train_run_and_frozen_baseline_on_digits():
     assert frozen.iloc[1:, 1:].to_numpy().min() >= 0
 
 
+def test_the_fit_is_checked_at_the_measured_epochs_from_the_training_pass():
+    config = build(rlp.Config, dict(dataset="digits", train_samples=200, test_samples=100,
+                                    widths=(16, 16), epochs=7, layer_models=("mlp",),
+                                    measure_every=2, fit_train_acc=0.01, fit_flipped_acc=0.01,
+                                    epochs_after_fit=1))
+    result = rlp.train_run(rlp.spec(config, noise=0.4))
+    h = result["history"]
+    # met at once, but first checked at epoch 2; the stop comes at the first measured epoch
+    # at least one epoch later
+    assert result["fit_epoch"] == 2 and result["epochs_trained"] == 4
+    assert list(h["epoch"]) == [0, 2, 4]
+    last = h.iloc[-1]
+    assert last["fit_train_acc"] == last["train_acc"]  # one pass gives both
+    assert result["noisy_fit"] == last["fit_flipped_acc"]
+    everything = build(rlp.Config, {**dataclasses.asdict(config), "epochs_after_fit": None})
+    full = rlp.train_run(rlp.spec(everything, noise=0.4))
+    assert full["epochs_trained"] == 7 and list(full["history"]["epoch"]) == [0, 2, 4, 6, 7]
+
+
 def test_projected_control_heads_noisy_fit_and_collapse_on_digits():
     config = build(rlp.Config, dict(dataset="digits", train_samples=200, test_samples=100,
                                     widths=(16, 8), epochs=2, layer_models=("mlp",),
