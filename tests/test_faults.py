@@ -518,6 +518,12 @@ def test_notebook_without_a_parameters_cell_is_bad_input(tmp_path, monkeypatch, 
 # --- 10. Ctrl-C ------------------------------------------------------------------------------
 
 
+def default_sigint() -> None:
+    """In the child: Ctrl-C's default action, even when the tests themselves were started in
+    the background by a shell, whose children inherit SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt(process: subprocess.Popen) -> tuple[int, str]:
     os.killpg(process.pid, signal.SIGINT)  # as a terminal does: the whole process group
     _, err = process.communicate(timeout=60)
@@ -526,7 +532,7 @@ def interrupt(process: subprocess.Popen) -> tuple[int, str]:
 
 def test_ctrl_c_during_a_run_is_one_line_and_130():
     run = memlib_process("-m", "memlib", "run", "fisher", "--scale", "smoke", "--set",
-                         "epochs=400", start_new_session=True)
+                         "epochs=400", start_new_session=True, preexec_fn=default_sigint)
     wait_for(lambda: list(paths.cache_dir().glob("fisher-math-checks-*.pt")))
     code, err = interrupt(run)
     assert code == 130
@@ -538,7 +544,7 @@ def test_ctrl_c_during_a_run_is_one_line_and_130():
 def test_ctrl_c_during_a_notebook_is_one_line_and_130():
     run = memlib_process("-m", "memlib", "notebook", "notebooks/03_fisher_rank_inflation.py",
                          "--scale", "smoke", "--set", "epochs=400", start_new_session=True,
-                         cwd=ROOT)
+                         preexec_fn=default_sigint, cwd=ROOT)
     build_dir = paths.build_dir("smoke")
     wait_for(lambda: list(build_dir.glob(".03_fisher_rank_inflation.*.run/output.ipynb")))
     time.sleep(1)
