@@ -361,10 +361,11 @@ def _span(seeds: Sequence[int]) -> str:
     return ",".join(map(str, seeds))
 
 
-def earlier_runs(study: str) -> list[tuple[str, str, dict[str, str]]]:
-    """Each replaced confirmatory run: (its seeds, why it was replaced, claim id -> verdict)."""
+def earlier_runs(register: dict) -> list[tuple[str, str, dict[str, str]]]:
+    """Each confirmatory run a study's register (`read_register`) lists as replaced: (its
+    seeds, why it was replaced, claim id -> verdict)."""
     out = []
-    for run in read_register(study).get("earlier_runs", []):
+    for run in register.get("earlier_runs", []):
         path = paths.repo_root() / run["verdicts"]
         table = pd.read_csv(path, keep_default_na=False) if path.exists() else None
         verdicts = {} if table is None else {
@@ -428,6 +429,8 @@ def _cell(text: str, limit: int = 200) -> str:
 
 def _section(study: str, table: pd.DataFrame, scale: str) -> str:
     pilot = pilot_verdicts(study) if scale == DEFAULT_SCALE else {}
+    # the register speaks of the default scale's confirmatory run only
+    reg = read_register(study) if scale == DEFAULT_SCALE else {}
     notebook = STUDIES.get(study, study)
     lines = ["| verdict | claim | paper | ours | note |", "|---|---|---|---|---|"]
     for row in table.itertuples():
@@ -440,9 +443,10 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
         lines.append("| " + " | ".join(_cell(c) for c in (
             f"**{row.verdict}**", row.statement, row.paper or "qualitative",
             row.headline, note)) + " |")
-    earlier = earlier_runs(study) if scale == DEFAULT_SCALE else []
-    pilot_seeds = _span(read_register(study).get("pilot_seeds", [])) or "0-2"
-    details = ["| id | rule version | pilot (seeds " + pilot_seeds + ") | "
+    earlier = earlier_runs(reg)
+    pilot_seeds = _span(reg.get("pilot_seeds", []))
+    details = ["| id | rule version | pilot" + (f" (seeds {pilot_seeds})" if pilot_seeds else "")
+               + " | "
                + "".join(f"earlier run (seeds {seeds}) | " for seeds, _, _ in earlier)
                + "earlier versions |", "|---|---|---|" + "---|" * len(earlier) + "---|"]
     for row in table.itertuples():
@@ -450,7 +454,7 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
             row.id, f"{row.version} ({row.fingerprint})", pilot.get(row.id, "—"),
             *(verdicts.get(row.id, "—") for _, _, verdicts in earlier),
             row.previous or "—")) + " |")
-    seeds = read_register(study).get("seeds", []) if scale == DEFAULT_SCALE else []
+    seeds = reg.get("seeds", [])
     runs = "".join(f" It replaces an earlier confirmatory run on seeds {span}, whose verdicts "
                    f"stay in the details: {reason.rstrip('.')}." for span, reason, _ in earlier)
     heading = (f"Confirmatory seeds {_span(seeds)}.{runs} " if seeds else "")

@@ -88,12 +88,12 @@ def test_registration_needs_a_reason(tmp_path, monkeypatch):
 def test_earlier_confirmatory_runs_stay_visible_and_seeds_are_never_reused(study):
     reg = read_register(study)
     seen = set(reg["pilot_seeds"]) | set(reg["seeds"])
-    for run in reg.get("earlier_runs", []):
+    for run, (_, _, verdicts) in zip(reg.get("earlier_runs", []), earlier_runs(reg),
+                                     strict=True):
         assert run["reason"].strip(), "a replaced run says why"
         assert not set(run["seeds"]) & seen, f"seeds {run['seeds']} were used twice"
         seen |= set(run["seeds"])
-        ids = set(earlier_runs(study)[0][2]) if earlier_runs(study) else set()
-        assert ids, f"{run['verdicts']}: the replaced run's verdicts are missing"
+        assert verdicts, f"{run['verdicts']}: the replaced run's verdicts are missing"
 
 
 def test_a_new_confirmatory_run_keeps_the_old_verdicts_beside_the_new(tmp_path, monkeypatch):
