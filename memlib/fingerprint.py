@@ -1,0 +1,97 @@
+"""Fingerprints of code by what it computes, not how it is written.
+
+A fingerprint hashes the syntax tree of functions, classes and modules with comments,
+docstrings, blank lines and line breaks left out, and plain values (constants, preset values)
+by a canonical JSON rendering. Rewrapping a comment or a docstring leaves a fingerprint
+unchanged; changing an expression, a default or a constant changes it. Cache keys
+(what a result is computed by) and the claims register (what decides a verdict) both use it.
+
+The source of an object is read once per process and remembered, so that editing a file
+while a run is in progress never changes the fingerprints the run computes with.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import functools
+import hashlib
+import inspect
+import json
+import math
+import textwrap
+import types
+from collections.abc import Mapping
+from typing import Any
+
+_DOCSTRING_OWNERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if not isinstance(node, _DOCSTRING_OWNERS):
+            continue
+        body = node.body
+        if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def normalized_source(source: str) -> str:
+    """The syntax tree of `source` as text: no comments, docstrings or layout."""
+    tree = _strip_docstrings(ast.parse(textwrap.dedent(source)))
+    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+
+
+@functools.cache
+def _code_digest(obj: Any) -> str:
+    try:
+        source = inspect.getsource(obj)
+    except (OSError, TypeError) as error:
+        raise TypeError(f"no source to fingerprint for {obj!r}") from error
+    return hashlib.sha256(normalized_source(source).encode()).hexdigest()
+
+
+def _is_code(obj: Any) -> bool:
+    return isinstance(obj, (types.ModuleType, types.FunctionType, type)) or (
+        isinstance(obj, functools.partial))
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready rendering of a plain value (dataclasses, enums, paths, floats exactly)."""
+    if hasattr(value, "__dataclass_fields__") and not isinstance(value, type):
+        return {"__dataclass__": type(value).__qualname__,
+                **{k: _plain(getattr(value, k)) for k in value.__dataclass_fields__}}
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__qualname__}.{value.name}"
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_plain(v) for v in value), key=repr)
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else float.hex(value)
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return repr(value)
+
+
+def part(obj: Any) -> str:
+    """Fingerprint of one object: code by its syntax tree, anything else by its value."""
+    if isinstance(obj, functools.partial):
+        return hashlib.sha256((part(obj.func) + part(list(obj.args))
+                               + part(dict(obj.keywords))).encode()).hexdigest()
+    if _is_code(obj):
+        return _code_digest(inspect.unwrap(obj) if callable(obj) else obj)
+    text = json.dumps(_plain(obj), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def fingerprint(*objects: Any, length: int = 16) -> str:
+    """One fingerprint over `objects` in order (functions, classes, modules, values)."""
+    h = hashlib.sha256()
+    for obj in objects:
+        h.update(part(obj).encode())
+    return h.hexdigest()[:length]
