@@ -44,13 +44,57 @@ def normalized_source(source: str) -> str:
     return ast.dump(tree, annotate_fields=False, include_attributes=False)
 
 
+def _bytecode(code: types.CodeType) -> str:
+    """A lambda's code object: its instructions, names and constants (nested code too), not
+    its line numbers. Lambdas have no source of their own to parse (inspect gives the lines
+    around them); their bytecode is stable for one Python version."""
+    consts = [_bytecode(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts]
+    return json.dumps([code.co_code.hex(), consts, code.co_names, code.co_varnames])
+
+
 @functools.cache
 def _code_digest(obj: Any) -> str:
+    if isinstance(obj, types.FunctionType) and obj.__name__ == "<lambda>":
+        return hashlib.sha256(_bytecode(obj.__code__).encode()).hexdigest()
     try:
         source = inspect.getsource(obj)
     except (OSError, TypeError) as error:
         raise TypeError(f"no source to fingerprint for {obj!r}") from error
     return hashlib.sha256(normalized_source(source).encode()).hexdigest()
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def closure(fn: Any, package: str = "memlib") -> list[Any]:
+    """`fn` and, transitively, the globals it names that decide what it computes: functions
+    and classes defined in `package`, and plain constants (numbers, strings, tuples...) of
+    their modules. Library functions and modules are left out (their versions are recorded
+    elsewhere); attributes reached through a module (`rlp.measure`) are not followed, so a
+    caller lists those itself."""
+    seen: dict[int, Any] = {}
+    todo = [inspect.unwrap(fn)]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen[id(obj)] = obj
+        code = getattr(obj, "__code__", None)
+        if code is None:
+            continue
+        for name in sorted(_global_names(code)):
+            value = obj.__globals__.get(name)
+            if isinstance(value, (types.FunctionType, type)):
+                if (getattr(value, "__module__", "") or "").split(".")[0] == package:
+                    todo.append(value if isinstance(value, type) else inspect.unwrap(value))
+            elif isinstance(value, (bool, int, float, str, tuple, frozenset)) and value is not None:
+                seen[id(value)] = (f"{obj.__module__}.{name}", value)
+    return list(seen.values())
 
 
 def _is_code(obj: Any) -> bool:

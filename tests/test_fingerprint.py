@@ -61,3 +61,23 @@ def test_values_are_fingerprinted_exactly_and_in_order():
 def test_an_object_without_source_is_refused():
     with pytest.raises(TypeError, match="no source"):
         fp.fingerprint(types.ModuleType("empty"))
+
+
+def test_a_lambda_is_fingerprinted_by_its_code():
+    a = _module("fp_f", "RULE = lambda v: v > 3\nOTHER = lambda v: v > 4\n")
+    b = _module("fp_g", "# moved\n\nRULE = lambda v: v > 3\n")
+    assert fp.fingerprint(a.RULE) == fp.fingerprint(b.RULE)
+    assert fp.fingerprint(a.RULE) != fp.fingerprint(a.OTHER)
+
+
+def test_the_closure_follows_the_functions_and_constants_a_function_names():
+    src = ("TARGET = 10.0\n\n\ndef helper(x):\n    return x - TARGET\n\n\n"
+           "def rule(v):\n    return helper(v) > 0\n")
+    a = _module("memlib_fp_h", src)
+    b = _module("memlib_fp_i", src.replace("TARGET = 10.0", "TARGET = 5.0"))
+    c = _module("memlib_fp_j", src.replace("x - TARGET", "x - 2 * TARGET"))
+    for m in (a, b, c):
+        m.rule.__module__ = m.helper.__module__ = "memlib.fake"
+    key = lambda m: fp.fingerprint(*fp.closure(m.rule))
+    assert key(a) != key(b) and key(a) != key(c)
+    assert len(fp.closure(a.rule)) == 3
