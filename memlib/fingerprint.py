@@ -71,29 +71,80 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
-def closure(fn: Any, package: str = "memlib") -> list[Any]:
+def _in(value: Any, package: str) -> bool:
+    return (getattr(value, "__module__", "") or "").split(".")[0] == package
+
+
+def _methods(cls: type) -> list[Any]:
+    """The functions a class defines (static and class methods, property accessors too)."""
+    found = []
+    for member in vars(cls).values():
+        if isinstance(member, (staticmethod, classmethod)):
+            member = member.__func__
+        if isinstance(member, property):
+            found += [f for f in (member.fget, member.fset, member.fdel) if f is not None]
+        elif isinstance(member, types.FunctionType):
+            found.append(member)
+    # generated methods (a dataclass's __init__) have no source: the class's own covers them
+    return [f for f in found if not f.__code__.co_filename.startswith("<")]
+
+
+def _named(value: Any, package: str, todo: list) -> Any:
+    """A container constant as plain data, the package's functions and classes in it by name
+    (and queued to follow); None when it holds anything else."""
+    if isinstance(value, (types.FunctionType, type)) and _in(value, package):
+        todo.append(value)
+        return f"{value.__module__}.{value.__qualname__}"
+    if isinstance(value, Mapping):
+        items = {str(k): _named(v, package, todo) for k, v in value.items()}
+        return None if None in items.values() else items
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [_named(v, package, todo) for v in value]
+        if None in items:
+            return None
+        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return None
+
+
+def closure(fn: Any, package: str = "memlib", deep: bool = False) -> list[Any]:
     """`fn` and, transitively, the globals it names that decide what it computes: functions
     and classes defined in `package`, and plain constants (numbers, strings, tuples...) of
     their modules. Library functions and modules are left out (their versions are recorded
-    elsewhere); attributes reached through a module (`rlp.measure`) are not followed, so a
-    caller lists those itself."""
+    elsewhere). Unless `deep`, attributes reached through a module (`rlp.measure`) are not
+    followed, so a caller lists those itself. `deep` also follows the attributes a function
+    names of the package's modules it uses (any name it uses that such a module defines), the
+    methods of classes, and the package's functions in dict, list and set constants, which
+    it keeps as values: what a cache key needs."""
     seen: dict[int, Any] = {}
     todo = [inspect.unwrap(fn)]
     while todo:
-        obj = todo.pop()
+        obj = inspect.unwrap(todo.pop())
         if id(obj) in seen:
             continue
         seen[id(obj)] = obj
+        if deep and isinstance(obj, type):
+            todo += _methods(obj)
         code = getattr(obj, "__code__", None)
         if code is None:
             continue
-        for name in sorted(_global_names(code)):
+        names = sorted(_global_names(code))
+        for name in names:
             value = obj.__globals__.get(name)
             if isinstance(value, (types.FunctionType, type)):
-                if (getattr(value, "__module__", "") or "").split(".")[0] == package:
-                    todo.append(value if isinstance(value, type) else inspect.unwrap(value))
+                if _in(value, package):
+                    todo.append(value)
             elif isinstance(value, (bool, int, float, str, tuple, frozenset)) and value is not None:
                 seen[id(value)] = (f"{obj.__module__}.{name}", value)
+            elif deep and isinstance(value, types.ModuleType) and (
+                    value.__name__.split(".")[0] == package):
+                todo += [a for a in (getattr(value, n, None) for n in names)
+                         if isinstance(a, (types.FunctionType, type)) and _in(a, package)]
+            elif deep and isinstance(value, (Mapping, list, set)):
+                plain = _named(value, package, todo)
+                if plain is not None:
+                    seen[id(value)] = (f"{obj.__module__}.{name}", plain)
     return list(seen.values())
 
 
