@@ -13,12 +13,14 @@ while a run is in progress never changes the fingerprints the run computes with.
 from __future__ import annotations
 
 import ast
+import dis
 import enum
 import functools
 import hashlib
 import inspect
 import json
 import math
+import sys
 import textwrap
 import types
 from collections.abc import Mapping
@@ -86,7 +88,44 @@ def _methods(cls: type) -> list[Any]:
         elif isinstance(member, types.FunctionType):
             found.append(member)
     # generated methods (a dataclass's __init__) have no source: the class's own covers them
-    return [f for f in found if not f.__code__.co_filename.startswith("<")]
+    home = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    return [f for f in found if f.__code__.co_filename == home]
+
+
+_LOADS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE")
+_ATTRIBUTES = ("LOAD_ATTR", "LOAD_METHOD")
+
+
+def _module_attributes(code: types.CodeType, namespace: dict, package: str,
+                       local: dict | None = None) -> list[Any]:
+    """The package's functions and classes that `code` (and the code nested in it) reaches
+    as `module.name`, through a module of the package it names globally or imports itself."""
+    local, found, imported, module = dict(local or {}), [], "", None
+    instructions = list(dis.get_instructions(code))
+    for i, ins in enumerate(instructions):
+        after = instructions[i + 1] if i + 1 < len(instructions) else None
+        if ins.opname == "IMPORT_NAME":
+            imported = ins.argval
+        elif ins.opname == "IMPORT_FROM" and after is not None and after.opname.startswith(
+                "STORE_"):
+            value = sys.modules.get(f"{imported}.{ins.argval}")
+            if isinstance(value, types.ModuleType):
+                local[after.argval] = value
+        if ins.opname in _LOADS:
+            value = local.get(ins.argval, namespace.get(ins.argval))
+            module = value if isinstance(value, types.ModuleType) and (
+                value.__name__.split(".")[0] == package) else None
+        elif ins.opname in _ATTRIBUTES and module is not None:
+            value = getattr(module, ins.argval, None)
+            module = value if isinstance(value, types.ModuleType) else None
+            if isinstance(value, (types.FunctionType, type)) and _in(value, package):
+                found.append(value)
+        else:
+            module = None
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found += _module_attributes(const, namespace, package, local)
+    return found
 
 
 def _named(value: Any, package: str, todo: list) -> Any:
@@ -108,15 +147,26 @@ def _named(value: Any, package: str, todo: list) -> Any:
     return None
 
 
+def _global_loads(code: types.CodeType) -> set[str]:
+    """The global names `code` (and the code nested in it) reads: not attribute names."""
+    names = {ins.argval for ins in dis.get_instructions(code)
+             if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_loads(const)
+    return names
+
+
 def closure(fn: Any, package: str = "memlib", deep: bool = False) -> list[Any]:
     """`fn` and, transitively, the globals it names that decide what it computes: functions
     and classes defined in `package`, and plain constants (numbers, strings, tuples...) of
     their modules. Library functions and modules are left out (their versions are recorded
     elsewhere). Unless `deep`, attributes reached through a module (`rlp.measure`) are not
-    followed, so a caller lists those itself. `deep` also follows the attributes a function
-    names of the package's modules it uses (any name it uses that such a module defines), the
-    methods of classes, and the package's functions in dict, list and set constants, which
-    it keeps as values: what a cache key needs."""
+    followed, so a caller lists those itself. `deep` reads only the global names the code
+    loads (not an attribute that shares a global's name), and follows attributes (through the
+    package's modules a function names or imports), the methods of classes, and the
+    package's functions in dict, list and set constants, which it keeps as values: what a
+    cache key needs."""
     seen: dict[int, Any] = {}
     todo = [inspect.unwrap(fn)]
     while todo:
@@ -129,18 +179,15 @@ def closure(fn: Any, package: str = "memlib", deep: bool = False) -> list[Any]:
         code = getattr(obj, "__code__", None)
         if code is None:
             continue
-        names = sorted(_global_names(code))
-        for name in names:
+        if deep:
+            todo += _module_attributes(code, obj.__globals__, package)
+        for name in sorted(_global_loads(code) if deep else _global_names(code)):
             value = obj.__globals__.get(name)
             if isinstance(value, (types.FunctionType, type)):
                 if _in(value, package):
                     todo.append(value)
             elif isinstance(value, (bool, int, float, str, tuple, frozenset)) and value is not None:
                 seen[id(value)] = (f"{obj.__module__}.{name}", value)
-            elif deep and isinstance(value, types.ModuleType) and (
-                    value.__name__.split(".")[0] == package):
-                todo += [a for a in (getattr(value, n, None) for n in names)
-                         if isinstance(a, (types.FunctionType, type)) and _in(a, package)]
             elif deep and isinstance(value, (Mapping, list, set)):
                 plain = _named(value, package, todo)
                 if plain is not None:
