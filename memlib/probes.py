@@ -576,7 +576,7 @@ def trained_pair(dataset: str, pair: tuple[int, int], seeds: Sequence[int], conf
                           config.batch_size, config.lr, config.reinit_biases,
                           desc=f"{dataset} {pair}", warmup_steps=config.warmup_steps)
 
-    return TRAINED.get(key, compute)
+    return TRAINED_PAIR.get(key, compute)
 
 
 def run_params(stacked: dict[str, Tensor], r: int) -> dict[str, Tensor]:
@@ -1064,7 +1064,7 @@ def cached_standin(config: Config) -> pd.DataFrame:
 
 
 # each keyed by the code of the function that builds it
-TRAINED = inline("probes-train", 1, trained_pair, uses=TRAINING)
+TRAINED_PAIR = inline("probes-train", 1, trained_pair, uses=TRAINING)
 STANDIN_VIT = inline("probes-standin-vit", 1, standin_model, uses=TRAINING)
 DIFFICULTY = inline("probes-difficulty", 1, _difficulty, uses=TRAINING)
 TASK = inline("probes-task", 1, _task_results, uses=TRAINING)

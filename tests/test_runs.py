@@ -192,3 +192,14 @@ def test_a_computation_is_pickled_by_name():
     from memlib import rlp
 
     assert pickle.loads(pickle.dumps(rlp.cached_run)) is rlp.cached_run
+
+
+def test_every_computation_is_what_its_module_calls_it_by():
+    """A registered computation that a later assignment in its module shadows would never be
+    called: the study would read the other value."""
+    from memlib import studies
+
+    for study in memlib.STUDIES:
+        studies.module(study)
+    for name, c in runs.REGISTRY.items():
+        assert any(value is c for value in vars(sys.modules[c.fn.__module__]).values()), name
