@@ -203,3 +203,19 @@ def test_every_computation_is_what_its_module_calls_it_by():
         studies.module(study)
     for name, c in runs.REGISTRY.items():
         assert any(value is c for value in vars(sys.modules[c.fn.__module__]).values()), name
+
+
+def both(n: int) -> torch.Tensor:
+    """A study function that makes two entries."""
+    return torch.cat([double(n), double(n + 1)])
+
+
+def test_a_study_function_is_missing_until_every_entry_it_makes_is_there():
+    assert runs.missing([(both, 5)]) == [(both, 5)]
+    double(5)
+    assert runs.missing([(both, 5)]) == [(both, 5)]  # tried, not computed
+    assert not double.has(6)
+    double(6)
+    assert runs.missing([(both, 5), (double, 6)]) == []
+    runs.compute_missing([(double, 7)], processes=1)  # one process: nothing in workers
+    assert not double.has(7)
