@@ -38,6 +38,9 @@ build/$(SCALE)/%.ipynb: notebooks/%.py params/$(SCALE)/%.yaml $(MEMLIB_SRC) | $(
 	$(RUN_FIRST)
 	$(PY) -m memlib notebook $< --scale $(SCALE)
 
+# the lens watches study 1's runs as study 1's parameter file sets them
+build/$(SCALE)/05_memorization_lens.ipynb: params/$(SCALE)/01_random_label_heads.yaml
+
 # A static HTML book of the executed notebooks as published under figures/ (nothing is
 # executed; run `make figures` first for fresh outputs): build/book/html/index.html.
 book: | $(STAMP)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -37,8 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from memlib import data as datasets
-from memlib import fisher, probes, rlp
-from memlib.cache import cached, code_version, entry_path
+from memlib import fisher, imagenet, probes, rlp
 from memlib.claims import Cases, Claim, Estimate, all_of, margin, paired
 from memlib.config import (
     SEED_MAX,
@@ -54,8 +52,8 @@ from memlib.config import (
     check_fields,
     to_dict,
 )
-from memlib.parallel import prefetch
-from memlib.presets import preset_config
+from memlib.presets import preset_of
+from memlib.runs import TRAINING, computation, compute_missing
 from memlib.seed import generator
 
 DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits")  # in memory
@@ -121,7 +119,7 @@ class LensRun:
 
 def study1_config(config: Config) -> rlp.Config:
     """Study 1's config: its preset at `config.setting`, changed by `config.study1_sets`."""
-    preset = to_dict(preset_config("rlp", config.setting))
+    preset = to_dict(preset_of(rlp.Config, "rlp", config.setting))
     sets = dict(item.split("=", 1) for item in config.study1_sets)
     try:
         return build(rlp.Config, {**preset, **sets})
@@ -318,17 +316,9 @@ def lens_run(r: LensRun) -> dict:
             "fit_epoch": result["fit_epoch"], "epochs_trained": result["epochs_trained"]}
 
 
-def _code() -> str:
-    return code_version(sys.modules[__name__], rlp, fisher, probes)
-
-
+@computation("lens_run", 1, uses=(*TRAINING, imagenet))
 def cached_lens(r: LensRun) -> dict:
-    return cached("lens_run", r, lambda: lens_run(r), code=_code())
-
-
-def missing(planned: list[LensRun]) -> list[LensRun]:
-    """The runs whose results are not in the cache yet."""
-    return [r for r in planned if not entry_path("lens_run", r, _code()).exists()]
+    return lens_run(r)
 
 
 # --- the experiment -------------------------------------------------------------------------
@@ -369,8 +359,8 @@ def run(config: Config) -> dict:
     planned, study1 = runs(config), study1_config(config)
     frozen = list(dict.fromkeys((rlp.cached_frozen, frozen_spec(r.run, study1))
                                 for r in planned))
-    prefetch([(cached_lens, r) for r in missing(planned)] + rlp.missing(frozen),
-             config.parallel_runs, "lens runs")
+    compute_missing([(cached_lens, r) for r in planned] + frozen, config.parallel_runs,
+                    "lens runs")
     examples, layers, curves, summary = [], [], [], []
     for r in planned:
         s = r.run

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -27,7 +26,6 @@ from torch import nn
 
 from memlib import data as datasets
 from memlib import distributed, imagenet
-from memlib.cache import cached, code_version, entry_path
 from memlib.claims import Cases, Claim, Estimate, all_of, any_of, margin, paired
 from memlib.config import (
     SEED_MAX,
@@ -44,7 +42,7 @@ from memlib.config import (
     check_fields,
 )
 from memlib.models import build, pool, taps, unknown_model
-from memlib.parallel import prefetch
+from memlib.runs import TRAINING, computation, compute_missing
 from memlib.seed import generator, seed_everything
 from memlib.train import (
     Batch,
@@ -496,10 +494,6 @@ def spec(config: Config, **overrides) -> RunSpec:
 # --- runs ---------------------------------------------------------------------------------
 
 
-def _code() -> str:
-    return code_version(sys.modules[__name__])
-
-
 def make_model(s: RunSpec, num_classes: int, in_shape) -> tuple[nn.Module, tuple[str, ...]]:
     """The model and its probed layers (SmallCNN's `pool` is GAP of block3: not probed twice)."""
     kwargs = {"mlp": dict(widths=s.widths, dropout=s.dropout),
@@ -768,12 +762,14 @@ def frozen_baseline(s: RunSpec) -> dict:
     return {"history": history, "collapse": collapse}
 
 
+@computation("rlp_run", 1, uses=(*TRAINING, imagenet))
 def cached_run(s: RunSpec) -> dict:
-    return cached("rlp_run", s, lambda: train_run(s), code=_code())
+    return train_run(s)
 
 
+@computation("rlp_frozen", 1, uses=(*TRAINING, imagenet))
 def cached_frozen(s: RunSpec) -> dict:
-    return cached("rlp_frozen", s, lambda: frozen_baseline(s), code=_code())
+    return frozen_baseline(s)
 
 
 def final_row(result: dict, **labels) -> dict:
@@ -838,18 +834,12 @@ def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
     return layer + regs + lams + noise
 
 
-def missing(calls: list[tuple]) -> list[tuple]:
-    """The planned runs whose results are not in the cache yet."""
-    name = {cached_run: "rlp_run", cached_frozen: "rlp_frozen"}
-    return [(f, s) for f, s in calls if not entry_path(name[f], s, _code()).exists()]
-
-
 def run(config: Config) -> dict:
     """All six experiments, every condition over `config.seeds`; every training run is
     cached, `config.parallel_runs` computed at once. Returns tidy DataFrames with a `seed`
     column."""
     seeds = config.seeds
-    prefetch(missing(planned_runs(config)), config.parallel_runs, "rlp runs")
+    compute_missing(planned_runs(config), config.parallel_runs, "rlp runs")
     base = {seed: cached_run(spec(config, seed=seed)) for seed in seeds}
     first = base[seeds[0]]
     layers = first["layers"]
@@ -910,7 +900,7 @@ def run(config: Config) -> dict:
     out["histories"] = pd.concat(histories, ignore_index=True)
     best = best_lambda(out["lambda_sweep"])
     out["best_lambda"] = best
-    prefetch(missing(planned_runs(config, best)), config.parallel_runs, "rlp sampling runs")
+    compute_missing(planned_runs(config, best), config.parallel_runs, "rlp sampling runs")
 
     # 5. sampling, at `sampling_noise`: dataset fraction x {0, best λ}; long tail x {0, best λ}
     rows = []
