@@ -143,7 +143,7 @@ runs.groupby(["dataset", "noise"])[["train_acc", "test_acc", "noisy_fit", "peak_
 # %%
 checks = []
 for r in results["specs"]:
-    if rlp.missing([(rlp.cached_run, r.run)]):  # study 1 has not run this configuration
+    if not rlp.cached_run.has(r.run):  # study 1 has not run this configuration
         continue
     ours, theirs = lens.cached_lens(r)["history"], rlp.cached_run(r.run)["history"]
     checks.append({"dataset": r.run.dataset, "noise": r.run.noise, "seed": r.run.seed,
