@@ -4,8 +4,10 @@ Loaders parse the original on-disk formats themselves (IDX for (Fashion-)MNIST, 
 python pickles for CIFAR), so loading is fast, offline and torchvision-free; torchvision
 is only used to download when a dataset is absent. Missing data raises `MissingDataError`
 and a file that is there but unreadable `CorruptDataError`, each with one actionable
-sentence. Every image split is float32 N x C x H x W in [0, 1]; `scale_inputs` standardizes
-images by the training split's per-channel mean and standard deviation
+sentence; the pickles are read by an unpickler that builds only dicts, lists, strings,
+bytes, numbers and NumPy arrays, so a file that asks to run anything else is refused before
+any of it runs. Every image split is float32 N x C x H x W in [0, 1]; `scale_inputs`
+standardizes images by the training split's per-channel mean and standard deviation
 (`standardization(name)`), the inputs studies 1-3 and the lens train on.
 """
 
@@ -157,7 +159,7 @@ def load(name: str, split: str = "train", root=None, download: bool | None = Non
         return _load_cached(name, split, str(found.resolve()))
     except CorruptDataError as err:
         how = _HOW_TO_GET[name].format(base=found)
-        raise CorruptDataError(f"{err}; delete it and get it again: {how}") from None
+        raise type(err)(f"{err}; delete it and get it again: {how}") from None
 
 
 def clear_cache() -> None:
@@ -266,10 +268,57 @@ def _read_idx(path: Path, ndim: int) -> np.ndarray:
     return data.reshape(shape)
 
 
+class UnsafeDataError(CorruptDataError):
+    """A data file that asks to run code when read: refused, nothing of it runs."""
+
+
+def _latin1_bytes(text: str, encoding: str) -> bytes:
+    """What Python 3 writes for bytes in a protocol-2 pickle (`_codecs.encode(text,
+    "latin1")`), rebuilt without looking up a codec: any other encoding is refused."""
+    if encoding != "latin1" or not isinstance(text, str):
+        raise pickle.UnpicklingError(f"_codecs.encode with {encoding!r}")
+    return text.encode("latin1")
+
+
+def _numpy_frombuffer():
+    try:
+        from numpy._core.numeric import _frombuffer
+    except ImportError:  # NumPy 1.x
+        from numpy.core.numeric import _frombuffer
+    return _frombuffer
+
+
+@functools.cache
+def _pickle_globals() -> dict[tuple[str, str], object]:
+    """The only globals a CIFAR pickle may name: NumPy's array and dtype and the functions
+    NumPy 1 and 2 rebuild them with, under either version's module names."""
+    found = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype,
+             ("_codecs", "encode"): _latin1_bytes}
+    for package in ("numpy.core", "numpy._core"):
+        found[(f"{package}.multiarray", "_reconstruct")] = _numpy_reconstruct()
+        found[(f"{package}.numeric", "_frombuffer")] = _numpy_frombuffer()
+    return found
+
+
+class _DataUnpickler(pickle.Unpickler):
+    """Reads dicts, lists, strings, bytes, numbers and NumPy arrays, and nothing else: a
+    pickle naming any other global (os.system, say) is refused before anything of it runs."""
+
+    def find_class(self, module: str, name: str):
+        found = _pickle_globals().get((module, name))
+        if found is None:
+            raise UnsafeDataError(f"{module}.{name}")
+        return found
+
+
 def _unpickle(path: Path) -> dict:
     # The CIFAR pickles were written by Python 2: keys and strings are bytes.
-    with _reading(path), _open(path) as f:
-        return pickle.load(f, encoding="bytes")
+    try:
+        with _reading(path), _open(path) as f:
+            return _DataUnpickler(f, encoding="bytes").load()
+    except UnsafeDataError as err:
+        raise UnsafeDataError(f"{path} is not a dataset file: it asks to run {err} when read "
+                              "(refused, nothing of it ran)") from None
 
 
 def _read_cifar(name: str, split: str, directory: Path) -> Split:

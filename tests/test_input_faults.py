@@ -1,0 +1,167 @@
+"""Bad input that used to get through: data files that run code, values that pass each field's
+check but not the rules between fields, a Makefile that ignores its folders, and noise on the
+way to one line.
+
+Every case ends in one line and the right exit code (1 for a damaged or unsafe file, 2 for bad
+input) before any work.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import pickletools
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memlib.data import CorruptDataError, UnsafeDataError
+from memlib.data import load as load_data
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def one_line(text: str) -> str:
+    assert text.count("\n") == 1 and text.endswith("\n"), text
+    return text
+
+
+def memlib_run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "memlib", "run", *args], env=env,
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+# --- data files that would run code ----------------------------------------------------------
+
+
+class Python2Pickler(pickle._Pickler):
+    """Pickles as Python 2's cPickle wrote the CIFAR files: every string (bytes and str alike,
+    as Python 2 had one type) as a BINSTRING, and NumPy's arrays rebuilt by
+    numpy.core.multiarray._reconstruct."""
+
+    dispatch = dict(pickle._Pickler.dispatch)
+
+    def save_python2_string(self, obj) -> None:
+        raw = obj.encode("latin1") if isinstance(obj, str) else obj
+        if len(raw) < 256:
+            self.write(pickle.SHORT_BINSTRING + bytes([len(raw)]) + raw)
+        else:
+            self.write(pickle.BINSTRING + struct.pack("<i", len(raw)) + raw)
+        self.memoize(obj)
+
+    dispatch[bytes] = save_python2_string
+    dispatch[str] = save_python2_string
+
+
+def python2_pickle(value) -> bytes:
+    out = io.BytesIO()
+    Python2Pickler(out, protocol=2).dump(value)
+    return out.getvalue().replace(b"cnumpy._core.multiarray\n", b"cnumpy.core.multiarray\n")
+
+
+def pickle_globals(raw: bytes) -> set[str]:
+    return {arg for op, arg, _ in pickletools.genops(raw) if op.name == "GLOBAL"}
+
+
+def write_original_cifar(root: Path, which: str, n_train: int, n_test: int):
+    """CIFAR-10 or CIFAR-100 as their original archives hold them (every key of every file,
+    NumPy uint8 images, Python 2 strings); returns {split: (images, labels)}, class names."""
+    rng = np.random.default_rng(0)
+    ten = which == "cifar10"
+    folder = root / ("cifar-10-batches-py" if ten else "cifar-100-python")
+    folder.mkdir(parents=True)
+    classes = [f"{which}_{i}".encode() for i in range(10 if ten else 100)]
+    files = ({"train": [f"data_batch_{i}" for i in range(1, 6)], "test": ["test_batch"]} if ten
+             else {"train": ["train"], "test": ["test"]})
+    written = {}
+    for split, n in (("train", n_train), ("test", n_test)):
+        images = rng.integers(0, 256, (n, 3 * 32 * 32), dtype=np.uint8)
+        labels = rng.integers(0, len(classes), n).tolist()
+        for file, part in zip(files[split], np.array_split(np.arange(n), len(files[split])),
+                              strict=True):
+            batch = {b"batch_label": f"{file} of 1".encode(), b"data": images[part],
+                     b"filenames": [f"img_{i}.png".encode() for i in part]}
+            if ten:
+                batch[b"labels"] = [labels[i] for i in part]
+            else:
+                batch[b"fine_labels"] = [labels[i] for i in part]
+                batch[b"coarse_labels"] = [labels[i] // 5 for i in part]
+            (folder / file).write_bytes(python2_pickle(batch))
+        written[split] = images.reshape(-1, 3, 32, 32), np.array(labels)
+    meta = ({b"num_cases_per_batch": 10000, b"label_names": classes, b"num_vis": 3072} if ten
+            else {b"fine_label_names": classes,
+                  b"coarse_label_names": [f"super_{i}".encode() for i in range(20)]})
+    (folder / ("batches.meta" if ten else "meta")).write_bytes(python2_pickle(meta))
+    return written, tuple(c.decode() for c in classes)
+
+
+@pytest.mark.parametrize("which", ["cifar10", "cifar100"])
+def test_original_cifar_files_are_read(which, tmp_path):
+    written, classes = write_original_cifar(tmp_path, which, n_train=15, n_test=5)
+    first = next(p for p in sorted(tmp_path.rglob("*")) if p.is_file() and "meta" not in p.name)
+    assert pickle_globals(first.read_bytes()) == {
+        "numpy.core.multiarray _reconstruct", "numpy ndarray", "numpy dtype"}
+    for split in ("train", "test"):
+        loaded = load_data(which, split, root=tmp_path, download=False)
+        images, labels = written[split]
+        assert loaded.classes == classes
+        assert np.array_equal(loaded.y.numpy(), labels)
+        assert np.array_equal((loaded.x * 255).round().byte().numpy(), images)
+
+
+class RunsACommand:
+    def __init__(self, command: str):
+        self.command = command
+
+    def __reduce__(self):
+        return os.system, (self.command,)
+
+
+@pytest.mark.parametrize("payload", [
+    lambda marker: RunsACommand(f"touch {marker}"),
+    lambda marker: {b"data": np.zeros((1, 3072), np.uint8), b"labels": [RunsACommand(
+        f"touch {marker}")]},
+])
+def test_a_data_file_that_runs_code_is_refused_unrun(payload, tmp_path):
+    marker = tmp_path / "it_ran"
+    data = tmp_path / "data"
+    write_original_cifar(data / "cifar10", "cifar10", n_train=20, n_test=10)
+    planted = data / "cifar10" / "cifar-10-batches-py" / "data_batch_1"
+    planted.write_bytes(pickle.dumps(payload(marker), protocol=2))
+    with pytest.raises(UnsafeDataError, match="asks to run (posix|os).system"):
+        load_data("cifar10", "train", root=data / "cifar10", download=False)
+    assert not marker.exists()
+    run = memlib_run("fisher", "--scale", "smoke", "--set", "dataset=cifar10", "--set",
+                     "n_train=20", "--set", "n_scatter=10", "--set", "n_test=10",
+                     env={"MEMLIB_DATA": str(data)})
+    assert run.returncode == 1, run.stderr
+    assert str(planted) in one_line(run.stderr) and "nothing of it ran" in run.stderr
+    assert not marker.exists()
+
+
+def test_other_globals_and_codecs_are_refused(tmp_path):
+    """Python 3's protocol-2 pickles spell bytes as _codecs.encode(text, "latin1"): that one
+    call is rebuilt, any other codec is refused, as is every other global."""
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    for name in ("data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5",
+                 "batches.meta"):
+        (folder / name).write_bytes(b"")
+    cases = [
+        (b"\x80\x02c_codecs\nencode\nX\x03\x00\x00\x00abcX\x05\x00\x00\x00rot13\x86R.",
+         CorruptDataError, "cannot be read"),
+        (b"\x80\x02cbuiltins\neval\nX\x01\x00\x00\x001\x85R.", UnsafeDataError,
+         "builtins.eval"),
+        (b"\x80\x02cnumpy\nload\nX\x01\x00\x00\x001\x85R.", UnsafeDataError, "numpy.load"),
+    ]
+    for raw, error, fragment in cases:
+        (folder / "data_batch_1").write_bytes(raw)
+        with pytest.raises(error, match=fragment) as caught:
+            load_data("cifar10", "train", root=tmp_path, download=False)
+        assert "\n" not in str(caught.value)
