@@ -37,6 +37,10 @@ SPLITS = ("train", "test")
 # stored [0, 1] pixels (study 4 maps those to [-1, 1] itself, as its paper did)
 INPUTS = ("standardized", "unit")
 SYSTEM_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")  # Debian dataset-fashion-mnist
+# each dataset's number of classes, known before any file is read: configs check their sample
+# counts against it (a class-stratified subset needs one sample of every class)
+NUM_CLASSES = {"fashion_mnist": 10, "mnist": 10, "cifar10": 10, "cifar100": 100, "digits": 10,
+               "mnist-5k": 10}
 
 FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                          "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
@@ -78,6 +82,12 @@ class DataError(RuntimeError):
 
 class MissingDataError(DataError):
     """A dataset is neither on disk nor downloadable; the message says how to get it."""
+
+
+class DataRequestError(ValueError):
+    """A request the data cannot meet (an unknown dataset or split, a subset of fewer samples
+    than classes or more than there are, a long tail longer than the smallest class): bad
+    input, in one line."""
 
 
 class CorruptDataError(DataError, ValueError):
@@ -171,7 +181,7 @@ def clear_cache() -> None:
 
 def _check_choice(what: str, value, choices) -> None:
     if value not in choices:
-        raise ValueError(f"unknown {what} {value!r}; choose one of: {', '.join(choices)}")
+        raise DataRequestError(f"unknown {what} {value!r}; choose one of: {', '.join(choices)}")
 
 
 def _candidate_dirs(name: str, root) -> list[Path]:
@@ -504,12 +514,13 @@ def stratified_subset(labels, fraction: float | None = None, count: int | None =
     classes, sizes = (t.tolist() for t in torch.unique(y, return_counts=True))
     if fraction is not None:
         if not 0 < fraction <= 1:
-            raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+            raise DataRequestError(f"fraction must be in (0, 1], got {fraction!r}")
         keep = [min(n, max(1, math.floor(fraction * n + 0.5))) for n in sizes]
     else:
         if not len(sizes) <= count <= len(y):
-            raise ValueError(f"count must be between the number of classes present "
-                             f"({len(sizes)}) and of samples ({len(y)}), got {count!r}")
+            raise DataRequestError(
+                f"a class-stratified subset of {count} samples needs one of each of the "
+                f"{len(sizes)} classes and at most the {len(y)} samples there are")
         keep = _largest_remainder(count, sizes)
     return _sample_per_class(y, classes, keep, seed)
 
@@ -540,15 +551,16 @@ def _sample_per_class(y: Tensor, classes, keep, seed: int) -> Tensor:
 def long_tail_counts(n_max: int, num_classes: int, imbalance_ratio: float) -> list[int]:
     """Exponential profile n_c = floor(n_max * ratio ** (-c / (C - 1))), c = 0..C-1."""
     if imbalance_ratio < 1:
-        raise ValueError(f"imbalance_ratio must be >= 1, got {imbalance_ratio!r}")
+        raise DataRequestError(f"imbalance_ratio must be >= 1, got {imbalance_ratio!r}")
     if num_classes == 1:
         return [n_max]
     # The 1e-9 keeps exact products (5000 * 100 ** -1 = 50) from flooring to 49.
     counts = [math.floor(n_max * imbalance_ratio ** (-c / (num_classes - 1)) * (1 + 1e-9))
               for c in range(num_classes)]
     if counts[-1] < 1:
-        raise ValueError(f"imbalance_ratio {imbalance_ratio} leaves the rarest class empty "
-                         f"(n_max={n_max}); use a ratio <= n_max")
+        raise DataRequestError(f"a long tail of ratio {imbalance_ratio:g} leaves the rarest "
+                               f"class empty: its largest class has {n_max} samples, so the "
+                               f"ratio must be <= {n_max}")
     return counts
 
 
@@ -564,7 +576,8 @@ def long_tail_subset(labels, imbalance_ratio: float, seed: int = 0,
         raise ValueError(f"labels must lie in 0..{num_classes - 1}")
     sizes = torch.bincount(y, minlength=num_classes).tolist()
     if min(sizes) == 0:
-        raise ValueError(f"class {sizes.index(0)} has no samples; a long tail needs all classes")
+        raise DataRequestError(f"class {sizes.index(0)} has no samples; a long tail needs all "
+                               "classes")
     counts = long_tail_counts(min(sizes), num_classes, imbalance_ratio)
     return _sample_per_class(y, range(num_classes), counts, seed)
 
@@ -572,8 +585,8 @@ def long_tail_subset(labels, imbalance_ratio: float, seed: int = 0,
 def class_pair(split: Split, a: int, b: int) -> Split:
     """The binary task `a` vs `b`: keeps those classes, relabelled a -> 0 and b -> 1."""
     if a == b or not (0 <= a < split.num_classes and 0 <= b < split.num_classes):
-        raise ValueError(f"need two different classes in 0..{split.num_classes - 1}, "
-                         f"got {a!r} and {b!r}")
+        raise DataRequestError(f"need two different classes in 0..{split.num_classes - 1}, "
+                               f"got {a!r} and {b!r}")
     keep = (split.y == a) | (split.y == b)
     return Split(split.x[keep], (split.y[keep] == b).long(), (split.classes[a], split.classes[b]))
 

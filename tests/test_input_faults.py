@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memlib import cli
 from memlib.data import CorruptDataError, UnsafeDataError
 from memlib.data import load as load_data
 
@@ -165,3 +166,54 @@ def test_other_globals_and_codecs_are_refused(tmp_path):
         with pytest.raises(error, match=fragment) as caught:
             load_data("cifar10", "train", root=tmp_path, download=False)
         assert "\n" not in str(caught.value)
+
+
+# --- values that pass their own checks but not the rules between them ------------------------
+
+
+def started(*args, **kwargs):
+    raise AssertionError("work started before the error")
+
+
+@pytest.mark.parametrize("study, sets, fragment", [
+    ("rlp", ["validation_samples=5"], "validation_samples=5 is below the 10 classes"),
+    ("rlp", ["long_tail_ratio=100000"], "long_tail_ratio=100000 exceeds the 30 samples"),
+    ("fisher", ["n_test=5"], "n_test=5 is below the 10 classes of fashion_mnist"),
+    ("fisher", ["seeds=[0, 0]"], "seeds=[0, 0] repeats 0"),
+    ("probes", ["standin_train=5"], "standin_train=5 is below the 10 classes"),
+    ("modarith", ["image_samples=5"], "image_samples=5 is below the 10 classes"),
+    ("lens", ["seeds=[0, 0]"], "seeds=[0, 0] repeats 0"),
+    # a value only the data can refuse (digits has 1,437 training images) stops as it loads
+    ("rlp", ["dataset=digits", "validation_samples=2000", "parallel_runs=1"],
+     "a class-stratified subset of 2000 samples needs"),
+])
+def test_values_against_each_other_stop_before_any_work(study, sets, fragment, tmp_path):
+    cache = tmp_path / "cache"
+    run = memlib_run(study, "--scale", "smoke", *(f"--set={s}" for s in sets),
+                     env={"MEMLIB_CACHE": str(cache)})
+    assert (run.returncode, run.stdout) == (2, ""), run.stderr
+    assert one_line(run.stderr).startswith("memlib: error: ") and fragment in run.stderr
+    assert not list(cache.rglob("*.pt"))  # nothing was computed
+
+
+@pytest.mark.parametrize("study, sets, fragment", [
+    ("rlp", ["measure_samples=12", "dataset=cifar100"], "measure_samples=12 is below the 100"),
+    ("rlp", ["seeds=[3, 1, 3]"], "seeds=[3, 1, 3] repeats 3"),
+    ("fisher", ["n_train=50", "n_scatter=20", "dataset=cifar100"], "n_train=50 is below"),
+    ("fisher", ["corruptions=[0.0, 0.4, 0.4]"], "corruptions=[0.0, 0.4, 0.4] repeats 0.4"),
+    ("fisher", ["arch_seeds=2"], "arch_seeds=2 exceeds the 1 seeds"),
+    ("probes", ["standin_test=9"], "standin_test=9 is below the 10 classes"),
+    ("probes", ["seeds=[1, 1]"], "seeds=[1, 1] repeats 1"),
+    ("modarith", ["order_lrs=[0.001]"], "must have the same length"),
+    ("modarith", ["train_fraction=0.0005"], "leaves the training or the test set empty"),
+    ("lens", ["noise_rates=[0.4, 0.4]"], "noise_rates=[0.4, 0.4] repeats 0.4"),
+    ("lens", ["datasets=[cifar100]", "scatter_samples=50"], "scatter_samples=50 is below the 100"),
+    ("lens", ["datasets=[fashion_mnist, cifar100]", "study1_sets=[validation_samples=50]"],
+     "study 1's preset on cifar100: validation_samples=50 is below the 100 classes"),
+])
+def test_every_rule_between_values_is_checked_when_the_config_is_built(study, sets, fragment,
+                                                                       monkeypatch, capsys):
+    monkeypatch.setattr(f"memlib.{study}.run", started)
+    args = [a for s in sets for a in ("--set", s)]
+    assert cli.main(["run", study, "--scale", "smoke", *args]) == 2
+    assert fragment in one_line(capsys.readouterr().err)
