@@ -129,8 +129,9 @@ def _show(value: Any) -> str:
 
 def check_domain(value: Any, markers, name: str) -> None:
     """Raise ConfigError unless `value` lies in every domain of `markers` (None always does:
-    whether None is allowed is the type's business)."""
-    for marker in markers:
+    whether None is allowed is the type's business). Repeats are looked for last, so that a
+    list of bad values is told what is wrong with its values."""
+    for marker in sorted(markers, key=lambda m: isinstance(m, _Distinct)):
         if isinstance(marker, MinLength):
             if value is not None and len(value) < marker.n:
                 need = "must not be empty" if marker.n == 1 else f"needs >= {marker.n} values"

@@ -519,7 +519,7 @@ def stratified_subset(labels, fraction: float | None = None, count: int | None =
     else:
         if not len(sizes) <= count <= len(y):
             raise DataRequestError(
-                f"a class-stratified subset of {count} samples needs one of each of the "
+                f"a class-stratified subset of count={count} samples needs one of each of the "
                 f"{len(sizes)} classes and at most the {len(y)} samples there are")
         keep = _largest_remainder(count, sizes)
     return _sample_per_class(y, classes, keep, seed)

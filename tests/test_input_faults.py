@@ -12,9 +12,11 @@ import io
 import os
 import pickle
 import pickletools
+import shutil
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -185,7 +187,7 @@ def started(*args, **kwargs):
     ("lens", ["seeds=[0, 0]"], "seeds=[0, 0] repeats 0"),
     # a value only the data can refuse (digits has 1,437 training images) stops as it loads
     ("rlp", ["dataset=digits", "validation_samples=2000", "parallel_runs=1"],
-     "a class-stratified subset of 2000 samples needs"),
+     "a class-stratified subset of count=2000 samples needs"),
 ])
 def test_values_against_each_other_stop_before_any_work(study, sets, fragment, tmp_path):
     cache = tmp_path / "cache"
@@ -217,3 +219,39 @@ def test_every_rule_between_values_is_checked_when_the_config_is_built(study, se
     args = [a for s in sets for a in ("--set", s)]
     assert cli.main(["run", study, "--scale", "smoke", *args]) == 2
     assert fragment in one_line(capsys.readouterr().err)
+
+
+# --- the Makefile's folders ------------------------------------------------------------------
+
+
+def make_figures_dry_run(env: dict[str, str], scale: str = "smoke") -> str:
+    venv = Path(sys.executable).parent.parent
+    out = subprocess.run(["make", "-n", "-C", str(ROOT), "figures", f"SCALE={scale}",
+                          f"VENV={venv}", "-o", f"{venv}/.installed"],
+                         env={**os.environ, **env}, capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="needs make")
+@pytest.mark.parametrize("scale", ["smoke", "small"])
+def test_make_uses_the_build_and_figures_folders_memlib_uses(scale, tmp_path):
+    """Executed notebooks and the claims report where MEMLIB_BUILD and MEMLIB_FIGURES put
+    them, newer than their sources: nothing to rerun; without them, everything."""
+    build, figures = tmp_path / "elsewhere" / "build", tmp_path / "elsewhere" / "figures"
+    env = {"MEMLIB_BUILD": str(build), "MEMLIB_FIGURES": str(figures)}
+    later = time.time() + 3600
+    claims = figures / ("CLAIMS.md" if scale == "small" else f"{scale}/CLAIMS.md")
+    outputs = [build / scale / f"{p.stem}.ipynb" for p in (ROOT / "notebooks").glob("[0-9]*.py")]
+    for output in outputs:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.touch()
+        os.utime(output, (later, later))
+    dry_run = make_figures_dry_run(env, scale)
+    assert "memlib notebook" not in dry_run and f"memlib claims --scale {scale}" in dry_run
+    claims.parent.mkdir(parents=True, exist_ok=True)
+    claims.touch()
+    os.utime(claims, (later + 1, later + 1))
+    assert "memlib" not in make_figures_dry_run(env, scale)
+    outputs[0].unlink()  # a notebook whose output is missing there reruns, and only it
+    dry_run = make_figures_dry_run(env, scale)
+    assert dry_run.count("memlib notebook") == 1 and outputs[0].stem in dry_run
