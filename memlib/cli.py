@@ -218,11 +218,21 @@ def _run(args) -> int:
     except (ConfigError, DataRequestError) as err:  # a value only the data could refuse
         raise UsageError(" ".join(str(err).split())) from None
     if distributed.is_main():
-        done = ", ".join(f"{n} {how}" for how, n in sorted(cache.activity.items())) or "nothing"
         print(f"memlib: {args.study} at {args.scale} scale done in "
-              f"{time.monotonic() - start:.1f} s; results ({done}) are in "
-              f"{_shown(paths.cache_dir())}, where its notebook reads them")
+              f"{time.monotonic() - start:.1f} s; {_where_results_are(cache.activity)}")
     return 0
+
+
+def _where_results_are(activity) -> str:
+    """What a run's results came to and where they are, from the cache's `activity` counts."""
+    counts = dict(activity)
+    unwritten = counts.pop("not written", 0)
+    done = ", ".join(f"{n} {how}" for how, n in sorted(counts.items())) or "nothing"
+    told = f"results ({done}) are in {_shown(paths.cache_dir())}, where its notebook reads them"
+    if unwritten:
+        told += (f", except {unwritten} that could not be written there and will be computed "
+                 "again by the next run")
+    return told
 
 
 def _register(args) -> int:

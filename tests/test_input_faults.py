@@ -8,6 +8,7 @@ input) before any work.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import pickle
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from memlib import cli
 from memlib.data import CorruptDataError, UnsafeDataError
@@ -255,3 +257,65 @@ def test_make_uses_the_build_and_figures_folders_memlib_uses(scale, tmp_path):
     outputs[0].unlink()  # a notebook whose output is missing there reruns, and only it
     dry_run = make_figures_dry_run(env, scale)
     assert dry_run.count("memlib notebook") == 1 and outputs[0].stem in dry_run
+
+
+# --- one line, not thirty ----------------------------------------------------------------
+
+
+@pytest.mark.notebook
+def test_a_notebook_whose_parameters_cell_lacks_the_presets_keys_runs_quietly(tmp_path):
+    """papermill warns of every parameter the cell does not name, and injects it anyway."""
+    notebook = tmp_path / "03_fisher_rank_inflation.py"  # outside the repository
+    notebook.write_text('# %% tags=["parameters"]\nx = 1\n\n# %%\nfrom memlib import paths\n'
+                        'folder = paths.figures_dir("03_fisher_rank_inflation", scale)\n'
+                        'folder.mkdir(parents=True)\n'
+                        '(folder / "seeds.txt").write_text(str(seeds))\n')
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([sys.executable, "-m", "memlib", "notebook", str(notebook), "--scale",
+                          "smoke", "--set", "seeds=[4, 5]"], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert (run.returncode, run.stderr) == (0, ""), run.stderr
+    assert one_line(run.stdout).startswith("memlib: executed")
+    figures = Path(os.environ["MEMLIB_FIGURES"]) / "smoke" / "03_fisher_rank_inflation"
+    assert (figures / "seeds.txt").read_text() == "[4, 5]"  # injected all the same
+
+
+def test_a_foreign_cache_entry_is_recomputed_with_one_line(recwarn):
+    import argparse
+
+    from memlib import cache
+
+    for n, save in ((1, lambda value, f: torch.save(value, f)), (2, pickle.dump)):
+        path = cache.entry_path("exp", {"n": n})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        foreign = io.BytesIO()
+        save(argparse.Namespace(n=n), foreign)  # with the digest of a real entry
+        path.write_bytes(foreign.getvalue() + hashlib.sha256(foreign.getvalue()).digest())
+        assert cache.cached("exp", {"n": n}, lambda n=n: n * 10) == n * 10
+    messages = [str(w.message) for w in recwarn]
+    assert len(messages) == 2, messages  # one per entry, nothing else
+    assert all("\n" not in m and "not an entry memlib wrote" in m for m in messages)
+    assert "it holds argparse.Namespace" in messages[0]
+
+
+def test_a_run_says_how_many_results_could_not_be_written(monkeypatch, capsys):
+    from memlib import cache
+
+    write = cache.atomic_write_bytes
+
+    def half_full(path, data):
+        if "full" in path.name:
+            raise OSError(28, "No space left on device", str(path))
+        write(path, data)
+
+    def four_results(config):
+        return [cache.cached(name, {"n": n}, lambda n=n: n)
+                for name in ("kept", "full") for n in (1, 2)]
+
+    monkeypatch.setattr(cache, "atomic_write_bytes", half_full)
+    monkeypatch.setattr("memlib.probes.run", four_results)
+    with pytest.warns(RuntimeWarning, match="could not write the cache entry"):
+        assert cli.main(["run", "probes", "--scale", "smoke"]) == 0
+    out = one_line(capsys.readouterr().out)
+    assert "results (4 computed) are in" in out
+    assert "except 2 that could not be written there and will be computed again" in out
