@@ -113,7 +113,7 @@ class Config:
             check_stratified("scatter_samples", self.scatter_samples, datasets.NUM_CLASSES[name],
                              name)
             try:
-                dataclasses.replace(study1, dataset=name, long_tail_ratio=1.0)  # no long tail
+                dataclasses.replace(study1, dataset=name)
             except ConfigError as err:
                 raise ConfigError(f"study 1's preset on {name}: {err}") from None
 
@@ -133,8 +133,8 @@ def study1_config(config: Config) -> rlp.Config:
     """Study 1's config: its preset at `config.setting`, changed by `config.study1_sets`."""
     preset = to_dict(preset_config("rlp", config.setting))
     sets = dict(item.split("=", 1) for item in config.study1_sets)
-    try:
-        return build(rlp.Config, {**preset, **sets})
+    try:  # the lens runs no long tail: its ratio need not fit the samples (none, unless set)
+        return build(rlp.Config, {**preset, "long_tail_ratio": 1.0, **sets})
     except ConfigError as err:
         raise ConfigError(f"study1_sets: {err}") from None
 
