@@ -37,10 +37,13 @@ SPLITS = ("train", "test")
 # stored [0, 1] pixels (study 4 maps those to [-1, 1] itself, as its paper did)
 INPUTS = ("standardized", "unit")
 SYSTEM_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")  # Debian dataset-fashion-mnist
-# each dataset's number of classes, known before any file is read: configs check their sample
-# counts against it (a class-stratified subset needs one sample of every class)
+# each dataset's number of classes and training images, known before any file is read:
+# configs check their sample counts against them (a class-stratified subset needs one sample of
+# every class; "mnist" may turn out to be the smaller mnist-5k, so its bound is the larger)
 NUM_CLASSES = {"fashion_mnist": 10, "mnist": 10, "cifar10": 10, "cifar100": 100, "digits": 10,
                "mnist-5k": 10}
+TRAIN_SIZES = {"fashion_mnist": 60000, "mnist": 60000, "cifar10": 50000, "cifar100": 50000,
+               "digits": 1437, "mnist-5k": 4000}
 
 FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                          "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")

@@ -435,11 +435,15 @@ class Config:
             return
         for name in ("train_samples", "test_samples", "validation_samples", "measure_samples"):
             check_stratified(name, getattr(self, name), classes, self.dataset)
-        most = (self.train_samples or 0) // classes  # the smallest class holds no more
-        check(not most or self.long_tail_ratio <= most,
+        size = datasets.TRAIN_SIZES[self.dataset]
+        check(self.validation_samples < size, f"validation_samples={self.validation_samples} "
+              f"leaves none of the {size} training images of {self.dataset} to train on")
+        pool = min(self.train_samples or size, size - self.validation_samples)
+        most = pool // classes  # the smallest class holds no more
+        check(self.long_tail_ratio <= most,
               f"long_tail_ratio={self.long_tail_ratio:g} exceeds the {most} samples of the "
-              f"smallest of the {classes} classes in train_samples={self.train_samples}, so "
-              "the long tail's rarest class would be empty")
+              f"smallest of the {classes} classes in {pool} training samples, so the long "
+              "tail's rarest class would be empty")
 
 
 @dataclass(frozen=True)

@@ -203,6 +203,9 @@ def test_values_against_each_other_stop_before_any_work(study, sets, fragment, t
 @pytest.mark.parametrize("study, sets, fragment", [
     ("rlp", ["measure_samples=12", "dataset=cifar100"], "measure_samples=12 is below the 100"),
     ("rlp", ["seeds=[3, 1, 3]"], "seeds=[3, 1, 3] repeats 3"),
+    ("rlp", ["train_samples=null", "long_tail_ratio=10000"],
+     "long_tail_ratio=10000 exceeds the 5990 samples of the smallest of the 10 classes"),
+    ("rlp", ["validation_samples=60000"], "leaves none of the 60000 training images"),
     ("fisher", ["n_train=50", "n_scatter=20", "dataset=cifar100"], "n_train=50 is below"),
     ("fisher", ["corruptions=[0.0, 0.4, 0.4]"], "corruptions=[0.0, 0.4, 0.4] repeats 0.4"),
     ("fisher", ["arch_seeds=2"], "arch_seeds=2 exceeds the 1 seeds"),
