@@ -585,8 +585,6 @@ class Config:
         for name in ("n_train", "n_test"):
             check_stratified(name, getattr(self, name), mdata.NUM_CLASSES[self.dataset],
                              self.dataset)
-        check(self.arch_seeds <= len(self.seeds),
-              f"arch_seeds={self.arch_seeds} exceeds the {len(self.seeds)} seeds")
         check(self.early_epoch <= self.epochs,
               f"early_epoch must be in 1..epochs, got {self.early_epoch}")
         bad = [m for m in self.arch_models if m not in MODEL_NAMES]
