@@ -187,9 +187,6 @@ def started(*args, **kwargs):
     ("probes", ["standin_train=5"], "standin_train=5 is below the 10 classes"),
     ("modarith", ["image_samples=5"], "image_samples=5 is below the 10 classes"),
     ("lens", ["seeds=[0, 0]"], "seeds=[0, 0] repeats 0"),
-    # a value only the data can refuse (digits has 1,437 training images) stops as it loads
-    ("rlp", ["dataset=digits", "validation_samples=2000", "parallel_runs=1"],
-     "a class-stratified subset of count=2000 samples needs"),
 ])
 def test_values_against_each_other_stop_before_any_work(study, sets, fragment, tmp_path):
     cache = tmp_path / "cache"
@@ -198,6 +195,19 @@ def test_values_against_each_other_stop_before_any_work(study, sets, fragment, t
     assert (run.returncode, run.stdout) == (2, ""), run.stderr
     assert one_line(run.stderr).startswith("memlib: error: ") and fragment in run.stderr
     assert not list(cache.rglob("*.pt"))  # nothing was computed
+
+
+def test_a_subset_only_the_data_can_refuse_stops_as_it_loads(tmp_path):
+    """CIFAR-10 of 30 training images, where the config expects 50,000: the validation set of
+    50 is refused as the first run loads its data, before any training."""
+    cache, data = tmp_path / "cache", tmp_path / "data"
+    write_original_cifar(data / "cifar10", "cifar10", n_train=30, n_test=10)
+    run = memlib_run("rlp", "--scale", "smoke", "--set", "dataset=cifar10", "--set",
+                     "validation_samples=50", "--set", "parallel_runs=1",
+                     env={"MEMLIB_CACHE": str(cache), "MEMLIB_DATA": str(data)})
+    assert (run.returncode, run.stdout) == (2, ""), run.stderr
+    assert "a class-stratified subset of count=50 samples needs" in one_line(run.stderr)
+    assert not list(cache.rglob("*.pt"))
 
 
 @pytest.mark.parametrize("study, sets, fragment", [
