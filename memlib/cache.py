@@ -1,4 +1,4 @@
-"""Compute-or-load, keyed by a hash of the config and of the code that computes it.
+"""Compute-or-load, keyed by a hash of a config (`memlib.runs` adds the code that computes).
 
 Entries are torch-saved payloads followed by a SHA-256 digest of those bytes and
 written atomically (temp file + rename), so an interrupted run never leaves a
@@ -53,36 +53,14 @@ class MissingResultError(RuntimeError):
     """A result that must come from the cache is not there; the message names the command."""
 
 
-CLAIMS_SECTION = b"\n# --- claims"
-SCHEDULING_SECTION = b"\n# --- scheduling"
-SCHEDULING_LINE = b"# scheduling, not hashed"
-
-
-def code_version(*modules) -> str:
-    """memlib's version plus a hash of the source of `modules`: edits invalidate entries.
-
-    Left out: a module's tail from a line starting `# --- scheduling` or `# --- claims`, and
-    every line ending in `# scheduling, not hashed`. Claims are evaluated from cached results,
-    so editing a rule must not retrain anything; scheduling decides which process computes a
-    result and when (`memlib.parallel.prefetch`), never what it computes.
-    """
-    h = hashlib.sha256(memlib.__version__.encode())
-    for module in modules:
-        source = Path(module.__file__).read_bytes()
-        for section in (CLAIMS_SECTION, SCHEDULING_SECTION):
-            source = source.split(section)[0]
-        h.update(b"\n".join(line for line in source.split(b"\n")
-                            if not line.rstrip().endswith(SCHEDULING_LINE)))
-    return h.hexdigest()[:16]
-
-
-def key(config: Any, code: str = "") -> str:
+def key(config: Any) -> str:
+    """A hash of `config` (a dataclass or JSON-ready data), memlib's version and the CPU
+    dispatch. What computes an entry belongs in `config`: `memlib.runs` puts it there."""
     if hasattr(config, "__dataclass_fields__"):
         from memlib.config import to_dict
 
         config = to_dict(config)
-    blob = (json.dumps(config, sort_keys=True, default=str) + code + memlib.__version__
-            + cache_key_tag())
+    blob = json.dumps(config, sort_keys=True, default=str) + memlib.__version__ + cache_key_tag()
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
@@ -136,19 +114,27 @@ def load(path: Path) -> Any:
     return load_timed(path)[0]
 
 
-def entry_path(name: str, config: Any, code: str = "") -> Path:
-    return paths.cache_dir() / f"{name}-{key(config, code)}.pt"
+def intact(path: Path) -> bool:
+    """Whether an entry is there and its bytes match their digest (read, not unpickled)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return False
+    return len(data) > _DIGEST and hashlib.sha256(data[:-_DIGEST]).digest() == data[-_DIGEST:]
 
 
-def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
-           refresh: bool = False) -> Any:
-    """Return `compute()`'s result for (`name`, `config`, `code`), computing it at most once.
+def entry_path(name: str, config: Any) -> Path:
+    return paths.cache_dir() / f"{name}-{key(config)}.pt"
+
+
+def cached(name: str, config: Any, compute: Callable[[], Any], refresh: bool = False) -> Any:
+    """Return `compute()`'s result for (`name`, `config`), computing it at most once.
 
     `compute` must return tensors, numbers, strings, DataFrames and containers of them.
     Under torch.distributed rank 0 decides between loading and computing for all ranks
     (computing runs collectives, so every rank must take the same branch) and writes.
     """
-    path = entry_path(name, config, code)
+    path = entry_path(name, config)
     start = time.monotonic()
     value, seconds = _load_or_compute(path, compute, refresh)
     _note(path, seconds, time.monotonic() - start)

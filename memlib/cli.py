@@ -11,13 +11,12 @@ MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 import warnings
 from pathlib import Path
 
-from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
+from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths, studies
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
@@ -60,7 +59,7 @@ def study_config(study: str, params: dict):
     from memlib.config import ConfigError, build
 
     try:
-        return build(importlib.import_module(f"memlib.{study}").Config, params)
+        return build(studies.module(study).Config, params)
     except ConfigError as err:
         raise UsageError(str(err)) from None
 
@@ -93,7 +92,7 @@ def run_study(study: str, scale: str, sets: dict[str, str], overrides: Path | No
         from memlib.process import one_cpu_thread
 
         one_cpu_thread()  # as the notebooks do: the same results as theirs
-    return importlib.import_module(f"memlib.{study}").run(config)
+    return studies.module(study).run(config)
 
 
 def check_params(stem: str, params: dict) -> dict:
@@ -238,7 +237,6 @@ def _where_results_are(activity) -> str:
 def _register(args) -> int:
     import datetime
 
-    from memlib.claim_sets import study_claims
     from memlib.claims import new_confirmatory_run, register, register_path
 
     study = {s: key for key, s in STUDIES.items()}.get(args.study, args.study)
@@ -253,7 +251,7 @@ def _register(args) -> int:
             raise UsageError(f"--seeds {args.seeds}: {err}") from None
         print(f"memlib: the confirmatory seeds of {study} are now {args.seeds} (set them in "
               f"params/small); the earlier run's verdicts are kept in {_shown(frozen)}")
-    added = register(study, study_claims(study), args.reason, today)
+    added = register(study, studies.study_claims(study), args.reason, today)
     print(f"memlib: registered {len(added)} rule(s) of {study} in "
           f"{_shown(register_path(study))}: {', '.join(added) or 'none changed'}")
     return 0

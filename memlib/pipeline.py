@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import importlib
 import json
 import logging
 import os
@@ -29,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from memlib import SCALES, paths
-from memlib.presets import PresetError, params_file, preset_config, read_params
+from memlib.presets import PresetError, params_file, read_params
 from memlib.process import one_cpu_thread, pin_cpu_dispatch
+from memlib.studies import preset_config
 
 
 class NotebookError(RuntimeError):
@@ -303,8 +303,9 @@ def study_results(study: str, config, scale: str) -> dict:
     and, where an entry is missing, stops with one line naming the command to run.
     """
     from memlib.cache import only_cached
+    from memlib.studies import module
 
-    run = importlib.import_module(f"memlib.{study}").run
+    run = module(study).run
     if scale != "full":
         one_cpu_thread()
         return run(config)

@@ -17,8 +17,8 @@
 #    loss (AUROCs within 0.1);
 # 2. the layer that carries the most sample-specific information (largest random-label
 #    excess) is among the two layers least robust to binarization;
-# 3. er peaks no later than the deepest random-label head reaches half its final excess
-#    over chance;
+# 3. er peaks no later than the deepest random-label head's excess over the same head on
+#    frozen features reaches half its final value;
 # 4. the random-label head is more confident on examples whose label was corrupted;
 # 5. the per-example measures agree (mean Spearman correlation ≥ 0.3).
 #
@@ -336,12 +336,12 @@ for ax, dataset in zip(axes[0], DATA):
 fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=6,
            fontsize=7)
 savefig(fig, "fig3_over_training", STUDY, scale)
-timing, chance = [], runs["chance"].iloc[0]
+timing = []
 for (dataset, noise, seed), c in curves[curves["noise"] > 0].groupby(["dataset", "noise",
                                                                       "seed"]):
     timing.append({"dataset": dataset, "noise": noise, "seed": seed,
                    "er_peak": lens.er_peak_epoch(c),
-                   "rlp_half": lens.rlp_half_epoch(c, chance),
+                   "rlp_half": lens.rlp_half_epoch(c),
                    "half_memorized": c.loc[c["noisy_fit"] >= 0.5, "epoch"].min(),
                    "best_test": int(c.loc[c["test_acc"].idxmax(), "epoch"])})
 timing = pd.DataFrame(timing)
@@ -357,7 +357,7 @@ def timing_text(dataset: str) -> str:
     return (f"on {dataset} er peaks at epoch {span(d['er_peak'], 0)} (best test accuracy at "
             f"epoch {span(d['best_test'], 0)}), half of the corrupted labels are memorized by "
             f"epoch {span(d['half_memorized'], 0)}, and the deepest random-label head reaches "
-            f"half its final excess over chance at epoch {span(d['rlp_half'], 0)}")
+            f"half its final excess over frozen init at epoch {span(d['rlp_half'], 0)}")
 
 
 order_of = t_noise[["er_peak", "half_memorized", "rlp_half"]].mean().sort_values()

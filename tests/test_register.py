@@ -4,7 +4,6 @@ evaluable, and the small presets run the registered confirmatory seeds."""
 import pytest
 
 from memlib import STUDIES
-from memlib.claim_sets import study_claims
 from memlib.claims import (
     Cases,
     Claim,
@@ -20,7 +19,7 @@ from memlib.claims import (
     with_versions,
     write,
 )
-from memlib.presets import preset_config
+from memlib.studies import preset_config, study_claims
 
 
 @pytest.mark.parametrize("study", list(STUDIES))

@@ -588,7 +588,7 @@ def test_small_preset_interpolates_its_noisy_labels():
     """The default scale is a study of memorization only while its model fits every training
     label, the 40% flipped ones included: one seed of the small preset's default run (measured
     once, at the end) must stay at >= 99% train accuracy and >= 95% of flipped labels."""
-    from memlib.presets import preset_config
+    from memlib.studies import preset_config
 
     config = preset_config("rlp", "small")
     s = dataclasses.replace(rlp.spec(config), measure_every=config.epochs, test_samples=100)
