@@ -44,7 +44,8 @@ _ONLY_CACHED: list[str] = []  # the command that computes missing entries, insid
 _NESTED: list[list[float]] = []  # per computation in progress: [wall, cold] seconds of its
 # cached() calls, so that its own cold time counts what they cost, not what they took now
 _UNWRITTEN: dict[Path, tuple[Any, float]] = {}  # results whose entry could not be written
-activity: collections.Counter = collections.Counter()  # entries "loaded" / "computed" so far
+# entries "loaded" / "computed" so far, and of those computed how many were "not written"
+activity: collections.Counter = collections.Counter()
 ledger: dict[str, float | None] = {}  # entry -> cold compute seconds, of top-level calls
 
 
@@ -100,7 +101,9 @@ def load_timed(path: Path) -> tuple[Any, float | None]:
     payload, digest = data[:-_DIGEST], data[-_DIGEST:]
     if len(data) <= _DIGEST or hashlib.sha256(payload).digest() != digest:
         raise ValueError(f"cache entry {path} is corrupted")
-    stored = torch.load(io.BytesIO(payload), weights_only=True)
+    with warnings.catch_warnings():  # a foreign pickle's protocol is no news: it is refused
+        warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
+        stored = torch.load(io.BytesIO(payload), weights_only=True)
     if isinstance(stored, dict) and set(stored) == {_TIMED}:
         return _decode(stored[_TIMED]["value"]), stored[_TIMED]["seconds"]
     return _decode(stored), None
@@ -148,7 +151,7 @@ def _load_or_compute(path: Path, compute: Callable[[], Any],
         try:
             (value, seconds), found = load_timed(path), True
         except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed
-            warnings.warn(f"recomputing {path.name}: {err}", stacklevel=3)
+            warnings.warn(f"recomputing {path.name}: {_why_unusable(err)}", stacklevel=3)
     if distributed.broadcast_flag(found):
         activity["loaded"] += 1
         return (value, seconds) if distributed.is_main() else load_timed(path)
@@ -170,12 +173,26 @@ def _load_or_compute(path: Path, compute: Callable[[], Any],
             save(path, value, seconds)
         except OSError as err:  # read-only or full: the result is not lost, only not kept
             _UNWRITTEN[path] = (value, seconds)
+            activity["not written"] += 1
             warn_once("cache", f"could not write the cache entry {path} ({err.strerror or err}); "
                       "results are kept in memory for this run only")
             return value, seconds
         for checkpoint in checkpoints_of(path):
             checkpoint.unlink(missing_ok=True)
     return value, seconds
+
+
+def _why_unusable(err: Exception) -> str:
+    """Why a cache entry could not be used, in one line: torch's refusal of an object that no
+    entry holds runs to paragraphs of advice on loading the file unsafely, never memlib's way."""
+    import pickle
+    import re
+
+    if isinstance(err, pickle.UnpicklingError):
+        named = re.search(r"GLOBAL ([\w.]+)", str(err))
+        holds = f"holds {named.group(1)}" if named else "is in another format"
+        return f"not an entry memlib wrote: it {holds} (not loaded)"
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def _note(path: Path, seconds: float | None, wall: float) -> None:

@@ -2,9 +2,10 @@
 
 Every mistake ends in one line on stderr and an exit code: 0 done, 1 data or environment
 (missing or damaged data, a folder that cannot be written, a full disk, a failing notebook),
-2 bad input (unknown study, scale, key, model or notebook, a value outside its domain, a
-device this machine lacks, a params file that is not UTF-8, a notebook without a parameters
-cell, a bad MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
+2 bad input (unknown study, scale, key, model or notebook, a value outside its domain or
+against a rule between values, a subset the data cannot give, a device this machine lacks, a
+params file that is not UTF-8, a notebook without a parameters cell, a bad
+MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
 """
 
 from __future__ import annotations
@@ -203,7 +204,8 @@ def _shown(path: Path) -> Path:
 
 def _run(args) -> int:
     from memlib import cache, distributed
-    from memlib.data import DataError
+    from memlib.config import ConfigError
+    from memlib.data import DataError, DataRequestError
 
     start = time.monotonic()
     cache.activity.clear()
@@ -212,12 +214,24 @@ def _run(args) -> int:
     except DataError as err:  # one actionable sentence, not a traceback
         print(f"memlib: error: {err}", file=sys.stderr)
         return 1
+    except (ConfigError, DataRequestError) as err:  # a value only the data could refuse
+        raise UsageError(" ".join(str(err).split())) from None
     if distributed.is_main():
-        done = ", ".join(f"{n} {how}" for how, n in sorted(cache.activity.items())) or "nothing"
         print(f"memlib: {args.study} at {args.scale} scale done in "
-              f"{time.monotonic() - start:.1f} s; results ({done}) are in "
-              f"{_shown(paths.cache_dir())}, where its notebook reads them")
+              f"{time.monotonic() - start:.1f} s; {_where_results_are(cache.activity)}")
     return 0
+
+
+def _where_results_are(activity) -> str:
+    """What a run's results came to and where they are, from the cache's `activity` counts."""
+    counts = dict(activity)
+    unwritten = counts.pop("not written", 0)
+    done = ", ".join(f"{n} {how}" for how, n in sorted(counts.items())) or "nothing"
+    told = f"results ({done}) are in {_shown(paths.cache_dir())}, where its notebook reads them"
+    if unwritten:
+        told += (f", except {unwritten} that could not be written there and will be computed "
+                 "again by the next run")
+    return told
 
 
 def _register(args) -> int:

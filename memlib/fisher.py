@@ -42,6 +42,7 @@ from memlib.config import (
     SEED_MAX,
     AtLeast,
     AtMost,
+    Distinct,
     Fraction,
     NonEmpty,
     NonNegative,
@@ -49,6 +50,7 @@ from memlib.config import (
     Rate,
     check,
     check_fields,
+    check_stratified,
     to_dict,
 )
 from memlib.process import compiler_target_flags
@@ -538,8 +540,9 @@ class Config:
     model: Literal["mlp", "smallcnn", "resnet18", "vit_tiny", "vit_base_patch32_224"] = "mlp"
     mlp_widths: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**16)] = (256, 64)
     cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**14)] = (8, 16, 32)
-    corruptions: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.4, 0.6)
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0, 1, 2)
+    corruptions: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.0, 0.2, 0.4, 0.6)
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
+        0, 1, 2)
     epochs: Annotated[int, AtLeast(2), AtMost(10**4)] = 50
     batch_size: Annotated[int, Positive, AtMost(2**20)] = 32
     optimizer: Literal["sgd", "adam", "adamw"] = "adam"
@@ -579,6 +582,9 @@ class Config:
               f"corruptions {self.corruptions}")
         check(self.n_train == 0 or self.n_scatter <= self.n_train,
               f"n_scatter={self.n_scatter} exceeds n_train={self.n_train}")
+        for name in ("n_train", "n_test"):
+            check_stratified(name, getattr(self, name), mdata.NUM_CLASSES[self.dataset],
+                             self.dataset)
         check(self.early_epoch <= self.epochs,
               f"early_epoch must be in 1..epochs, got {self.early_epoch}")
         bad = [m for m in self.arch_models if m not in MODEL_NAMES]

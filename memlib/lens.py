@@ -43,6 +43,7 @@ from memlib.config import (
     AtLeast,
     AtMost,
     ConfigError,
+    Distinct,
     NonEmpty,
     NonNegative,
     Positive,
@@ -50,6 +51,7 @@ from memlib.config import (
     build,
     check,
     check_fields,
+    check_stratified,
     to_dict,
 )
 from memlib.presets import preset_of
@@ -82,9 +84,10 @@ class Config:
     # changes to that preset, as `key=value` like memlib's --set (e.g. "epochs=20")
     study1_sets: tuple[str, ...] = ()
     # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
-    datasets: Annotated[tuple[str, ...], NonEmpty] = ("fashion_mnist", "mnist")
-    noise_rates: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.4)
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0, 1, 2)
+    datasets: Annotated[tuple[str, ...], NonEmpty, Distinct] = ("fashion_mnist", "mnist")
+    noise_rates: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.0, 0.2, 0.4)
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
+        0, 1, 2)
     # training examples scored and forming the gradient scatter (a fixed class-stratified
     # subset); None: every training example
     scatter_samples: Annotated[int | None, AtLeast(10), AtMost(10**7)] = None
@@ -103,7 +106,14 @@ class Config:
                        f"in memory); choose from: {', '.join(DATASETS)}")
         bad = [s for s in self.study1_sets if "=" not in s]
         check(not bad, f"study1_sets expects key=value items, got {bad[:1]}")
-        study1_config(self)  # the preset with these changes must be a valid study-1 config
+        study1 = study1_config(self)  # the preset with these changes: a valid study-1 config
+        for name in self.datasets:  # on every dataset the lens runs it on
+            check_stratified("scatter_samples", self.scatter_samples, datasets.NUM_CLASSES[name],
+                             name)
+            try:
+                dataclasses.replace(study1, dataset=name)
+            except ConfigError as err:
+                raise ConfigError(f"study 1's preset on {name}: {err}") from None
 
 
 @dataclass(frozen=True)
@@ -121,8 +131,8 @@ def study1_config(config: Config) -> rlp.Config:
     """Study 1's config: its preset at `config.setting`, changed by `config.study1_sets`."""
     preset = to_dict(preset_of(rlp.Config, "rlp", config.setting))
     sets = dict(item.split("=", 1) for item in config.study1_sets)
-    try:
-        return build(rlp.Config, {**preset, **sets})
+    try:  # the lens runs no long tail: its ratio need not fit the samples (none, unless set)
+        return build(rlp.Config, {**preset, "long_tail_ratio": 1.0, **sets})
     except ConfigError as err:
         raise ConfigError(f"study1_sets: {err}") from None
 

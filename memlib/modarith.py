@@ -35,6 +35,7 @@ from memlib.claims import Cases, Claim, Estimate, all_of, margin, paired
 from memlib.config import (
     SEED_MAX,
     AtMost,
+    Distinct,
     Domain,
     Fraction,
     NonEmpty,
@@ -44,8 +45,10 @@ from memlib.config import (
     Rate,
     check,
     check_fields,
+    check_stratified,
     to_dict,
 )
+from memlib.data import NUM_CLASSES
 from memlib.runs import TRAINING, compute_missing, inline
 from memlib.seed import generator
 from memlib.train import TrainSpec, resolve_device, train
@@ -485,7 +488,7 @@ class Config:
     activation: Activation = "relu"
     # main runs: one per (alpha, seed), trained together
     alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.5, 0.8)
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0,)
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (0,)
     optimizer: Optimizer = "adamw"
     lr: Annotated[float, Positive] = 1e-3
     weight_decay: Annotated[float, NonNegative] = 0.1
@@ -527,6 +530,14 @@ class Config:
         check_fields(self)
         check(len(self.order_lrs) == len(self.order_optimizers) == len(self.order_weight_decays),
               "order_optimizers, order_lrs and order_weight_decays must have the same length")
+        # multiplication mod p is addition mod p - 1 (multiplication_task)
+        for n in (self.p, *([self.p - 1] if "mul" in self.variants else [])):
+            check(0 < round(self.train_fraction * n * n) < n * n,
+                  f"train_fraction={self.train_fraction} of the {n * n} pairs mod {n} leaves "
+                  "the training or the test set empty")
+        if self.image_dataset != "none" and self.image_epochs > 0:
+            for name in {self.image_dataset, self.image_fallback} - {"none"}:
+                check_stratified("image_samples", self.image_samples, NUM_CLASSES[name], name)
 
 
 def chance(config: Config) -> float:

@@ -266,11 +266,21 @@ class _ReportedInOneLine(logging.Filter):
                     or type(error).__name__ in ("DeadKernelError", "CellExecutionError"))
 
 
+class _InjectedAnyway(logging.Filter):
+    """papermill warns, one line per parameter, of every parameter that the notebook's
+    parameters cell does not name, yet injects it all the same; memlib checked each one against
+    the study's config before the kernel started: drop those lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Passed unknown parameter")
+
+
 def _quiet_reported_failures() -> None:
-    for name in ("papermill", "asyncio"):
+    for name, quiet in (("papermill", _ReportedInOneLine), ("papermill", _InjectedAnyway),
+                        ("asyncio", _ReportedInOneLine)):
         logger = logging.getLogger(name)
-        if not any(isinstance(f, _ReportedInOneLine) for f in logger.filters):
-            logger.addFilter(_ReportedInOneLine())
+        if not any(isinstance(f, quiet) for f in logger.filters):
+            logger.addFilter(quiet())
 
 
 def run_command(study: str, config, scale: str) -> str:

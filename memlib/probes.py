@@ -33,6 +33,7 @@ from memlib.claims import LEVEL, Cases, Claim, Estimate, all_of, margin, paired
 from memlib.config import (
     SEED_MAX,
     AtMost,
+    Distinct,
     NonEmpty,
     NonNegative,
     Positive,
@@ -40,7 +41,9 @@ from memlib.config import (
     Rate,
     check,
     check_fields,
+    check_stratified,
 )
+from memlib.data import NUM_CLASSES
 from memlib.runs import TRAINING, compute_missing, inline
 from memlib.seed import generator
 
@@ -75,7 +78,7 @@ _NER_TAG = re.compile(r"O|[BI]-\S+")
 
 @dataclass(frozen=True)
 class Config:
-    datasets: Annotated[tuple[str, ...], NonEmpty] = ("fashion_mnist",)
+    datasets: Annotated[tuple[str, ...], NonEmpty, Distinct] = ("fashion_mnist",)
     pair_choice: Literal["authors", "ssim"] = "authors"
     width: Annotated[int, Positive, AtMost(2**16)] = 64
     activation: Literal["relu", "tanh", "sigmoid"] = "relu"
@@ -86,7 +89,8 @@ class Config:
     # first full-size Adam steps can push every hidden unit below zero for every input
     warmup_steps: Annotated[int, NonNegative, AtMost(10**6)] = 5
     # one run per seed: initialisation, batch order and the probes' random draws
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0, 1, 2, 3, 4)
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
+        0, 1, 2, 3, 4)
     # None: every training image of the two classes
     train_per_class: Annotated[int | None, Positive, AtMost(10**7)] = None
     reinit_biases: bool = False  # the authors' scripts reload weights only
@@ -127,7 +131,9 @@ class Config:
 
     def __post_init__(self):
         check_fields(self)
-        check(len(set(self.seeds)) == len(self.seeds), f"seeds repeat: {list(self.seeds)}")
+        for name in ("standin_train", "standin_test"):  # stand-in: 10-class Fashion-MNIST
+            check_stratified(name, getattr(self, name), NUM_CLASSES["fashion_mnist"],
+                             "fashion_mnist")
         check(self.heatmap_runs <= len(self.seeds),
               f"heatmap_runs={self.heatmap_runs} exceeds the {len(self.seeds)} seeds")
         for name in self.datasets:

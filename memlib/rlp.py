@@ -31,6 +31,7 @@ from memlib.config import (
     SEED_MAX,
     AtLeast,
     AtMost,
+    Distinct,
     Domain,
     Fraction,
     MinLength,
@@ -40,6 +41,7 @@ from memlib.config import (
     Rate,
     check,
     check_fields,
+    check_stratified,
 )
 from memlib.models import build, pool, taps, unknown_model
 from memlib.runs import TRAINING, computation, compute_missing
@@ -394,7 +396,8 @@ class Config:
     noise_rates: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.2, 0.4)
     noise_lambdas: Annotated[tuple[float, ...], NonEmpty, Positive] = (1.0, 10.0)
     # every condition runs once per seed
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0, 1, 2)
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
+        0, 1, 2)
     label_seed: Annotated[int, NonNegative, AtMost(SEED_MAX)] = 12345
     data_seed: Annotated[int, NonNegative, AtMost(SEED_MAX)] = 0
     device: str = "cpu"  # "cpu", "cuda", "cuda:N", "mps" or "auto" (cuda when available)
@@ -427,6 +430,25 @@ class Config:
             check(problem is None, problem)
         check(self.model in self.layer_models,
               f"layer_models {self.layer_models} must include model {self.model!r}")
+        self._check_sample_counts()
+
+    def _check_sample_counts(self) -> None:
+        """Every class-stratified count covers the classes, and the long tail leaves its rarest
+        class a sample (image folders' classes are known only on disk: checked as they load)."""
+        classes = datasets.NUM_CLASSES.get(self.dataset)
+        if classes is None:
+            return
+        for name in ("train_samples", "test_samples", "validation_samples", "measure_samples"):
+            check_stratified(name, getattr(self, name), classes, self.dataset)
+        size = datasets.TRAIN_SIZES[self.dataset]
+        check(self.validation_samples < size, f"validation_samples={self.validation_samples} "
+              f"leaves none of the {size} training images of {self.dataset} to train on")
+        pool = min(self.train_samples or size, size - self.validation_samples)
+        most = pool // classes  # the smallest class holds no more
+        check(self.long_tail_ratio <= most,
+              f"long_tail_ratio={self.long_tail_ratio:g} exceeds the {most} samples of the "
+              f"smallest of the {classes} classes in {pool} training samples, so the long "
+              "tail's rarest class would be empty")
 
 
 @dataclass(frozen=True)

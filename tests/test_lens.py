@@ -366,7 +366,7 @@ def tiny_fashion(tmp_path, monkeypatch):
 def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact_max, dropout):
     config = rlp.Config(dataset="fashion_mnist", train_samples=60, test_samples=40,
                         validation_samples=20, widths=(16, 16), epochs=2, batch_size=32,
-                        head_project=0,
+                        head_project=0, long_tail_ratio=1.0,
                         layer_models=("mlp",))
     s = rlp.spec(config, noise=0.4, dropout=dropout)
     r = lens.LensRun(run=s, scatter_samples=scatter, measure_every=1, exact_loo_max=exact_max,
