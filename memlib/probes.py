@@ -1432,8 +1432,18 @@ def _phase_margins(v: dict) -> list[tuple[bool, bool]]:
             v["level_sd"].at_most(LOCATION_SD)]
 
 
+def _phase_estimates(v: dict) -> list[Estimate]:
+    """The rule's tests that are Estimates (the SD of p50 is a Spread, tested beside them)."""
+    return [margin(v["rise"], RISE), margin(v["width"], SHARP, at_least=False)]
+
+
 def _magnitude_margins(v: dict) -> list[Estimate]:
     return [margin(v[k], GAIN) for k in "BEF"]
+
+
+def _smallest_null(v: dict) -> Estimate:
+    """The sign-keeping null model with the smallest extra loss: the one that decides."""
+    return min((v[k] for k in "BEF"), key=lambda e: e.mean)
 
 
 def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
@@ -1491,15 +1501,17 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
                   f"p = 0 <= {NEAR_CHANCE:g}%)",
                   lambda v: v["signed_hard_p0"].mean <= NEAR_CHANCE)),
               beyond_noise=lambda v: every_test_settled(_phase_margins(v)),
+              margins=_phase_estimates,
               cases=Cases(phase, {**phase, "level_sd": Spread(0.25, 8)},
                           _with_preconditions(phase, {
                               learned_hard[0]: {"at_chance_hard": 1},
                               (f"the binarized hard model starts near chance (mean signed "
                                f"accuracy at p = 0 <= {NEAR_CHANCE:g}%)"):
                                   {"signed_hard_p0": _est(80)}})),
-              unit="points", headline=lambda v: v["rise"],
-              caveat="width and p50 are measured on the runs whose rise reaches 25 points "
-                     "(transition_runs)", where="fig1_phase_transition"),
+              unit="of the p axis (width)", headline=lambda v: v["width"],
+              caveat="headline: the width p90 - p10, which decides; width and p50 are "
+                     "measured on the runs whose rise reaches 25 points (transition_runs)",
+              where="fig1_phase_transition"),
         Claim(f"sign_structure_easy_{dataset}",
               "Keeping only the sign structure (null model B) keeps accuracy on easy tasks; "
               "sign-destroying shuffles A, C, D do not.", "",
@@ -1529,7 +1541,9 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
                               learned_easy[0]: {"float_easy": 70.0},
                               learned_hard[0]: {"at_chance_hard": 2},
                               _HARDER[0]: {"dist_hard": 0.95}})),
-              unit="points", headline=lambda v: v["B"], where="fig3_null_models"),
+              unit="points", headline=_smallest_null,
+              caveat="headline: the null model (B, E or F) with the smallest extra loss, "
+                     "which decides", where="fig3_null_models"),
         Claim(f"complexity_measure_{dataset}",
               "The gap between full-precision and binarized (Delta_bin) or shuffled "
               "(Delta_rand, null model B) accuracy measures task complexity: more similar class "
@@ -1592,17 +1606,35 @@ _RESONANCE_CASE = {"x/easy": {"peak": 0.125, "gain": _est(20), "fall": _est(30),
                    "x/hard": {"peak": 0.25, "gain": _est(1), "fall": _est(40), "start": 97.0}}
 _FLIP_CASE = {"x/easy": {"noise_gain": _est(20), "flip_gain": _est(15), "flip_peak": 0.2},
               "x/hard": {"noise_gain": _est(1), "flip_gain": _est(0), "flip_peak": 0.1}}
-_LAYERS_CASE = {"float": 85.0, "first": 30.0, "last_block_1": 5.0, "last_block_2": 2.0}
+_LAYERS_CASE = {"float": 85.0, "first": _est(30), "last_block_1": _est(5),
+                "last_block_2": _est(2)}
+
+
+def _as_estimate(x) -> Estimate:
+    """A loss measured on one model is one replicate: no interval."""
+    return x if isinstance(x, Estimate) else Estimate(float(x), math.nan, 1)
+
+
+def _layer_margins(v: dict) -> list[Estimate]:
+    """The first matrix's loss minus each last-block matrix's (independent models: the
+    standard errors add in quadrature)."""
+    first = _as_estimate(v["first"])
+    out = []
+    for key in ("last_block_1", "last_block_2"):
+        last = _as_estimate(v[key])
+        out.append(Estimate(first.mean - last.mean, math.hypot(first.se, last.se),
+                            min(first.n, last.n)))
+    return out
 
 
 def _layer_claim(key: str, statement: str, paper: str, measure: str, trained: tuple,
                  unit: str, caveat: str = "", where: str = "") -> Claim:
     failing_float = {"float": 0.1}
     return Claim(key, statement, paper, measure,
-                 "the first matrix's loss > both last-block losses (one model: no interval)",
-                 lambda v: v["first"] > max(v["last_block_1"], v["last_block_2"]),
-                 preconditions=(trained,),
-                 cases=Cases(_LAYERS_CASE, {**_LAYERS_CASE, "first": 1.0},
+                 "the first matrix's loss > both last-block losses, beyond noise (one model "
+                 "has no interval: within noise until the models are replicated)",
+                 **all_of(_layer_margins), preconditions=(trained,),
+                 cases=Cases(_LAYERS_CASE, {**_LAYERS_CASE, "first": _est(1)},
                              {trained[0]: {**_LAYERS_CASE, **failing_float}}),
                  unit=unit, headline=lambda v: v["first"], caveat=caveat, where=where)
 
