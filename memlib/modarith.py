@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from memlib.cache import cached, code_version
-from memlib.claims import Cases, Claim, Estimate, all_of, margin, paired
+from memlib.claims import Cases, Claim, Estimate, all_of, correlations, declare, margin, paired
 from memlib.config import (
     SEED_MAX,
     AtMost,
@@ -919,7 +919,7 @@ def measure(results: dict, config: Config) -> dict:
     phase = results["phase"]
     rhos = [spearmanr(m.index, m.to_numpy())[0] for m in
             (g.groupby("alpha")["phase_error"].median() for _, g in phase.groupby("seed"))]
-    measured["phase-error-grows"] = ({"spearman": Estimate.of(rhos)}
+    measured["phase-error-grows"] = ({"spearman": correlations(rhos)}
                                      if phase["alpha"].nunique() >= 3 else None)
     measured["larger-is-better"] = larger_is_better(results["sweep"], config)
     measured["activation-maxima"] = activation_maxima(results["sweep"], config)
@@ -1231,3 +1231,25 @@ CLAIMS = [
     _ff_claim("mul", "for multiplication mod P (Fourier analysis in discrete-log "
                      "coordinates)"),
 ]
+
+# what decides each claim besides its rule: the functions that compute its value and the
+# preset values they read (both in the claim's fingerprint)
+CLAIMS = declare(CLAIMS, {
+    "noisy-first": ((noisy_lead,), ("order_optimizers", "order_alphas", "order_epochs",
+                                    "order_log_every", "order_lrs", "order_weight_decays")),
+    "noisy-first-images": ((image_lead,), ("digits_alphas", "image_dataset", "image_epochs",
+                                           "image_samples")),
+    "ff-recovers-rule": ((_ff_value, fitted), ("alphas", "activation", "epochs")),
+    "residual-memorizes": ((per_seed, fitted), ("alphas", "activation", "epochs")),
+    "phase-error-grows": ((), ("alphas", "epochs")),
+    "swap-helps": ((per_seed, fitted), ("alphas", "eval_activations", "epochs")),
+    "partition-weaker": ((per_seed, _argmax_mean, fitted), ("alphas", "partition_fractions")),
+    "larger-is-better": ((larger_is_better,), ("sweep_widths", "sweep_alphas",
+                                               "sweep_weight_decays", "weight_decay",
+                                               "sweep_epochs")),
+    "activation-maxima": ((activation_maxima,), ("sweep_widths", "sweep_alphas",
+                                                 "sweep_activations", "weight_decay",
+                                                 "sweep_epochs")),
+    "ff-recovers-rule-leaky_relu": ((_ff_value, fitted), ("variants",)),
+    "ff-recovers-rule-mul": ((_ff_value, fitted), ("variants",)),
+})

@@ -34,7 +34,17 @@ from torch.func import functional_call, stack_module_state, vmap
 from memlib import paths
 from memlib import train as training
 from memlib.cache import cached, code_version
-from memlib.claims import LEVEL, Cases, Claim, Estimate, all_of, margin, paired
+from memlib.claims import (
+    LEVEL,
+    Cases,
+    Claim,
+    Estimate,
+    all_of,
+    correlation,
+    declare,
+    margin,
+    paired,
+)
 from memlib.config import (
     SEED_MAX,
     AtMost,
@@ -1259,8 +1269,9 @@ def bootstrap_spearman(per_run: pd.DataFrame, x: str, y: str, draws: int = 1000,
     """Spearman rho over class pairs (a, b) of the per-pair means over runs of columns x and
     y. Its spread is the standard deviation over `draws` bootstrap resamples of the classes
     (pairs share classes, so pairs are not independent: a resample keeps every pair of two
-    distinct drawn classes) and of each kept pair's runs (x and y of a run stay together);
-    n of the Estimate = the number of classes."""
+    distinct drawn classes) and of each kept pair's runs (x and y of a run stay together),
+    carried to a Fisher-z interval that stays inside [-1, 1]; n of the Estimate = the number
+    of classes."""
     from scipy.stats import spearmanr
 
     rng = np.random.default_rng(seed)
@@ -1284,7 +1295,7 @@ def bootstrap_spearman(per_run: pd.DataFrame, x: str, y: str, draws: int = 1000,
         if len(kept) >= 3:
             rhos.append(spearmanr(bx[d, kept], by[d, kept]).statistic)
     se = float(np.nanstd(rhos, ddof=1)) if len(rhos) > 1 else math.nan
-    return Estimate(point, se, len(classes))
+    return correlation(point, len(classes), se)
 
 
 def _learned_fields(base: pd.DataFrame) -> dict:
@@ -1446,6 +1457,21 @@ def _smallest_null(v: dict) -> Estimate:
     return min((v[k] for k in "BEF"), key=lambda e: e.mean)
 
 
+# what decides each per-dataset claim besides its rule: the functions that compute its value
+# and the preset values they read (both in the claim's fingerprint)
+_TRAINING = ("epochs", "width", "lr", "pair_choice")
+_DATASET_DECIDERS = {
+    "binarization_separates": ((run_curves, _learned_fields), _TRAINING),
+    "phase_transition": ((transition_points, run_curves), ("prune_levels", *_TRAINING)),
+    "sign_structure_easy": ((_learned_fields,), ("null_draws", *_TRAINING)),
+    "hard_needs_magnitudes": ((_learned_fields,), ("null_draws", "curveball_trades",
+                                                   *_TRAINING)),
+    "complexity_measure": ((bootstrap_spearman,), ("heatmap_runs", "heatmap_epochs",
+                                                   "ssim_pairs")),
+    "measures_agree": ((bootstrap_spearman,), ("heatmap_runs", "heatmap_epochs")),
+}
+
+
 def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
                     caveat: str = "") -> list[Claim]:
     learned_easy, learned_hard = _learned("easy"), _learned("hard")
@@ -1463,7 +1489,7 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
             "pairs": 45, "at_chance": 0, "runs": 135}
     agree = {"data": dataset, "rho": _est(0.9, 0.03, 10), "pairs": 45, "at_chance": 0,
              "runs": 135}
-    return [
+    return declare([
         Claim(f"binarization_separates_{dataset}",
               "Binarized (sign W) hard-task models collapse to chance; easy ones stay accurate.",
               paper["binarize"],
@@ -1573,7 +1599,7 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
                           _with_preconditions(agree, {_ALL_PAIRS[0]: {"pairs": 44}})),
               unit="Spearman ρ", headline=lambda v: v["rho"],
               where=f"fig4_pair_heatmaps_{figures}"),
-    ]
+    ], _DATASET_DECIDERS, dataset)
 
 
 def _with_room(value: dict) -> list[dict]:
@@ -1715,3 +1741,16 @@ CLAIMS: list[Claim] = [
                  "position embeddings or of layer 5 lin1/lin2 is pruned", _DISTILBERT_TRAINED,
                  "F1"),
 ]
+
+# what decides each claim besides its rule: the functions that compute its value and the
+# preset values they read (both in the claim's fingerprint)
+_STANDIN = ((layer_drops,), ("standin_epochs", "standin_train", "standin_prune_levels"))
+CLAIMS = declare(CLAIMS, {
+    "stochastic_resonance": ((interior_peak, run_curves), ("noise_log2_levels", *_TRAINING)),
+    "flips_mirror_noise": ((interior_peak, run_curves), ("flip_levels", "noise_log2_levels",
+                                                         *_TRAINING)),
+    "transformer_layers_standin": _STANDIN,
+    "transformer_layers_pruned_standin": _STANDIN,
+    "transformer_layers_distilbert": ((layer_drops,), ("distilbert_model",)),
+    "transformer_layers_pruned_distilbert": ((layer_drops,), ("distilbert_model",)),
+})

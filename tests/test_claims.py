@@ -3,10 +3,9 @@
 import dataclasses
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-import pytest
 
 from memlib.claims import (
     FAILS,

@@ -104,8 +104,8 @@ def parse_seeds(text: str) -> list[int]:
     if bad:
         raise ValueError(f"seed {bad[0]} must be between 0 and {SEED_MAX}")
     if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct: {sorted({s for s in seeds if seeds.count(s) > 1})}"
-                         " repeated")
+        repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+        raise ValueError(f"seeds must be distinct: {', '.join(map(str, repeated))} repeated")
     return seeds
 
 

@@ -17,7 +17,7 @@ from memlib.claims.register import (
     read_register,
     read_results,
 )
-from memlib.claims.rules import FAILS, HOLDS, MIN_REPLICATES, VERDICTS, WITHIN_NOISE
+from memlib.claims.rules import FAILS, HOLDS, MIN_REPLICATES, VERDICTS
 from memlib.claims.stats import ALPHA, LEVEL, MAX_REPLICATES
 from memlib.process import atomic_write_bytes
 

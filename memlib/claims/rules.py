@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import json
 import math
 import types
@@ -393,3 +392,27 @@ def evaluate(claims: Sequence[Claim], measured: Mapping[str, Any]) -> pd.DataFra
         p = [math.nan if q == "" else float(q) for q in table["p"]]
         table["holm"] = holm_verdicts(list(table["verdict"]), p)
     return table
+
+
+Deciders = Mapping[str, tuple[tuple[Callable, ...], tuple[str, ...]]]
+
+
+def declare(claims: Iterable[Claim], deciders: Deciders, dataset: str = "") -> list[Claim]:
+    """`claims` with `decided_by` and `preset_keys` set from `deciders` (claim id, or for a
+    per-dataset claim the id before its "_<dataset>" suffix -> (functions, preset keys)) and
+    with `dataset` when given. A key that names no claim is an error, not a silent miss."""
+    import dataclasses
+
+    claims, used = list(claims), set()
+    out = []
+    for claim in claims:
+        key = claim.id.removesuffix(f"_{dataset}") if dataset else claim.id
+        changes: dict[str, Any] = {"dataset": dataset} if dataset else {}
+        if key in deciders:
+            used.add(key)
+            changes["decided_by"], changes["preset_keys"] = deciders[key]
+        out.append(dataclasses.replace(claim, **changes) if changes else claim)
+    unused = set(deciders) - used
+    if unused:
+        raise ValueError(f"deciders for no claim: {sorted(unused)}")
+    return out

@@ -57,7 +57,9 @@ class Estimate:
         """The 95% interval excludes zero (one replicate has no spread to compare with)."""
         if self.n < 2 or math.isnan(self.se):
             return False
-        lo, hi = self.interval
+        if self.bounds is None:
+            return abs(self.mean) > self.half_width
+        lo, hi = self.bounds
         return lo > 0 or hi < 0
 
     @property
