@@ -193,9 +193,11 @@ def read_results(path: Path) -> pd.DataFrame:
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise DamagedFileError(f"{damaged}: not a CSV table ({str(err).splitlines()[0]}); "
                                "rerun its notebook") from None
-    if not {"id", "verdict"} <= set(table) or (table[["id", "verdict"]] == "").any().any():
-        raise DamagedFileError(f"{damaged}: rows without an id or a verdict (truncated?); "
-                               "rerun its notebook")
+    # an empty field reads "", a missing one (a row cut short) NaN
+    if (not {"id", "verdict"} <= set(table) or table.isna().any().any()
+            or (table[["id", "verdict"]] == "").any().any()):
+        raise DamagedFileError(f"{damaged}: a row is cut short or lacks its id or verdict "
+                               "(a truncated file?); rerun its notebook")
     return table
 
 

@@ -11,6 +11,7 @@ import math
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -180,12 +181,17 @@ def study_of(claim: Claim) -> str | None:
 
 
 @functools.cache
+def _read_preset(path: Path) -> dict:
+    from memlib.presets import read_params
+
+    return read_params(path)
+
+
 def _preset(study: str) -> dict:
-    from pathlib import Path
+    """The study's small preset, read once per process (as the code is)."""
+    from memlib.presets import params_file
 
-    from memlib.presets import params_file, read_params
-
-    return read_params(params_file(Path(STUDIES[study]), PRESET_SCALE))
+    return _read_preset(params_file(Path(STUDIES[study]), PRESET_SCALE))
 
 
 def preset_values(claim: Claim) -> dict[str, Any]:
