@@ -1009,6 +1009,16 @@ def _lowest(estimates) -> Estimate:
     return min(estimates, key=lambda e: e.mean)
 
 
+def _least_clear(named: dict[str, Estimate]) -> str:
+    """The Estimate least clear of zero (smallest mean / SE), named: of an "every test
+    passes" rule, the one that decides."""
+    def clearness(e: Estimate) -> float:
+        return e.mean / e.se if e.se > 0 else math.copysign(math.inf, e.mean)
+
+    key = min(named, key=lambda k: clearness(named[k]))
+    return f"{key}: {_points(named[key])}"
+
+
 def _est(mean: float, se: float = 0.01, n: int = 5) -> Estimate:
     return Estimate(mean, se, n)
 
@@ -1065,8 +1075,9 @@ CLAIMS = [
           cases=Cases(holds={"adamw, α=0.2": _est(0.1), "adamw, α=0.5": _est(0.16)},
                       fails={"adamw, α=0.2": _est(-0.1), "adamw, α=0.5": _est(0.16)},
                       preconditions={PASSES[0]: {"adamw, α=0.2": _est(math.nan)}}),
-          unit="points", headline=lambda v: _points(_lowest(v.values())),
-          caveat="headline: the smallest lead over optimizers and noise ratios",
+          unit="points", headline=_least_clear,
+          caveat="headline: the lead least clear of zero (smallest mean / SE) over optimizers "
+                 "and noise ratios, the one that decides",
           where="fig_learning_order_optimizers"),
     Claim("noisy-first-images",
           "The same order holds on MNIST: noisy labels are fitted faster than clean ones",

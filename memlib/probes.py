@@ -1489,7 +1489,7 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
             "pairs": 45, "at_chance": 0, "runs": 135}
     agree = {"data": dataset, "rho": _est(0.9, 0.03, 10), "pairs": 45, "at_chance": 0,
              "runs": 135}
-    return declare([
+    return _with_first_units(declare([
         Claim(f"binarization_separates_{dataset}",
               "Binarized (sign W) hard-task models collapse to chance; easy ones stay accurate.",
               paper["binarize"],
@@ -1599,7 +1599,16 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
                           _with_preconditions(agree, {_ALL_PAIRS[0]: {"pairs": 44}})),
               unit="Spearman ρ", headline=lambda v: v["rho"],
               where=f"fig4_pair_heatmaps_{figures}"),
-    ], _DATASET_DECIDERS, dataset)
+    ], _DATASET_DECIDERS, dataset))
+
+
+def _with_first_units(claims: list[Claim]) -> list[Claim]:
+    """The phase transition's first registered version showed the rise, in points; its rule
+    is unchanged, its headline is now the width that decides it."""
+    import dataclasses
+
+    return [dataclasses.replace(c, previous=(dataclasses.replace(c, unit="points"),))
+            if c.id.startswith("phase_transition_") else c for c in claims]
 
 
 def _with_room(value: dict) -> list[dict]:
@@ -1656,13 +1665,19 @@ def _layer_margins(v: dict) -> list[Estimate]:
 def _layer_claim(key: str, statement: str, paper: str, measure: str, trained: tuple,
                  unit: str, caveat: str = "", where: str = "") -> Claim:
     failing_float = {"float": 0.1}
+    cases = Cases(_LAYERS_CASE, {**_LAYERS_CASE, "first": _est(1, 0.1)},
+                  {trained[0]: {**_LAYERS_CASE, **failing_float}})
+    # the first registered rule compared one model's losses without an interval
+    first = Claim(key, statement, paper, measure,
+                  "the first matrix's loss > both last-block losses (one model: no interval)",
+                  lambda v: min(m.mean for m in _layer_margins(v)) > 0,
+                  preconditions=(trained,), cases=cases, unit=unit)
     return Claim(key, statement, paper, measure,
                  "the first matrix's loss > both last-block losses, beyond noise (one model "
                  "has no interval: within noise until the models are replicated)",
-                 **all_of(_layer_margins), preconditions=(trained,),
-                 cases=Cases(_LAYERS_CASE, {**_LAYERS_CASE, "first": _est(1)},
-                             {trained[0]: {**_LAYERS_CASE, **failing_float}}),
-                 unit=unit, headline=lambda v: v["first"], caveat=caveat, where=where)
+                 **all_of(_layer_margins), preconditions=(trained,), cases=cases,
+                 unit=unit, headline=lambda v: v["first"], caveat=caveat, where=where,
+                 previous=(first,))
 
 
 _STANDIN_TRAINED = (f"the stand-in learned its task (accuracy >= {STANDIN_TRAINED:g}%)",

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from memlib import STUDIES
-from memlib.claim_sets import study_claims
+from memlib.claim_sets import every_claim, study_claims
 from memlib.claims import (
     Cases,
     Claim,
@@ -48,7 +48,10 @@ def test_earlier_versions_stay_in_the_claim(study):
     known = registered_versions(study)
     latest = latest_registration(study)
     for claim in study_claims(study):
-        kept = {old.fingerprint for old in claim.previous}
+        # an earlier version is kept as a Claim in previous (found by either fingerprint), or
+        # is this very rule registered by its words only
+        kept = {fp for old in claim.previous for fp in (old.fingerprint, old.text_fingerprint)}
+        kept.add(claim.text_fingerprint)
         earlier = {fp for fp, v in known.get(claim.id, {}).items()
                    if v < latest[claim.id]["version"]}
         assert earlier <= kept, f"{study}.{claim.id}: earlier versions dropped from previous"
@@ -330,3 +333,19 @@ def test_the_seeds_are_checked_as_the_configs_check_them():
     for bad in ("-5,-6", "300,300", "4294967296", "1.5", ""):
         with pytest.raises(ValueError):
             parse_seeds(bad)
+
+
+def test_fingerprints_are_the_same_in_another_process():
+    """Nothing process-specific (hash seeds, memory addresses, import order) enters."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import memlib.lens, memlib.probes\n"
+              "from memlib.claim_sets import every_claim\n"
+              "for study, claim in every_claim(): print(study, claim.id, claim.fingerprint)\n")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, check=True).stdout.splitlines()
+    here = [f"{study} {claim.id} {claim.fingerprint}" for study, claim in every_claim()]
+    assert out == here

@@ -155,19 +155,28 @@ def _code_parts(functions: Iterable[Callable]) -> list[str]:
     names (`fingerprint.closure`), and of what its closure cells hold (the margins a lambda
     made by `all_of` calls, a task name captured by a factory), transitively."""
     parts, seen, todo = set(), set(), list(functions)
+
+    def value(obj: Any) -> Any:
+        """`obj` with each function inside it (a precondition's test in a (name, test)
+        constant) replaced by its fingerprint and followed, never by its repr (an address)."""
+        if isinstance(obj, (types.FunctionType, functools.partial)):
+            todo.append(obj)
+            return fp.part(obj)
+        if isinstance(obj, (tuple, list)):
+            return [value(o) for o in obj]
+        if isinstance(obj, Mapping):
+            return {str(k): value(v) for k, v in obj.items()}
+        return None if callable(obj) else obj
+
     while todo:
         fn = todo.pop()
+        if fn in seen:  # functions hash by identity and stay alive in their modules
+            continue
+        seen.add(fn)
         for obj in fp.closure(fn):
-            if id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            parts.add(fp.part(obj))
+            parts.add(fp.part(obj) if callable(obj) else fp.part(value(obj)))
             for cell in getattr(obj, "__closure__", None) or ():
-                held = cell.cell_contents
-                if isinstance(held, (types.FunctionType, functools.partial)):
-                    todo.append(held)
-                elif not callable(held):
-                    parts.add(fp.part(held))
+                parts.add(fp.part(value(cell.cell_contents)))
     return sorted(parts)
 
 
