@@ -42,6 +42,7 @@ from memlib.claims import (
     all_of,
     correlation,
     declare,
+    fisher_z,
     margin,
     paired,
 )
@@ -1295,7 +1296,8 @@ def bootstrap_spearman(per_run: pd.DataFrame, x: str, y: str, draws: int = 1000,
         if len(kept) >= 3:
             rhos.append(spearmanr(bx[d, kept], by[d, kept]).statistic)
     se = float(np.nanstd(rhos, ddof=1)) if len(rhos) > 1 else math.nan
-    return correlation(point, len(classes), se)
+    z_se = float(np.nanstd(fisher_z(rhos), ddof=1)) if len(rhos) > 1 else math.nan
+    return correlation(point, len(classes), se, z_se)
 
 
 def _learned_fields(base: pd.DataFrame) -> dict:

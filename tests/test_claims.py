@@ -127,8 +127,10 @@ def test_a_correlation_interval_stays_inside_minus_one_one():
     lo, hi = e.interval
     assert -1 < lo < e.mean < hi < 1
     assert e.mean + e.half_width > 1  # the plain t interval would leave [-1, 1]
-    boot = correlation(-0.55, 10, se=0.2)
+    boot = correlation(-0.55, 10, se=0.2, z_se=0.3)
     assert -1 < boot.interval[0] < -0.55 < boot.interval[1] < 1
+    perfect = correlation(-1.0, 10, se=0.001, z_se=0.05)  # every bootstrap draw near -1
+    assert perfect.interval[1] < -0.99 and margin(perfect, 0, at_least=False).beyond_noise
     assert margin(boot, 0, at_least=False).beyond_noise == (boot.interval[1] < 0)
 
 

@@ -21,9 +21,10 @@ from memlib.claims.rules import FAILS, HOLDS, MIN_REPLICATES, VERDICTS
 from memlib.claims.stats import ALPHA, LEVEL, MAX_REPLICATES
 from memlib.process import atomic_write_bytes
 
-# columns a claims table written before a column existed lacks, with what they read as
+# columns a claims table written before a column existed lacks, with what they read as (a
+# p-value "n/a": decided by an interval before p-values were recorded)
 OPTIONAL = {"scope": "paper", "headline": "", "caveat": "", "where": "", "previous": "",
-            "version": "", "fingerprint": "", "note": "", "p": "", "holm": "", "dataset": ""}
+            "version": "", "fingerprint": "", "note": "", "p": "n/a", "holm": "", "dataset": ""}
 CodeFingerprints = Callable[[str], Mapping[str, str]]
 
 
@@ -34,7 +35,7 @@ def counts(table: pd.DataFrame) -> str:
 
 def decided_by_interval(table: pd.DataFrame) -> int:
     """Rows an interval decided: holds or does not hold, with the p-value of that interval
-    (a row decided without one cannot err by chance in the same way, and no longer exists)."""
+    (a rule settled by a test outside its margins has none)."""
     kinds = table["verdict"].str.split(":").str[0]
     has_p = table["p"].astype(str).str.strip() != "" if "p" in table else True
     return int((kinds.isin([HOLDS, FAILS]) & has_p).sum())

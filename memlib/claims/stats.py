@@ -145,19 +145,26 @@ def replicates_needed(m: Estimate, limit: int = MAX_REPLICATES) -> int | None:
     return limit + 1
 
 
-def correlation(rho: float, n: int, se: float | None = None) -> Estimate:
+def fisher_z(rho) -> np.ndarray:
+    """atanh of correlations, kept finite at ±1."""
+    return np.arctanh(np.clip(np.asarray(rho, dtype=float), -0.999999, 0.999999))
+
+
+def correlation(rho: float, n: int, se: float | None = None,
+                z_se: float | None = None) -> Estimate:
     """A correlation over n pairs with its 95% Fisher-z interval, which stays inside [-1, 1]:
-    tanh(atanh(rho) ± z·s), s = 1/√(n - 3) or, when `se` (a bootstrap standard error of rho)
-    is given, that error carried to the z scale (se / (1 - rho²))."""
+    tanh(atanh(rho) ± z·s) with s the standard error on the z scale: `z_se` when given (a
+    bootstrap's spread of atanh(rho)), else 1/√(n - 3). `se`, the standard error of rho
+    itself (for p-values and the replicates needed), defaults to s·(1 - rho²)."""
     from scipy.stats import norm
 
     if n < 4 or math.isnan(rho):
         return Estimate(rho, math.nan if se is None else se, n)
-    clipped = min(max(rho, -0.999999), 0.999999)
-    z, q = math.atanh(clipped), float(norm.ppf(0.5 + LEVEL / 2))
-    s = 1 / math.sqrt(n - 3) if se is None or math.isnan(se) else se / (1 - clipped ** 2)
-    lo, hi = math.tanh(z - q * s), math.tanh(z + q * s)
-    return Estimate(rho, s * (1 - clipped ** 2) if se is None else se, n, (lo, hi))
+    s = 1 / math.sqrt(n - 3) if z_se is None or math.isnan(z_se) else z_se
+    q = float(norm.ppf(0.5 + LEVEL / 2))
+    z = float(fisher_z(rho))
+    return Estimate(rho, s * (1 - rho ** 2) if se is None else se, n,
+                    (math.tanh(z - q * s), math.tanh(z + q * s)))
 
 
 def correlations(values: Iterable[float]) -> Estimate:
@@ -167,6 +174,6 @@ def correlations(values: Iterable[float]) -> Estimate:
     plain = Estimate.of(rho)
     if plain.n < 2 or math.isnan(plain.se):
         return plain
-    z = Estimate.of(np.arctanh(np.clip(rho, -0.999999, 0.999999)))
+    z = Estimate.of(fisher_z(rho))
     return Estimate(plain.mean, plain.se, plain.n,
                     (math.tanh(z.mean - z.half_width), math.tanh(z.mean + z.half_width)))
