@@ -6,9 +6,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
+# The folders memlib writes, as memlib.paths reads them: $MEMLIB_BUILD and $MEMLIB_FIGURES
+# when set, else build/ and figures/ here.
+BUILD := $(or $(MEMLIB_BUILD),build)
+FIGURES := $(or $(MEMLIB_FIGURES),figures)
+
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.py))
 STEMS := $(notdir $(NOTEBOOKS:.py=))
-EXECUTED := $(STEMS:%=build/$(SCALE)/%.ipynb)
+EXECUTED := $(STEMS:%=$(BUILD)/$(SCALE)/%.ipynb)
 # Notebooks re-run when memlib's code changes; unchanged experiments then load from the cache.
 MEMLIB_SRC := $(wildcard memlib/*.py) memlib/memlib.mplstyle
 # At full scale each study's training runs first, outside the notebook, under torchrun with
@@ -16,7 +21,7 @@ MEMLIB_SRC := $(wildcard memlib/*.py) memlib/memlib.mplstyle
 NPROC ?= 1
 RUN_FIRST = $(if $(filter full,$(SCALE)),$(VENV)/bin/torchrun --standalone \
 	--nproc_per_node=$(NPROC) -m memlib run $* --scale full)
-CLAIMS := $(if $(filter small,$(SCALE)),figures/CLAIMS.md,figures/$(SCALE)/CLAIMS.md)
+CLAIMS := $(if $(filter small,$(SCALE)),$(FIGURES)/CLAIMS.md,$(FIGURES)/$(SCALE)/CLAIMS.md)
 
 .PHONY: figures test lint sync clean venv book
 .DELETE_ON_ERROR:
@@ -34,12 +39,15 @@ $(STAMP): pyproject.toml
 $(CLAIMS): $(EXECUTED) | $(STAMP)
 	$(PY) -m memlib claims --scale $(SCALE)
 
-build/$(SCALE)/%.ipynb: notebooks/%.py params/$(SCALE)/%.yaml $(MEMLIB_SRC) | $(STAMP)
+$(BUILD)/$(SCALE)/%.ipynb: notebooks/%.py params/$(SCALE)/%.yaml $(MEMLIB_SRC) | $(STAMP)
 	$(RUN_FIRST)
 	$(PY) -m memlib notebook $< --scale $(SCALE)
 
+# the lens watches study 1's runs as study 1's parameter file sets them
+build/$(SCALE)/05_memorization_lens.ipynb: params/$(SCALE)/01_random_label_heads.yaml
+
 # A static HTML book of the executed notebooks as published under figures/ (nothing is
-# executed; run `make figures` first for fresh outputs): build/book/html/index.html.
+# executed; run `make figures` first for fresh outputs): $(BUILD)/book/html/index.html.
 book: | $(STAMP)
 	$(PY) -m memlib.book --scale $(SCALE)
 
@@ -68,4 +76,5 @@ sync: $(STAMP)
 	  for py in $$fresh; do touch -r "$$times/$${py##*/}" "$$py" "$${py%.py}.ipynb"; done; fi
 
 clean:
-	rm -rf build results/cache figures/smoke .pytest_cache .ruff_cache .import_linter_cache .grimp_cache
+	rm -rf $(addprefix $(BUILD)/,smoke small full book) results/cache $(FIGURES)/smoke \
+	  .pytest_cache .ruff_cache .import_linter_cache .grimp_cache

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from memlib.models import build as build_model
-from memlib.presets import preset_config
+from memlib.studies import preset_config
 
 CIFAR, IMAGENET = (3, 32, 32), (3, 224, 224)
 

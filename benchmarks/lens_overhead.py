@@ -17,7 +17,7 @@ import time
 import torch
 
 from memlib import lens, rlp
-from memlib.presets import preset_config
+from memlib.studies import preset_config
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ import torch
 
 from memlib import rlp
 from memlib.parallel import prefetch
-from memlib.presets import preset_config
+from memlib.studies import preset_config
 
 
 def main() -> None:

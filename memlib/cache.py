@@ -1,4 +1,4 @@
-"""Compute-or-load, keyed by a hash of the config and of the code that computes it.
+"""Compute-or-load, keyed by a hash of a config (`memlib.runs` adds the code that computes).
 
 Entries are torch-saved payloads followed by a SHA-256 digest of those bytes and
 written atomically (temp file + rename), so an interrupted run never leaves a
@@ -44,7 +44,8 @@ _ONLY_CACHED: list[str] = []  # the command that computes missing entries, insid
 _NESTED: list[list[float]] = []  # per computation in progress: [wall, cold] seconds of its
 # cached() calls, so that its own cold time counts what they cost, not what they took now
 _UNWRITTEN: dict[Path, tuple[Any, float]] = {}  # results whose entry could not be written
-activity: collections.Counter = collections.Counter()  # entries "loaded" / "computed" so far
+# entries "loaded" / "computed" so far, and of those computed how many were "not written"
+activity: collections.Counter = collections.Counter()
 ledger: dict[str, float | None] = {}  # entry -> cold compute seconds, of top-level calls
 
 
@@ -52,36 +53,14 @@ class MissingResultError(RuntimeError):
     """A result that must come from the cache is not there; the message names the command."""
 
 
-CLAIMS_SECTION = b"\n# --- claims"
-SCHEDULING_SECTION = b"\n# --- scheduling"
-SCHEDULING_LINE = b"# scheduling, not hashed"
-
-
-def code_version(*modules) -> str:
-    """memlib's version plus a hash of the source of `modules`: edits invalidate entries.
-
-    Left out: a module's tail from a line starting `# --- scheduling` or `# --- claims`, and
-    every line ending in `# scheduling, not hashed`. Claims are evaluated from cached results,
-    so editing a rule must not retrain anything; scheduling decides which process computes a
-    result and when (`memlib.parallel.prefetch`), never what it computes.
-    """
-    h = hashlib.sha256(memlib.__version__.encode())
-    for module in modules:
-        source = Path(module.__file__).read_bytes()
-        for section in (CLAIMS_SECTION, SCHEDULING_SECTION):
-            source = source.split(section)[0]
-        h.update(b"\n".join(line for line in source.split(b"\n")
-                            if not line.rstrip().endswith(SCHEDULING_LINE)))
-    return h.hexdigest()[:16]
-
-
-def key(config: Any, code: str = "") -> str:
+def key(config: Any) -> str:
+    """A hash of `config` (a dataclass or JSON-ready data), memlib's version and the CPU
+    dispatch. What computes an entry belongs in `config`: `memlib.runs` puts it there."""
     if hasattr(config, "__dataclass_fields__"):
         from memlib.config import to_dict
 
         config = to_dict(config)
-    blob = (json.dumps(config, sort_keys=True, default=str) + code + memlib.__version__
-            + cache_key_tag())
+    blob = json.dumps(config, sort_keys=True, default=str) + memlib.__version__ + cache_key_tag()
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
@@ -122,7 +101,9 @@ def load_timed(path: Path) -> tuple[Any, float | None]:
     payload, digest = data[:-_DIGEST], data[-_DIGEST:]
     if len(data) <= _DIGEST or hashlib.sha256(payload).digest() != digest:
         raise ValueError(f"cache entry {path} is corrupted")
-    stored = torch.load(io.BytesIO(payload), weights_only=True)
+    with warnings.catch_warnings():  # a foreign pickle's protocol is no news: it is refused
+        warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
+        stored = torch.load(io.BytesIO(payload), weights_only=True)
     if isinstance(stored, dict) and set(stored) == {_TIMED}:
         return _decode(stored[_TIMED]["value"]), stored[_TIMED]["seconds"]
     return _decode(stored), None
@@ -133,19 +114,27 @@ def load(path: Path) -> Any:
     return load_timed(path)[0]
 
 
-def entry_path(name: str, config: Any, code: str = "") -> Path:
-    return paths.cache_dir() / f"{name}-{key(config, code)}.pt"
+def intact(path: Path) -> bool:
+    """Whether an entry is there and its bytes match their digest (read, not unpickled)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return False
+    return len(data) > _DIGEST and hashlib.sha256(data[:-_DIGEST]).digest() == data[-_DIGEST:]
 
 
-def cached(name: str, config: Any, compute: Callable[[], Any], code: str = "",
-           refresh: bool = False) -> Any:
-    """Return `compute()`'s result for (`name`, `config`, `code`), computing it at most once.
+def entry_path(name: str, config: Any) -> Path:
+    return paths.cache_dir() / f"{name}-{key(config)}.pt"
+
+
+def cached(name: str, config: Any, compute: Callable[[], Any], refresh: bool = False) -> Any:
+    """Return `compute()`'s result for (`name`, `config`), computing it at most once.
 
     `compute` must return tensors, numbers, strings, DataFrames and containers of them.
     Under torch.distributed rank 0 decides between loading and computing for all ranks
     (computing runs collectives, so every rank must take the same branch) and writes.
     """
-    path = entry_path(name, config, code)
+    path = entry_path(name, config)
     start = time.monotonic()
     value, seconds = _load_or_compute(path, compute, refresh)
     _note(path, seconds, time.monotonic() - start)
@@ -162,7 +151,7 @@ def _load_or_compute(path: Path, compute: Callable[[], Any],
         try:
             (value, seconds), found = load_timed(path), True
         except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed
-            warnings.warn(f"recomputing {path.name}: {err}", stacklevel=3)
+            warnings.warn(f"recomputing {path.name}: {_why_unusable(err)}", stacklevel=3)
     if distributed.broadcast_flag(found):
         activity["loaded"] += 1
         return (value, seconds) if distributed.is_main() else load_timed(path)
@@ -184,12 +173,26 @@ def _load_or_compute(path: Path, compute: Callable[[], Any],
             save(path, value, seconds)
         except OSError as err:  # read-only or full: the result is not lost, only not kept
             _UNWRITTEN[path] = (value, seconds)
+            activity["not written"] += 1
             warn_once("cache", f"could not write the cache entry {path} ({err.strerror or err}); "
                       "results are kept in memory for this run only")
             return value, seconds
         for checkpoint in checkpoints_of(path):
             checkpoint.unlink(missing_ok=True)
     return value, seconds
+
+
+def _why_unusable(err: Exception) -> str:
+    """Why a cache entry could not be used, in one line: torch's refusal of an object that no
+    entry holds runs to paragraphs of advice on loading the file unsafely, never memlib's way."""
+    import pickle
+    import re
+
+    if isinstance(err, pickle.UnpicklingError):
+        named = re.search(r"GLOBAL ([\w.]+)", str(err))
+        holds = f"holds {named.group(1)}" if named else "is in another format"
+        return f"not an entry memlib wrote: it {holds} (not loaded)"
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def _note(path: Path, seconds: float | None, wall: float) -> None:

@@ -2,21 +2,21 @@
 
 Every mistake ends in one line on stderr and an exit code: 0 done, 1 data or environment
 (missing or damaged data, a folder that cannot be written, a full disk, a failing notebook),
-2 bad input (unknown study, scale, key, model or notebook, a value outside its domain, a
-device this machine lacks, a params file that is not UTF-8, a notebook without a parameters
-cell, a bad MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
+2 bad input (unknown study, scale, key, model or notebook, a value outside its domain or
+against a rule between values, a subset the data cannot give, a device this machine lacks, a
+params file that is not UTF-8, a notebook without a parameters cell, a bad
+MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 import warnings
 from pathlib import Path
 
-from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
+from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths, studies
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
@@ -59,7 +59,7 @@ def study_config(study: str, params: dict):
     from memlib.config import ConfigError, build
 
     try:
-        return build(importlib.import_module(f"memlib.{study}").Config, params)
+        return build(studies.module(study).Config, params)
     except ConfigError as err:
         raise UsageError(str(err)) from None
 
@@ -92,7 +92,7 @@ def run_study(study: str, scale: str, sets: dict[str, str], overrides: Path | No
         from memlib.process import one_cpu_thread
 
         one_cpu_thread()  # as the notebooks do: the same results as theirs
-    return importlib.import_module(f"memlib.{study}").run(config)
+    return studies.module(study).run(config)
 
 
 def check_params(stem: str, params: dict) -> dict:
@@ -200,7 +200,8 @@ def _shown(path: Path) -> Path:
 
 def _run(args) -> int:
     from memlib import cache, distributed
-    from memlib.data import DataError
+    from memlib.config import ConfigError
+    from memlib.data import DataError, DataRequestError
 
     start = time.monotonic()
     cache.activity.clear()
@@ -209,22 +210,33 @@ def _run(args) -> int:
     except DataError as err:  # one actionable sentence, not a traceback
         print(f"memlib: error: {err}", file=sys.stderr)
         return 1
+    except (ConfigError, DataRequestError) as err:  # a value only the data could refuse
+        raise UsageError(" ".join(str(err).split())) from None
     if distributed.is_main():
-        done = ", ".join(f"{n} {how}" for how, n in sorted(cache.activity.items())) or "nothing"
         print(f"memlib: {args.study} at {args.scale} scale done in "
-              f"{time.monotonic() - start:.1f} s; results ({done}) are in "
-              f"{_shown(paths.cache_dir())}, where its notebook reads them")
+              f"{time.monotonic() - start:.1f} s; {_where_results_are(cache.activity)}")
     return 0
 
 
+def _where_results_are(activity) -> str:
+    """What a run's results came to and where they are, from the cache's `activity` counts."""
+    counts = dict(activity)
+    unwritten = counts.pop("not written", 0)
+    done = ", ".join(f"{n} {how}" for how, n in sorted(counts.items())) or "nothing"
+    told = f"results ({done}) are in {_shown(paths.cache_dir())}, where its notebook reads them"
+    if unwritten:
+        told += (f", except {unwritten} that could not be written there and will be computed "
+                 "again by the next run")
+    return told
+
+
 def _claims(args) -> int:
-    from memlib.claim_sets import study_claims
     from memlib.claims import DamagedFileError, collect
 
     paths.require_writable(paths.figures_root(), "MEMLIB_FIGURES")
     try:
         collect(args.scale, code=lambda study: {c.id: c.fingerprint
-                                                for c in study_claims(study)})
+                                                for c in studies.study_claims(study)})
     except DamagedFileError as err:
         print(f"memlib: error: {err}", file=sys.stderr)
         return 1
@@ -245,7 +257,6 @@ def _register(args) -> int:
 def _register_study(args) -> int:
     import datetime
 
-    from memlib.claim_sets import study_claims
     from memlib.claims import (
         check_reason,
         new_confirmatory_run,
@@ -272,7 +283,7 @@ def _register_study(args) -> int:
             raise UsageError(f"--seeds {args.seeds}: {err}") from None
         print(f"memlib: the confirmatory seeds of {study} are now {args.seeds} (set them in "
               f"params/small); the earlier run's verdicts are kept in {_shown(frozen)}")
-    added = register(study, study_claims(study), args.reason, today)
+    added = register(study, studies.study_claims(study), args.reason, today)
     print(f"memlib: registered {len(added)} rule(s) of {study} in "
           f"{_shown(register_path(study))}: {', '.join(added) or 'none changed'}")
     return 0

@@ -9,8 +9,10 @@ field and what it accepts.
 Domains are declared in the annotation, `epochs: Annotated[int, Positive, AtMost(10**4)] =
 20`; on a sequence a domain applies to every item and `NonEmpty` to the sequence itself:
 `seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0,)`. Numbers
-must be finite everywhere, and every integer has a ceiling. Rules between fields stay in
-`__post_init__`, written with `check`.
+must be finite everywhere, and every integer has a ceiling; `Distinct` on a sequence refuses
+repeated items (a seed given twice). Rules between fields stay in `__post_init__`, written
+with `check` (and `check_stratified` for a sample count that must cover every class), so a
+config that cannot run stops when it is built, before any work.
 """
 
 from __future__ import annotations
@@ -73,6 +75,14 @@ NonNegative = Range(0)
 Rate = Range(0, 1, hi_open=True)  # noise rates, dropout, label smoothing, pruned fractions
 Fraction = Range(0, 1, lo_open=True)  # a non-empty share of something: (0, 1]
 NonEmpty = MinLength(1)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Distinct:
+    """A sequence whose items do not repeat."""
+
+
+Distinct = _Distinct()
 SEED_MAX = 2**32 - 1  # NumPy's seeds end there
 
 
@@ -119,12 +129,18 @@ def _show(value: Any) -> str:
 
 def check_domain(value: Any, markers, name: str) -> None:
     """Raise ConfigError unless `value` lies in every domain of `markers` (None always does:
-    whether None is allowed is the type's business)."""
-    for marker in markers:
+    whether None is allowed is the type's business). Repeats are looked for last, so that a
+    list of bad values is told what is wrong with its values."""
+    for marker in sorted(markers, key=lambda m: isinstance(m, _Distinct)):
         if isinstance(marker, MinLength):
             if value is not None and len(value) < marker.n:
                 need = "must not be empty" if marker.n == 1 else f"needs >= {marker.n} values"
                 raise ConfigError(f"{name}={_show(value)} {need}")
+        elif isinstance(marker, _Distinct):
+            repeated = [v for i, v in enumerate(value or ()) if v in value[:i]]
+            if repeated:
+                raise ConfigError(f"{name}={_show(value)} repeats {repeated[0]!r}; give each "
+                                  "value once")
         elif isinstance(marker, Domain):
             items = (enumerate(value) if isinstance(value, (tuple, list)) else
                      [(None, value)])
@@ -221,6 +237,14 @@ def check(condition: bool, message: str) -> None:
     """Raise ConfigError(message) unless `condition`: for cross-field rules in __post_init__."""
     if not condition:
         raise ConfigError(message)
+
+
+def check_stratified(name: str, count: int | None, classes: int, dataset: str) -> None:
+    """Raise ConfigError unless a class-stratified subset of `count` samples (None or 0: the
+    whole split) can hold one sample of each of the `classes` classes of `dataset`."""
+    check(not count or count >= classes,
+          f"{name}={count} is below the {classes} classes of {dataset}: a class-stratified "
+          "subset needs one sample of each")
 
 
 def from_namespace(cls, namespace: dict[str, Any]):

@@ -4,8 +4,10 @@ Loaders parse the original on-disk formats themselves (IDX for (Fashion-)MNIST, 
 python pickles for CIFAR), so loading is fast, offline and torchvision-free; torchvision
 is only used to download when a dataset is absent. Missing data raises `MissingDataError`
 and a file that is there but unreadable `CorruptDataError`, each with one actionable
-sentence. Every image split is float32 N x C x H x W in [0, 1]; `scale_inputs` standardizes
-images by the training split's per-channel mean and standard deviation
+sentence; the pickles are read by an unpickler that builds only dicts, lists, strings,
+bytes, numbers and NumPy arrays, so a file that asks to run anything else is refused before
+any of it runs. Every image split is float32 N x C x H x W in [0, 1]; `scale_inputs`
+standardizes images by the training split's per-channel mean and standard deviation
 (`standardization(name)`), the inputs studies 1-3 and the lens train on.
 """
 
@@ -35,6 +37,13 @@ SPLITS = ("train", "test")
 # stored [0, 1] pixels (study 4 maps those to [-1, 1] itself, as its paper did)
 INPUTS = ("standardized", "unit")
 SYSTEM_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")  # Debian dataset-fashion-mnist
+# each dataset's number of classes and training images, known before any file is read:
+# configs check their sample counts against them (a class-stratified subset needs one sample of
+# every class; "mnist" may turn out to be the smaller mnist-5k, so its bound is the larger)
+NUM_CLASSES = {"fashion_mnist": 10, "mnist": 10, "cifar10": 10, "cifar100": 100, "digits": 10,
+               "mnist-5k": 10}
+TRAIN_SIZES = {"fashion_mnist": 60000, "mnist": 60000, "cifar10": 50000, "cifar100": 50000,
+               "digits": 1437, "mnist-5k": 4000}
 
 FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                          "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
@@ -76,6 +85,12 @@ class DataError(RuntimeError):
 
 class MissingDataError(DataError):
     """A dataset is neither on disk nor downloadable; the message says how to get it."""
+
+
+class DataRequestError(ValueError):
+    """A request the data cannot meet (an unknown dataset or split, a subset of fewer samples
+    than classes or more than there are, a long tail longer than the smallest class): bad
+    input, in one line."""
 
 
 class CorruptDataError(DataError, ValueError):
@@ -157,7 +172,7 @@ def load(name: str, split: str = "train", root=None, download: bool | None = Non
         return _load_cached(name, split, str(found.resolve()))
     except CorruptDataError as err:
         how = _HOW_TO_GET[name].format(base=found)
-        raise CorruptDataError(f"{err}; delete it and get it again: {how}") from None
+        raise type(err)(f"{err}; delete it and get it again: {how}") from None
 
 
 def clear_cache() -> None:
@@ -169,7 +184,7 @@ def clear_cache() -> None:
 
 def _check_choice(what: str, value, choices) -> None:
     if value not in choices:
-        raise ValueError(f"unknown {what} {value!r}; choose one of: {', '.join(choices)}")
+        raise DataRequestError(f"unknown {what} {value!r}; choose one of: {', '.join(choices)}")
 
 
 def _candidate_dirs(name: str, root) -> list[Path]:
@@ -266,10 +281,57 @@ def _read_idx(path: Path, ndim: int) -> np.ndarray:
     return data.reshape(shape)
 
 
+class UnsafeDataError(CorruptDataError):
+    """A data file that asks to run code when read: refused, nothing of it runs."""
+
+
+def _latin1_bytes(text: str, encoding: str) -> bytes:
+    """What Python 3 writes for bytes in a protocol-2 pickle (`_codecs.encode(text,
+    "latin1")`), rebuilt without looking up a codec: any other encoding is refused."""
+    if encoding != "latin1" or not isinstance(text, str):
+        raise pickle.UnpicklingError(f"_codecs.encode with {encoding!r}")
+    return text.encode("latin1")
+
+
+def _numpy_frombuffer():
+    try:
+        from numpy._core.numeric import _frombuffer
+    except ImportError:  # NumPy 1.x
+        from numpy.core.numeric import _frombuffer
+    return _frombuffer
+
+
+@functools.cache
+def _pickle_globals() -> dict[tuple[str, str], object]:
+    """The only globals a CIFAR pickle may name: NumPy's array and dtype and the functions
+    NumPy 1 and 2 rebuild them with, under either version's module names."""
+    found = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype,
+             ("_codecs", "encode"): _latin1_bytes}
+    for package in ("numpy.core", "numpy._core"):
+        found[(f"{package}.multiarray", "_reconstruct")] = _numpy_reconstruct()
+        found[(f"{package}.numeric", "_frombuffer")] = _numpy_frombuffer()
+    return found
+
+
+class _DataUnpickler(pickle.Unpickler):
+    """Reads dicts, lists, strings, bytes, numbers and NumPy arrays, and nothing else: a
+    pickle naming any other global (os.system, say) is refused before anything of it runs."""
+
+    def find_class(self, module: str, name: str):
+        found = _pickle_globals().get((module, name))
+        if found is None:
+            raise UnsafeDataError(f"{module}.{name}")
+        return found
+
+
 def _unpickle(path: Path) -> dict:
     # The CIFAR pickles were written by Python 2: keys and strings are bytes.
-    with _reading(path), _open(path) as f:
-        return pickle.load(f, encoding="bytes")
+    try:
+        with _reading(path), _open(path) as f:
+            return _DataUnpickler(f, encoding="bytes").load()
+    except UnsafeDataError as err:
+        raise UnsafeDataError(f"{path} is not a dataset file: it asks to run {err} when read "
+                              "(refused, nothing of it ran)") from None
 
 
 def _read_cifar(name: str, split: str, directory: Path) -> Split:
@@ -455,12 +517,13 @@ def stratified_subset(labels, fraction: float | None = None, count: int | None =
     classes, sizes = (t.tolist() for t in torch.unique(y, return_counts=True))
     if fraction is not None:
         if not 0 < fraction <= 1:
-            raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+            raise DataRequestError(f"fraction must be in (0, 1], got {fraction!r}")
         keep = [min(n, max(1, math.floor(fraction * n + 0.5))) for n in sizes]
     else:
         if not len(sizes) <= count <= len(y):
-            raise ValueError(f"count must be between the number of classes present "
-                             f"({len(sizes)}) and of samples ({len(y)}), got {count!r}")
+            raise DataRequestError(
+                f"a class-stratified subset of count={count} samples needs one of each of the "
+                f"{len(sizes)} classes and at most the {len(y)} samples there are")
         keep = _largest_remainder(count, sizes)
     return _sample_per_class(y, classes, keep, seed)
 
@@ -491,15 +554,16 @@ def _sample_per_class(y: Tensor, classes, keep, seed: int) -> Tensor:
 def long_tail_counts(n_max: int, num_classes: int, imbalance_ratio: float) -> list[int]:
     """Exponential profile n_c = floor(n_max * ratio ** (-c / (C - 1))), c = 0..C-1."""
     if imbalance_ratio < 1:
-        raise ValueError(f"imbalance_ratio must be >= 1, got {imbalance_ratio!r}")
+        raise DataRequestError(f"imbalance_ratio must be >= 1, got {imbalance_ratio!r}")
     if num_classes == 1:
         return [n_max]
     # The 1e-9 keeps exact products (5000 * 100 ** -1 = 50) from flooring to 49.
     counts = [math.floor(n_max * imbalance_ratio ** (-c / (num_classes - 1)) * (1 + 1e-9))
               for c in range(num_classes)]
     if counts[-1] < 1:
-        raise ValueError(f"imbalance_ratio {imbalance_ratio} leaves the rarest class empty "
-                         f"(n_max={n_max}); use a ratio <= n_max")
+        raise DataRequestError(f"a long tail of ratio {imbalance_ratio:g} leaves the rarest "
+                               f"class empty: its largest class has {n_max} samples, so the "
+                               f"ratio must be <= {n_max}")
     return counts
 
 
@@ -515,7 +579,8 @@ def long_tail_subset(labels, imbalance_ratio: float, seed: int = 0,
         raise ValueError(f"labels must lie in 0..{num_classes - 1}")
     sizes = torch.bincount(y, minlength=num_classes).tolist()
     if min(sizes) == 0:
-        raise ValueError(f"class {sizes.index(0)} has no samples; a long tail needs all classes")
+        raise DataRequestError(f"class {sizes.index(0)} has no samples; a long tail needs all "
+                               "classes")
     counts = long_tail_counts(min(sizes), num_classes, imbalance_ratio)
     return _sample_per_class(y, range(num_classes), counts, seed)
 
@@ -523,8 +588,8 @@ def long_tail_subset(labels, imbalance_ratio: float, seed: int = 0,
 def class_pair(split: Split, a: int, b: int) -> Split:
     """The binary task `a` vs `b`: keeps those classes, relabelled a -> 0 and b -> 1."""
     if a == b or not (0 <= a < split.num_classes and 0 <= b < split.num_classes):
-        raise ValueError(f"need two different classes in 0..{split.num_classes - 1}, "
-                         f"got {a!r} and {b!r}")
+        raise DataRequestError(f"need two different classes in 0..{split.num_classes - 1}, "
+                               f"got {a!r} and {b!r}")
     keep = (split.y == a) | (split.y == b)
     return Split(split.x[keep], (split.y[keep] == b).long(), (split.classes[a], split.classes[b]))
 

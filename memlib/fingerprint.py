@@ -13,12 +13,14 @@ while a run is in progress never changes the fingerprints the run computes with.
 from __future__ import annotations
 
 import ast
+import dis
 import enum
 import functools
 import hashlib
 import inspect
 import json
 import math
+import sys
 import textwrap
 import types
 from collections.abc import Mapping
@@ -71,29 +73,125 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
-def closure(fn: Any, package: str = "memlib") -> list[Any]:
+def _in(value: Any, package: str) -> bool:
+    return (getattr(value, "__module__", "") or "").split(".")[0] == package
+
+
+def _methods(cls: type) -> list[Any]:
+    """The functions a class defines (static and class methods, property accessors too)."""
+    found = []
+    for member in vars(cls).values():
+        if isinstance(member, (staticmethod, classmethod)):
+            member = member.__func__
+        if isinstance(member, property):
+            found += [f for f in (member.fget, member.fset, member.fdel) if f is not None]
+        elif isinstance(member, types.FunctionType):
+            found.append(member)
+    # generated methods (a dataclass's __init__) have no source: the class's own covers them
+    home = getattr(sys.modules.get(cls.__module__), "__file__", None)
+    return [f for f in found if f.__code__.co_filename == home]
+
+
+_LOADS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE")
+_ATTRIBUTES = ("LOAD_ATTR", "LOAD_METHOD")
+
+
+def _module_attributes(code: types.CodeType, namespace: dict, package: str,
+                       local: dict | None = None) -> list[Any]:
+    """The package's functions and classes that `code` (and the code nested in it) reaches
+    as `module.name`, through a module of the package it names globally or imports itself."""
+    local, found, imported, module = dict(local or {}), [], "", None
+    instructions = list(dis.get_instructions(code))
+    for i, ins in enumerate(instructions):
+        after = instructions[i + 1] if i + 1 < len(instructions) else None
+        if ins.opname == "IMPORT_NAME":
+            imported = ins.argval
+        elif ins.opname == "IMPORT_FROM" and after is not None and after.opname.startswith(
+                "STORE_"):
+            value = sys.modules.get(f"{imported}.{ins.argval}")
+            if isinstance(value, types.ModuleType):
+                local[after.argval] = value
+        if ins.opname in _LOADS:
+            value = local.get(ins.argval, namespace.get(ins.argval))
+            module = value if isinstance(value, types.ModuleType) and (
+                value.__name__.split(".")[0] == package) else None
+        elif ins.opname in _ATTRIBUTES and module is not None:
+            value = getattr(module, ins.argval, None)
+            module = value if isinstance(value, types.ModuleType) else None
+            if isinstance(value, (types.FunctionType, type)) and _in(value, package):
+                found.append(value)
+        else:
+            module = None
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found += _module_attributes(const, namespace, package, local)
+    return found
+
+
+def _named(value: Any, package: str, todo: list) -> Any:
+    """A container constant as plain data, the package's functions and classes in it by name
+    (and queued to follow); None when it holds anything else."""
+    if isinstance(value, (types.FunctionType, type)) and _in(value, package):
+        todo.append(value)
+        return f"{value.__module__}.{value.__qualname__}"
+    if isinstance(value, Mapping):
+        items = {str(k): _named(v, package, todo) for k, v in value.items()}
+        return None if None in items.values() else items
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [_named(v, package, todo) for v in value]
+        if None in items:
+            return None
+        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return None
+
+
+def _global_loads(code: types.CodeType) -> set[str]:
+    """The global names `code` (and the code nested in it) reads: not attribute names."""
+    names = {ins.argval for ins in dis.get_instructions(code)
+             if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_loads(const)
+    return names
+
+
+def closure(fn: Any, package: str = "memlib", deep: bool = False) -> list[Any]:
     """`fn` and, transitively, the globals it names that decide what it computes: functions
     and classes defined in `package`, and plain constants (numbers, strings, tuples...) of
     their modules. Library functions and modules are left out (their versions are recorded
-    elsewhere); attributes reached through a module (`rlp.measure`) are not followed, so a
-    caller lists those itself."""
+    elsewhere). Unless `deep`, attributes reached through a module (`rlp.measure`) are not
+    followed, so a caller lists those itself. `deep` reads only the global names the code
+    loads (not an attribute that shares a global's name), and follows attributes (through the
+    package's modules a function names or imports), the methods of classes, and the
+    package's functions in dict, list and set constants, which it keeps as values: what a
+    cache key needs."""
     seen: dict[int, Any] = {}
     todo = [inspect.unwrap(fn)]
     while todo:
-        obj = todo.pop()
+        obj = inspect.unwrap(todo.pop())
         if id(obj) in seen:
             continue
         seen[id(obj)] = obj
+        if deep and isinstance(obj, type):
+            todo += _methods(obj)
         code = getattr(obj, "__code__", None)
         if code is None:
             continue
-        for name in sorted(_global_names(code)):
+        if deep:
+            todo += _module_attributes(code, obj.__globals__, package)
+        for name in sorted(_global_loads(code) if deep else _global_names(code)):
             value = obj.__globals__.get(name)
             if isinstance(value, (types.FunctionType, type)):
-                if (getattr(value, "__module__", "") or "").split(".")[0] == package:
-                    todo.append(value if isinstance(value, type) else inspect.unwrap(value))
+                if _in(value, package):
+                    todo.append(value)
             elif isinstance(value, (bool, int, float, str, tuple, frozenset)) and value is not None:
                 seen[id(value)] = (f"{obj.__module__}.{name}", value)
+            elif deep and isinstance(value, (Mapping, list, set)):
+                plain = _named(value, package, todo)
+                if plain is not None:
+                    seen[id(value)] = (f"{obj.__module__}.{name}", plain)
     return list(seen.values())
 
 

@@ -37,12 +37,12 @@ import torch.nn.functional as F
 
 from memlib import data as mdata
 from memlib import distributed, models, paths
-from memlib.cache import cached, code_version
 from memlib.claims import Cases, Claim, Estimate, all_of, correlations, declare, margin, paired
 from memlib.config import (
     SEED_MAX,
     AtLeast,
     AtMost,
+    Distinct,
     Fraction,
     NonEmpty,
     NonNegative,
@@ -50,9 +50,11 @@ from memlib.config import (
     Rate,
     check,
     check_fields,
+    check_stratified,
     to_dict,
 )
 from memlib.process import compiler_target_flags
+from memlib.runs import TRAINING, computation, compute_missing
 from memlib.seed import generator, seed_everything
 from memlib.train import FitCriterion, TrainSpec, fit_tracker, train
 
@@ -538,8 +540,9 @@ class Config:
     model: Literal["mlp", "smallcnn", "resnet18", "vit_tiny", "vit_base_patch32_224"] = "mlp"
     mlp_widths: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**16)] = (256, 64)
     cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**14)] = (8, 16, 32)
-    corruptions: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.4, 0.6)
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0, 1, 2)
+    corruptions: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.0, 0.2, 0.4, 0.6)
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
+        0, 1, 2)
     epochs: Annotated[int, AtLeast(2), AtMost(10**4)] = 50
     batch_size: Annotated[int, Positive, AtMost(2**20)] = 32
     optimizer: Literal["sgd", "adam", "adamw"] = "adam"
@@ -570,7 +573,7 @@ class Config:
     fit_train_acc: Annotated[float, Fraction] = 0.99
     fit_flipped_acc: Annotated[float, Fraction] = 0.95
     epochs_after_fit: Annotated[int | None, NonNegative, AtMost(10**4)] = None
-    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # scheduling, not hashed
+    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # runs at once: in no key
 
     def __post_init__(self):
         check_fields(self)
@@ -579,6 +582,9 @@ class Config:
               f"corruptions {self.corruptions}")
         check(self.n_train == 0 or self.n_scatter <= self.n_train,
               f"n_scatter={self.n_scatter} exceeds n_train={self.n_train}")
+        for name in ("n_train", "n_test"):
+            check_stratified(name, getattr(self, name), mdata.NUM_CLASSES[self.dataset],
+                             self.dataset)
         check(self.early_epoch <= self.epochs,
               f"early_epoch must be in 1..epochs, got {self.early_epoch}")
         bad = [m for m in self.arch_models if m not in MODEL_NAMES]
@@ -587,10 +593,6 @@ class Config:
         check(not bad, f"unknown human label set {bad[:1]}; choose from: {', '.join(HUMAN_SETS)}")
         check(not self.human_label_sets or self.dataset == "cifar10",
               "human_label_sets (CIFAR-10N) need dataset=cifar10")
-
-
-def _code() -> str:
-    return code_version(sys.modules[__name__])
 
 
 @functools.lru_cache(maxsize=4)
@@ -823,7 +825,7 @@ def _run_key(config: Config, model_name: str, noise: str, corruption: float, see
     shared = {k: v for k, v in to_dict(config).items()
               if k not in ("corruptions", "seeds", "arch_models", "arch_epochs", "arch_seeds",
                            "human_label_sets", "synthetic_n", "top_k", "attribution_corruption",
-                           "parallel_runs",  # scheduling, not hashed
+                           "parallel_runs",  # which process computes a run, not what
                            "direct_checks")}
     return {**shared, "dataset": mdata.resolve(config.dataset), "model": model_name,
             "noise": noise, "corruption": corruption,
@@ -860,15 +862,11 @@ def run(config: Config) -> dict:
     """Every experiment of the study; each training run is cached on its own."""
     from scipy.stats import spearmanr
 
-    prefetch_runs(config)  # scheduling, not hashed
-    code = _code()
-    checks = cached("fisher-math-checks", {"n": config.synthetic_n},
-                    lambda: math_checks(config.synthetic_n), code=code)
+    prefetch_runs(config)
+    checks = cached_checks(config)
     results = []
     for model_name, noise, corruption, seed, epochs in runs(config):
-        key = _run_key(config, model_name, noise, corruption, seed, epochs)
-        result = cached("fisher-run", key, functools.partial(
-            train_run, config, model_name, noise, corruption, seed, epochs), code=code)
+        result = cached_run((config, model_name, noise, corruption, seed, epochs))
         results.append(((model_name, noise, corruption, seed), result))
     curves, summary, signals, examples = [], [], [], []
     for (model_name, noise, corruption, seed), result in results:
@@ -941,20 +939,20 @@ def difficulty_control(examples: pd.DataFrame, config: Config) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# --- scheduling: which cached computations worker processes compute first ---------------
+# --- the runs and which worker processes compute first ------------------------------------
 
 
+@computation("fisher-run", 1, uses=TRAINING, spec=lambda item: _run_key(*item))
 def cached_run(item: tuple) -> dict:
-    """The training run `item` = (config, *one of runs(config)), cached as `run` caches it."""
+    """The training run `item` = (config, *one of runs(config))."""
     config, *spec = item
-    return cached("fisher-run", _run_key(config, *spec),
-                  functools.partial(train_run, config, *spec), code=_code())
+    return train_run(config, *spec)
 
 
+@computation("fisher-math-checks", 1, spec=lambda config: {"n": config.synthetic_n})
 def cached_checks(config: Config) -> pd.DataFrame:
-    """The math checks, cached as `run` caches them."""
-    return cached("fisher-math-checks", {"n": config.synthetic_n},
-                  lambda: math_checks(config.synthetic_n), code=_code())
+    """The math checks."""
+    return math_checks(config.synthetic_n)
 
 
 def planned_runs(config: Config) -> list[tuple]:
@@ -973,9 +971,7 @@ def planned_runs(config: Config) -> list[tuple]:
 def prefetch_runs(config: Config) -> None:
     """Compute the planned runs missing from the cache `config.parallel_runs` at a time, in
     worker processes (one CPU thread each; nothing under torchrun), for `run` to load."""
-    from memlib.parallel import prefetch_uncached
-
-    prefetch_uncached(planned_runs(config), config.parallel_runs, "fisher runs")
+    compute_missing(planned_runs(config), config.parallel_runs, "fisher runs")
 
 
 # --- claims ----------------------------------------------------------------------

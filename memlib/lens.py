@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -37,14 +36,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from memlib import data as datasets
-from memlib import fisher, probes, rlp
-from memlib.cache import cached, code_version, entry_path
+from memlib import fisher, imagenet, probes, rlp
 from memlib.claims import Cases, Claim, Estimate, all_of, correlations, declare, margin, paired
 from memlib.config import (
     SEED_MAX,
     AtLeast,
     AtMost,
     ConfigError,
+    Distinct,
     NonEmpty,
     NonNegative,
     Positive,
@@ -52,10 +51,11 @@ from memlib.config import (
     build,
     check,
     check_fields,
+    check_stratified,
     to_dict,
 )
-from memlib.parallel import prefetch
-from memlib.presets import preset_config
+from memlib.presets import preset_of
+from memlib.runs import TRAINING, computation, compute_missing
 from memlib.seed import generator
 
 DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits")  # in memory
@@ -84,9 +84,10 @@ class Config:
     # changes to that preset, as `key=value` like memlib's --set (e.g. "epochs=20")
     study1_sets: tuple[str, ...] = ()
     # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
-    datasets: Annotated[tuple[str, ...], NonEmpty] = ("fashion_mnist", "mnist")
-    noise_rates: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.4)
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0, 1, 2)
+    datasets: Annotated[tuple[str, ...], NonEmpty, Distinct] = ("fashion_mnist", "mnist")
+    noise_rates: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.0, 0.2, 0.4)
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
+        0, 1, 2)
     # training examples scored and forming the gradient scatter (a fixed class-stratified
     # subset); None: every training example
     scatter_samples: Annotated[int | None, AtLeast(10), AtMost(10**7)] = None
@@ -105,7 +106,14 @@ class Config:
                        f"in memory); choose from: {', '.join(DATASETS)}")
         bad = [s for s in self.study1_sets if "=" not in s]
         check(not bad, f"study1_sets expects key=value items, got {bad[:1]}")
-        study1_config(self)  # the preset with these changes must be a valid study-1 config
+        study1 = study1_config(self)  # the preset with these changes: a valid study-1 config
+        for name in self.datasets:  # on every dataset the lens runs it on
+            check_stratified("scatter_samples", self.scatter_samples, datasets.NUM_CLASSES[name],
+                             name)
+            try:
+                dataclasses.replace(study1, dataset=name)
+            except ConfigError as err:
+                raise ConfigError(f"study 1's preset on {name}: {err}") from None
 
 
 @dataclass(frozen=True)
@@ -121,10 +129,10 @@ class LensRun:
 
 def study1_config(config: Config) -> rlp.Config:
     """Study 1's config: its preset at `config.setting`, changed by `config.study1_sets`."""
-    preset = to_dict(preset_config("rlp", config.setting))
+    preset = to_dict(preset_of(rlp.Config, "rlp", config.setting))
     sets = dict(item.split("=", 1) for item in config.study1_sets)
-    try:
-        return build(rlp.Config, {**preset, **sets})
+    try:  # the lens runs no long tail: its ratio need not fit the samples (none, unless set)
+        return build(rlp.Config, {**preset, "long_tail_ratio": 1.0, **sets})
     except ConfigError as err:
         raise ConfigError(f"study1_sets: {err}") from None
 
@@ -318,17 +326,9 @@ def lens_run(r: LensRun) -> dict:
             "fit_epoch": result["fit_epoch"], "epochs_trained": result["epochs_trained"]}
 
 
-def _code() -> str:
-    return code_version(sys.modules[__name__], rlp, fisher, probes)
-
-
+@computation("lens_run", 1, uses=(*TRAINING, imagenet))
 def cached_lens(r: LensRun) -> dict:
-    return cached("lens_run", r, lambda: lens_run(r), code=_code())
-
-
-def missing(planned: list[LensRun]) -> list[LensRun]:
-    """The runs whose results are not in the cache yet."""
-    return [r for r in planned if not entry_path("lens_run", r, _code()).exists()]
+    return lens_run(r)
 
 
 # --- the experiment -------------------------------------------------------------------------
@@ -369,22 +369,26 @@ def run(config: Config) -> dict:
     planned, study1 = runs(config), study1_config(config)
     frozen = list(dict.fromkeys((rlp.cached_frozen, frozen_spec(r.run, study1))
                                 for r in planned))
-    prefetch([(cached_lens, r) for r in missing(planned)] + rlp.missing(frozen),
-             config.parallel_runs, "lens runs")
+    compute_missing([(cached_lens, r) for r in planned] + frozen, config.parallel_runs,
+                    "lens runs")
     examples, layers, curves, summary = [], [], [], []
     for r in planned:
         s = r.run
         label = {"dataset": s.dataset, "noise": s.noise, "seed": s.seed}
         result = cached_lens(r)
+        frozen_history = rlp.cached_frozen(frozen_spec(s, study1))["history"].set_index("epoch")
         # the heads on frozen features after as many epochs as the run trained
-        baseline = rlp.cached_frozen(frozen_spec(s, study1))["history"].set_index("epoch") \
-            .loc[result["epochs_trained"]]
+        baseline = frozen_history.loc[result["epochs_trained"]]
         examples.append(result["examples"].assign(**label))
         layer = result["layers"].assign(**label)
         layer["frozen_acc"] = [baseline[f"rlp_{n}"] for n in layer["layer"]]
         layer["excess"] = 100 * (layer["rlp_acc"] - layer["frozen_acc"])  # points
         layers.append(layer)
-        curves.append(result["curves"].assign(**label))
+        curve = result["curves"].assign(**label)
+        # the deepest head on frozen features at each epoch: what it learns by itself
+        deepest = f"rlp_{result['layers']['layer'].iloc[-1]}"
+        curve["frozen_deepest"] = frozen_history[deepest].reindex(curve["epoch"]).to_numpy()
+        curves.append(curve)
         last = result["history"].iloc[-1]
         summary.append({**label, "train_acc": last["train_acc"], "test_acc": last["test_acc"],
                         "noisy_fit": result["noisy_fit"], "peak_epoch": result["peak_epoch"],
@@ -431,11 +435,13 @@ def fall_after_peak(curve: pd.DataFrame) -> float:
     return float((er.max() - er.iloc[-1]) / er.max())
 
 
-def rlp_half_epoch(curve: pd.DataFrame, chance: float) -> int | None:
-    """First epoch at which the deepest head's random-label accuracy reaches half its final
-    excess over chance (study 1's `onset_epoch`); None without an excess."""
+def rlp_half_epoch(curve: pd.DataFrame) -> int | None:
+    """First epoch at which the deepest head's excess over the same head on frozen features
+    (same epoch) reaches half its final value (study 1's `onset_epoch`, as its early_rise
+    measures it); None without an excess."""
     curve = curve.sort_values("epoch")
-    return rlp.onset_epoch(curve["rlp_deepest"].tolist(), chance, epochs=curve["epoch"].tolist())
+    excess = (curve["rlp_deepest"] - curve["frozen_deepest"]).tolist()
+    return rlp.onset_epoch(excess, 0.0, epochs=curve["epoch"].tolist())
 
 
 def er_peak_epoch(curve: pd.DataFrame) -> int:
@@ -478,7 +484,6 @@ def measure(results: dict) -> dict:
         if noise == 0:  # nothing is corrupted: none of the questions can be asked
             continue
         at = _at(runs, dataset, noise)
-        chance = float(at["chance"].iloc[0])
         fit = {"data": dataset, "noise": noise, "noisy_fit": float(at["noisy_fit"].min()),
                **rlp.fit_record(at)}
         curves = _at(results["curves"], dataset, noise)
@@ -491,11 +496,13 @@ def measure(results: dict) -> dict:
             if not any(map(math.isnan, exact)) else None)
         broken = breaks_first(_at(results["layers"], dataset, noise))
         measured[f"memorizing_layer_breaks_first_{key}"] = broken and {**fit, **broken}
-        halves = {seed: rlp_half_epoch(c, chance) for seed, c in curves.groupby("seed")}
+        halves = {seed: rlp_half_epoch(c) for seed, c in curves.groupby("seed")}
         er_peaks = {seed: er_peak_epoch(c) for seed, c in curves.groupby("seed")}
         rises = all(h is not None for h in halves.values())
+        deepest = _at(results["layers"], dataset, noise)
+        deepest = deepest[deepest["layer"] == deepest["layer"].iloc[-1]].sort_values("seed")
         measured[f"er_peaks_first_{key}"] = {
-            **fit, **peaks, "rlp_rises": rises,
+            **fit, **peaks, "excess": Estimate.of(deepest["excess"]), "rlp_rises": rises,
             "lead": Estimate.of([halves[s] - er_peaks[s] for s in halves] if rises else [])}
         measured[f"rlp_confidence_flags_{key}"] = {
             **fit, "auroc": Estimate.of(_auroc_by_seed(results, dataset, noise,
@@ -514,7 +521,10 @@ INTERIOR = (f"er peaks inside training and then declines: every run peaks after 
             and v["fall_after_peak"].beyond_noise)
 LAYER_MEMORIZES = ("that layer memorizes (RLP excess over the frozen baseline > 0 beyond "
                    "noise)", lambda v: v["excess"].mean > 0 and v["excess"].beyond_noise)
-RISES = ("the deepest head rises above chance in every run", lambda v: v["rlp_rises"])
+RISES = ("the deepest head rises above its frozen-initialisation curve in every run",
+         lambda v: v["rlp_rises"])
+DEEPEST_MEMORIZES = ("the deepest layer memorizes (RLP excess over the frozen baseline > 0 "
+                     "beyond noise)", LAYER_MEMORIZES[1])
 COMPUTED = ("every score was computed", lambda v: v["rho"] is not None)
 OVER_SEEDS = ", per seed, 95% t interval over seeds"
 
@@ -528,6 +538,7 @@ _FIT = {"data": "fashion_mnist", "noise": 0.4, "noisy_fit": 1.0}
 _UNFIT = {**_FIT, "noisy_fit": 0.5}
 _PEAKED = {"interior_peaks": True, "fall_after_peak": _e(0.4)}
 _STILL_RISING = {"interior_peaks": True, "fall_after_peak": _e(0.03)}
+_DEEP = {"excess": _e(7.0), "rlp_rises": True}
 
 
 # what decides each claim besides its rule: the functions that compute its value and the
@@ -590,20 +601,23 @@ def _dataset_claims(dataset: str) -> list[Claim]:
               caveat="negative: the memorizing layer is more robust than its rival",
               where="fig2_layer_agreement"),
         Claim(f"er_peaks_first_{dataset}",
-              "er peaks no later than the deepest head's random-label accuracy reaches half "
-              "its final excess over chance.", "ours",
-              "epoch at which the deepest RLP head reaches half its final excess over chance "
-              "minus the er peak epoch" + OVER_SEEDS,
+              "er peaks no later than the deepest head's random-label excess over its "
+              "frozen-initialisation curve reaches half its final value.", "ours",
+              "epoch at which the deepest RLP head's excess over the same head on frozen "
+              "features (same epoch) reaches half its final value, minus the er peak epoch"
+              + OVER_SEEDS,
               ">= 0 epochs (\"no later\")", **all_of(lambda v: [margin(v["lead"], 0)]),
-              preconditions=(MEMORIZED, INTERIOR, RISES),
-              cases=Cases(holds={**_FIT, **_PEAKED, "rlp_rises": True, "lead": _e(80.0, 3.0)},
-                          fails={**_FIT, **_PEAKED, "rlp_rises": True, "lead": _e(-20.0, 3.0)},
+              preconditions=(MEMORIZED, DEEPEST_MEMORIZES, INTERIOR, RISES),
+              cases=Cases(holds={**_FIT, **_PEAKED, **_DEEP, "lead": _e(80.0, 3.0)},
+                          fails={**_FIT, **_PEAKED, **_DEEP, "lead": _e(-20.0, 3.0)},
                           preconditions={
-                              MEMORIZED[0]: {**_UNFIT, **_PEAKED, "rlp_rises": True,
-                                             "lead": _e(80.0)},
-                              INTERIOR[0]: {**_FIT, **_STILL_RISING, "rlp_rises": True,
+                              MEMORIZED[0]: {**_UNFIT, **_PEAKED, **_DEEP, "lead": _e(80.0)},
+                              DEEPEST_MEMORIZES[0]: {**_FIT, **_PEAKED, **_DEEP,
+                                                     "excess": _e(0.5, 1.0),
+                                                     "lead": _e(80.0)},
+                              INTERIOR[0]: {**_FIT, **_STILL_RISING, **_DEEP,
                                             "lead": _e(80.0)},
-                              RISES[0]: {**_FIT, **_PEAKED, "rlp_rises": False,
+                              RISES[0]: {**_FIT, **_PEAKED, **_DEEP, "rlp_rises": False,
                                          "lead": Estimate.of([])}}),
               unit="epochs", headline=lambda v: v["lead"], scope="ours",
               caveat="er is measured every other epoch at the small scale",

@@ -20,7 +20,6 @@ works through `memlib.train.make_optimizers` unchanged.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -32,11 +31,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from memlib.cache import cached, code_version
 from memlib.claims import Cases, Claim, Estimate, all_of, correlations, declare, margin, paired
 from memlib.config import (
     SEED_MAX,
     AtMost,
+    Distinct,
     Domain,
     Fraction,
     NonEmpty,
@@ -46,8 +45,11 @@ from memlib.config import (
     Rate,
     check,
     check_fields,
+    check_stratified,
     to_dict,
 )
+from memlib.data import NUM_CLASSES
+from memlib.runs import TRAINING, compute_missing, inline
 from memlib.seed import generator
 from memlib.train import TrainSpec, resolve_device, train
 
@@ -486,7 +488,7 @@ class Config:
     activation: Activation = "relu"
     # main runs: one per (alpha, seed), trained together
     alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.5, 0.8)
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0,)
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (0,)
     optimizer: Optimizer = "adamw"
     lr: Annotated[float, Positive] = 1e-3
     weight_decay: Annotated[float, NonNegative] = 0.1
@@ -522,20 +524,24 @@ class Config:
     image_fallback: Literal["fashion_mnist", "none"] = "fashion_mnist"
     image_samples: Annotated[int, Positive, AtMost(10**7)] = 2000
     image_epochs: Annotated[int, NonNegative, AtMost(10**5)] = 100
-    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # scheduling, not hashed
+    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # runs at once: in no key
 
     def __post_init__(self):
         check_fields(self)
         check(len(self.order_lrs) == len(self.order_optimizers) == len(self.order_weight_decays),
               "order_optimizers, order_lrs and order_weight_decays must have the same length")
+        # multiplication mod p is addition mod p - 1 (multiplication_task)
+        for n in (self.p, *([self.p - 1] if "mul" in self.variants else [])):
+            check(0 < round(self.train_fraction * n * n) < n * n,
+                  f"train_fraction={self.train_fraction} of the {n * n} pairs mod {n} leaves "
+                  "the training or the test set empty")
+        if self.image_dataset != "none" and self.image_epochs > 0:
+            for name in {self.image_dataset, self.image_fallback} - {"none"}:
+                check_stratified("image_samples", self.image_samples, NUM_CLASSES[name], name)
 
 
 def chance(config: Config) -> float:
     return 1 / config.p
-
-
-def _code() -> str:
-    return code_version(sys.modules[__name__])
 
 
 def _task(config: Config) -> Task:
@@ -567,9 +573,9 @@ def train_main(config: Config) -> dict:
            "log_every": config.log_every}
     spec = TrainSpec(epochs=config.epochs, batch_size=None, optimizer=config.optimizer,
                      lr=config.lr, weight_decay=config.weight_decay, seed=seeds[0])
-    return cached("modarith-main", key, lambda: train_runs(
+    return MAIN.get(key, lambda: train_runs(
         _task(config), alphas, seeds, config.width, spec, config.activation, config.noise,
-        config.log_every), code=_code())
+        config.log_every))
 
 
 def analyse_main(config: Config, main: dict) -> dict:
@@ -607,9 +613,9 @@ def learning_order(config: Config) -> pd.DataFrame:
                "log_every": config.order_log_every}
         spec = TrainSpec(epochs=config.order_epochs, batch_size=None, optimizer=opt, lr=lr,
                          weight_decay=wd, seed=seeds[0])
-        out = cached("modarith-order", key, lambda spec=spec: train_runs(
+        out = ORDER.get(key, lambda spec=spec: train_runs(
             _task(config), alphas, seeds, config.width, spec, config.activation,
-            config.noise, config.order_log_every)["history"], code=_code())
+            config.noise, config.order_log_every)["history"])
         frames.append(out.assign(optimizer=opt, lr=lr, weight_decay=wd))
     return pd.concat(frames, ignore_index=True)
 
@@ -641,7 +647,7 @@ def width_sweep(config: Config) -> pd.DataFrame:
                               ffq.assign(part="G", eval_activation="quadratic")]
                     return pd.concat(frames, ignore_index=True)
 
-                frame = cached("modarith-sweep", key, compute, code=_code())
+                frame = SWEEP.get(key, compute)
                 rows.append(_label_runs(frame, alphas, seeds).assign(
                     width=width, activation=act, weight_decay=wd))
     return pd.concat(rows, ignore_index=True)
@@ -682,12 +688,11 @@ def image_order(config: Config) -> tuple[pd.DataFrame, str]:
             key = {"dataset": name, "n": len(y), "alphas": list(config.digits_alphas),
                    "width": config.digits_width, "lr": config.digits_lr, "epochs": epochs,
                    "seed": seed, "subset_seed": config.seeds[0], "inputs": "standardized"}
-            frame = cached("modarith-images", key,
+            frame = IMAGES.get(key,
                            lambda x=x, y=y, s=run_spec, n=split.num_classes, seed=seed:
                            image_learning_order(x, y, n, config.digits_alphas,
                                                 config.digits_width, s,
-                                                log_every=max(1, s.epochs // 60), seed=seed),
-                           code=_code())
+                                                log_every=max(1, s.epochs // 60), seed=seed))
             frames.append(frame.assign(dataset=name, seed=seed))
     return pd.concat(frames, ignore_index=True), " ".join(notes)
 
@@ -733,7 +738,7 @@ def variant_parts(config: Config) -> pd.DataFrame:
             return evaluate_parts(out["weights"], task, out["noisy"], out["mask"],
                                   tuple(dict.fromkeys((activation, "quadratic"))))
 
-        frame = cached("modarith-variant", key, compute, code=_code())
+        frame = VARIANT.get(key, compute)
         frames.append(_label_runs(frame, alphas, seeds).assign(variant=variant,
                                                                train_activation=activation,
                                                                classes=task.p))
@@ -742,7 +747,7 @@ def variant_parts(config: Config) -> pd.DataFrame:
 
 def run(config: Config) -> dict:
     """Every experiment of the study (each training cached), as tidy DataFrames."""
-    prefetch_runs(config)  # scheduling, not hashed
+    prefetch_runs(config)
     main = train_main(config)
     analysis = analyse_main(config, main)
     images, image_note = image_order(config)
@@ -752,7 +757,15 @@ def run(config: Config) -> dict:
             "chance": chance(config)}
 
 
-# --- scheduling: which cached computations worker processes compute first ---------------
+# the cached computations, each keyed by the code of the function that builds it
+MAIN = inline("modarith-main", 1, train_main, uses=TRAINING)
+ORDER = inline("modarith-order", 1, learning_order, uses=TRAINING)
+SWEEP = inline("modarith-sweep", 1, width_sweep, uses=TRAINING)
+IMAGES = inline("modarith-images", 1, image_order, uses=TRAINING)
+VARIANT = inline("modarith-variant", 1, variant_parts, uses=TRAINING)
+
+
+# --- which cached computations worker processes compute first ----------------------------
 
 
 def planned_runs(config: Config) -> list[tuple[Callable, Config]]:
@@ -777,9 +790,7 @@ def planned_runs(config: Config) -> list[tuple[Callable, Config]]:
 def prefetch_runs(config: Config) -> None:
     """Compute the planned runs missing from the cache `config.parallel_runs` at a time, in
     worker processes (one CPU thread each; nothing under torchrun), for `run` to load."""
-    from memlib.parallel import prefetch_uncached
-
-    prefetch_uncached(planned_runs(config), config.parallel_runs, "modarith runs")
+    compute_missing(planned_runs(config), config.parallel_runs, "modarith runs")
 
 
 # --- claims ----------------------------------------------------------------------

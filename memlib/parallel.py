@@ -1,7 +1,7 @@
 """Independent cached experiments computed in parallel worker processes.
 
 Above the cache and the training loop: the cache only stores, and a study decides which of
-its runs may run side by side.
+its runs may run side by side (through `memlib.runs.compute_missing`).
 """
 
 from __future__ import annotations
@@ -78,10 +78,3 @@ def uncached(calls: list[Call]) -> list[Call]:
         activity.clear()
         activity.update(counts)
     return kept
-
-
-def prefetch_uncached(calls: list[Call], processes: int, desc: str = "runs") -> None:
-    """`prefetch` those of `calls` that `uncached` keeps (none is tried where prefetch would
-    do nothing)."""
-    if can_prefetch(processes):
-        prefetch(uncached(calls), processes, desc)

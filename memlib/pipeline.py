@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import importlib
 import json
 import logging
 import os
@@ -29,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from memlib import SCALES, paths
-from memlib.presets import PresetError, params_file, preset_config, read_params
+from memlib.presets import PresetError, params_file, read_params
 from memlib.process import one_cpu_thread, pin_cpu_dispatch
+from memlib.studies import preset_config
 
 
 class NotebookError(RuntimeError):
@@ -266,11 +266,21 @@ class _ReportedInOneLine(logging.Filter):
                     or type(error).__name__ in ("DeadKernelError", "CellExecutionError"))
 
 
+class _InjectedAnyway(logging.Filter):
+    """papermill warns, one line per parameter, of every parameter that the notebook's
+    parameters cell does not name, yet injects it all the same; memlib checked each one against
+    the study's config before the kernel started: drop those lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Passed unknown parameter")
+
+
 def _quiet_reported_failures() -> None:
-    for name in ("papermill", "asyncio"):
+    for name, quiet in (("papermill", _ReportedInOneLine), ("papermill", _InjectedAnyway),
+                        ("asyncio", _ReportedInOneLine)):
         logger = logging.getLogger(name)
-        if not any(isinstance(f, _ReportedInOneLine) for f in logger.filters):
-            logger.addFilter(_ReportedInOneLine())
+        if not any(isinstance(f, quiet) for f in logger.filters):
+            logger.addFilter(quiet())
 
 
 def run_command(study: str, config, scale: str) -> str:
@@ -293,8 +303,9 @@ def study_results(study: str, config, scale: str) -> dict:
     and, where an entry is missing, stops with one line naming the command to run.
     """
     from memlib.cache import only_cached
+    from memlib.studies import module
 
-    run = importlib.import_module(f"memlib.{study}").run
+    run = module(study).run
     if scale != "full":
         one_cpu_thread()
         return run(config)

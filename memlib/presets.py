@@ -1,12 +1,11 @@
 """A study's preset: its parameter file params/<scale>/<notebook>.yaml and the Config it sets.
 
-Read by the notebook runner, the command line and any study that builds on another's preset
-(the lens on study 1's), without any of them importing the others.
+Read by the notebook runner, the command line (through `memlib.studies`, which knows each
+study's Config) and any study that builds on another's preset (the lens on study 1's).
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +37,8 @@ def read_params(path: Path) -> dict[str, Any]:
     return params
 
 
-def preset_config(study: str, scale: str):
-    """The study's Config as its parameter file for `scale` sets it."""
+def preset_of(config_class: type, study: str, scale: str):
+    """`config_class` (study `study`'s Config) as its parameter file for `scale` sets it."""
     from memlib.config import build
 
-    module = importlib.import_module(f"memlib.{study}")
-    return build(module.Config, read_params(params_file(Path(STUDIES[study]), scale)))
+    return build(config_class, read_params(params_file(Path(STUDIES[study]), scale)))

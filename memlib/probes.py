@@ -12,13 +12,9 @@ A model is never modified: probed parameter dicts are evaluated with
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import inspect
 import itertools
 import math
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +29,6 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from memlib import paths
 from memlib import train as training
-from memlib.cache import cached, code_version
 from memlib.claims import (
     LEVEL,
     Cases,
@@ -49,6 +44,7 @@ from memlib.claims import (
 from memlib.config import (
     SEED_MAX,
     AtMost,
+    Distinct,
     NonEmpty,
     NonNegative,
     Positive,
@@ -56,7 +52,10 @@ from memlib.config import (
     Rate,
     check,
     check_fields,
+    check_stratified,
 )
+from memlib.data import NUM_CLASSES
+from memlib.runs import TRAINING, compute_missing, inline
 from memlib.seed import generator
 
 DATASETS = ("fashion_mnist", "mnist")
@@ -90,7 +89,7 @@ _NER_TAG = re.compile(r"O|[BI]-\S+")
 
 @dataclass(frozen=True)
 class Config:
-    datasets: Annotated[tuple[str, ...], NonEmpty] = ("fashion_mnist",)
+    datasets: Annotated[tuple[str, ...], NonEmpty, Distinct] = ("fashion_mnist",)
     pair_choice: Literal["authors", "ssim"] = "authors"
     width: Annotated[int, Positive, AtMost(2**16)] = 64
     activation: Literal["relu", "tanh", "sigmoid"] = "relu"
@@ -101,7 +100,8 @@ class Config:
     # first full-size Adam steps can push every hidden unit below zero for every input
     warmup_steps: Annotated[int, NonNegative, AtMost(10**6)] = 5
     # one run per seed: initialisation, batch order and the probes' random draws
-    seeds: Annotated[tuple[int, ...], NonEmpty, NonNegative, AtMost(SEED_MAX)] = (0, 1, 2, 3, 4)
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
+        0, 1, 2, 3, 4)
     # None: every training image of the two classes
     train_per_class: Annotated[int | None, Positive, AtMost(10**7)] = None
     reinit_biases: bool = False  # the authors' scripts reload weights only
@@ -138,11 +138,13 @@ class Config:
     distilbert_model: str = DISTILBERT
     # None: the whole CoNLL-2003 test split
     distilbert_sentences: Annotated[int | None, Positive, AtMost(10**7)] = None
-    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # scheduling, not hashed
+    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # runs at once: in no key
 
     def __post_init__(self):
         check_fields(self)
-        check(len(set(self.seeds)) == len(self.seeds), f"seeds repeat: {list(self.seeds)}")
+        for name in ("standin_train", "standin_test"):  # stand-in: 10-class Fashion-MNIST
+            check_stratified(name, getattr(self, name), NUM_CLASSES["fashion_mnist"],
+                             "fashion_mnist")
         check(self.heatmap_runs <= len(self.seeds),
               f"heatmap_runs={self.heatmap_runs} exceeds the {len(self.seeds)} seeds")
         for name in self.datasets:
@@ -566,21 +568,6 @@ def train_runs(x: Tensor, y: Tensor, seeds: Sequence[int], width: int, activatio
     return params
 
 
-def _source_version(*objects) -> str:
-    """Hash of the source of the given functions/classes: a training cache survives edits
-    elsewhere in this module."""
-    h = hashlib.sha256()
-    for obj in objects:
-        h.update(inspect.getsource(obj).encode())
-    return h.hexdigest()[:16]
-
-
-@functools.cache
-def _train_version() -> str:
-    return _source_version(pair_data, make_mlp, Ensemble, RunBatches, _ensemble_step,
-                           train_runs) + code_version(training)
-
-
 def pair_epochs(dataset: str, epochs: int, per_class: int | None) -> int:
     """Epochs for a pair: `epochs`, except that a pair of the bundled MNIST subset (400
     training images per class) trains for proportionally more epochs, so that it takes as
@@ -606,7 +593,7 @@ def trained_pair(dataset: str, pair: tuple[int, int], seeds: Sequence[int], conf
                           config.batch_size, config.lr, config.reinit_biases,
                           desc=f"{dataset} {pair}", warmup_steps=config.warmup_steps)
 
-    return cached("probes-train", key, compute, code=_train_version())
+    return TRAINED_PAIR.get(key, compute)
 
 
 def run_params(stacked: dict[str, Tensor], r: int) -> dict[str, Tensor]:
@@ -729,8 +716,7 @@ def standin_model(config: Config) -> nn.Module:
         return {k: v.detach().cpu() for k, v in model.state_dict().items()}
 
     key = {"train": config.standin_train, "epochs": config.standin_epochs, "seed": config.seed}
-    state = cached("probes-standin-vit", key, compute,
-                   code=_source_version(_standin_data, standin_model) + code_version(training))
+    state = STANDIN_VIT.get(key, compute)
     model = fresh()
     model.load_state_dict(state)
     return model.eval()
@@ -915,11 +901,6 @@ def distilbert_case_study(config: Config, batch_size: int = 64
 # --- the experiments -----------------------------------------------------------------------
 
 
-def _code() -> str:
-    """This module's source and the training code: analyses of retrained models are redone."""
-    return code_version(sys.modules[__name__]) + _train_version()
-
-
 def _difficulty(dataset: str, config: Config) -> pd.DataFrame:
     from memlib import data
 
@@ -930,8 +911,8 @@ def _difficulty(dataset: str, config: Config) -> pd.DataFrame:
         return pd.DataFrame([{"dataset": dataset, "a": a, "b": b, "distance": d[a, b]}
                              for a in range(len(d)) for b in range(len(d))])
 
-    return cached("probes-difficulty", {"dataset": dataset, "pairs": config.ssim_pairs,
-                                        "seed": config.seed}, compute, code=_code())
+    return DIFFICULTY.get({"dataset": dataset, "pairs": config.ssim_pairs, "seed": config.seed},
+                          compute)
 
 
 def _task_results(dataset: str, task: str, pair: tuple[int, int], config: Config) -> dict:
@@ -970,8 +951,7 @@ def _task_results(dataset: str, task: str, pair: tuple[int, int], config: Config
         "train_per_class", "reinit_biases", "eval_batch_size", "prune_levels",
         "noise_log2_levels", "flip_levels", "null_draws", "null_prune_levels",
         "curveball_trades")}
-    return cached("probes-task", {**key, "dataset": dataset, "pair": list(pair)}, compute,
-                  code=_code())
+    return TASK.get({**key, "dataset": dataset, "pair": list(pair)}, compute)
 
 
 def _heatmap(dataset: str, distance: pd.DataFrame, config: Config
@@ -1011,7 +991,7 @@ def _heatmap(dataset: str, distance: pd.DataFrame, config: Config
                "warmup_steps": config.warmup_steps,
                "batch_size": config.batch_size, "reinit_biases": config.reinit_biases,
                "draws": config.heatmap_null_draws, "eval": config.eval_batch_size}
-        runs = cached("probes-heatmap", key, compute, code=_code())
+        runs = HEATMAP.get(key, compute)
         for name in ("acc", "acc_sign", "acc_B"):
             runs[name] = fold(runs[name].to_numpy(), config.fold_below_chance)
         runs = runs.assign(dataset=dataset, a=a, b=b, delta_bin=runs["acc"] - runs["acc_sign"],
@@ -1033,7 +1013,7 @@ def run(config: Config) -> dict:
     the MNIST IDX files are absent), in every table, cache key and figure."""
     from memlib import data
 
-    prefetch_runs(config)  # scheduling, not hashed
+    prefetch_runs(config)
     datasets = [data.resolve(name) for name in config.datasets]
     difficulty, pairs, baseline, sweeps, nulls, heatmaps, heatmap_runs = [], [], [], [], [], [], []
     for dataset in datasets:
@@ -1060,14 +1040,7 @@ def run(config: Config) -> dict:
     sweep_df["acc"] = fold(sweep_df["acc"].to_numpy(), config.fold_below_chance)
     null_df["acc"] = fold(null_df["acc"].to_numpy(), config.fold_below_chance)
 
-    vit_model = standin_model(config)
-    x, y = _standin_data("test", config.standin_test, config.seed + 1)
-    key = {k: getattr(config, k) for k in ("standin_train", "standin_test", "standin_epochs",
-                                           "standin_prune_levels", "standin_noise_levels",
-                                           "standin_flip_levels", "seed")}
-    standin = cached("probes-standin-table", key, lambda: layerwise_table(
-        vit_model, standin_matrices(vit_model), accuracy_metric(x, y), config, config.seed),
-        code=_code())
+    standin = cached_standin(config)
     distilbert, distilbert_status = distilbert_case_study(config)
     return {"datasets": datasets, "difficulty": pd.concat(difficulty, ignore_index=True),
             "pairs": pd.DataFrame(pairs), "baseline": baseline_df,
@@ -1077,7 +1050,7 @@ def run(config: Config) -> dict:
             "standin": standin, "distilbert": distilbert, "distilbert_status": distilbert_status}
 
 
-# --- scheduling: which cached computations worker processes compute first ---------------
+# --- the cached computations, and which worker processes compute first -------------------
 
 
 def cached_difficulty(item: tuple[str, Config]) -> pd.DataFrame:
@@ -1097,15 +1070,23 @@ def cached_heatmap(item: tuple[str, Config]) -> tuple[pd.DataFrame, pd.DataFrame
 
 
 def cached_standin(config: Config) -> pd.DataFrame:
-    """The ViT stand-in and its layer-wise table, cached as `run` caches them."""
+    """The ViT stand-in's layer-wise table."""
     vit_model = standin_model(config)
     x, y = _standin_data("test", config.standin_test, config.seed + 1)
     key = {k: getattr(config, k) for k in ("standin_train", "standin_test", "standin_epochs",
                                            "standin_prune_levels", "standin_noise_levels",
                                            "standin_flip_levels", "seed")}
-    return cached("probes-standin-table", key, lambda: layerwise_table(
-        vit_model, standin_matrices(vit_model), accuracy_metric(x, y), config, config.seed),
-        code=_code())
+    return STANDIN_TABLE.get(key, lambda: layerwise_table(
+        vit_model, standin_matrices(vit_model), accuracy_metric(x, y), config, config.seed))
+
+
+# each keyed by the code of the function that builds it
+TRAINED_PAIR = inline("probes-train", 1, trained_pair, uses=TRAINING)
+STANDIN_VIT = inline("probes-standin-vit", 1, standin_model, uses=TRAINING)
+DIFFICULTY = inline("probes-difficulty", 1, _difficulty, uses=TRAINING)
+TASK = inline("probes-task", 1, _task_results, uses=TRAINING)
+HEATMAP = inline("probes-heatmap", 1, _heatmap, uses=TRAINING)
+STANDIN_TABLE = inline("probes-standin-table", 1, cached_standin, uses=TRAINING)
 
 
 def planned_runs(config: Config) -> list[tuple]:
@@ -1134,14 +1115,14 @@ def prefetch_runs(config: Config) -> None:
     worker processes (one CPU thread each; nothing under torchrun), for `run` to load: the
     SSIM distances first where the pairs are chosen by them."""
     from memlib import data
-    from memlib.parallel import can_prefetch, prefetch_uncached
+    from memlib.parallel import can_prefetch
 
     if not can_prefetch(config.parallel_runs):
         return
     if config.pair_choice != "authors":
-        prefetch_uncached([(cached_difficulty, (data.resolve(name), config))
-                           for name in config.datasets], config.parallel_runs, "probes SSIM")
-    prefetch_uncached(planned_runs(config), config.parallel_runs, "probes runs")
+        compute_missing([(cached_difficulty, (data.resolve(name), config))
+                         for name in config.datasets], config.parallel_runs, "probes SSIM")
+    compute_missing(planned_runs(config), config.parallel_runs, "probes runs")
 
 
 # --- claims --------------------------------------------------------------------------------

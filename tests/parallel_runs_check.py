@@ -8,7 +8,7 @@ import pandas as pd
 import torch
 
 from memlib import cache
-from memlib.parallel import uncached
+from memlib.runs import missing
 
 
 def assert_same(a, b, where: str = "results", clocks: frozenset = frozenset()) -> None:
@@ -51,7 +51,7 @@ def check_parallel_runs(module, config, tmp_path, monkeypatch, clocks=frozenset(
         monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path / "parallel"))
         config = dataclasses.replace(config, parallel_runs=2)
         plan = module.planned_runs(config)
-        assert uncached(plan) == plan  # every planned call computes something
+        assert missing(plan) == plan  # every planned call computes something
         computed = cache.activity["computed"]
         cache.ledger.clear()
         parallel = module.run(config)

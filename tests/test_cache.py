@@ -20,7 +20,7 @@ def test_compute_once_then_load():
     assert torch.equal(first["w"], second["w"])
     pd.testing.assert_frame_equal(first["df"], second["df"])
     cache.cached("exp", {"seed": 1}, compute)
-    cache.cached("exp", {"seed": 0}, compute, code="edited")
+    cache.cached("other", {"seed": 0}, compute)
     assert len(calls) == 3
 
 
@@ -80,35 +80,17 @@ def test_only_cached_reads_hits_and_names_the_command_on_a_miss():
     assert torch.equal(cache.cached("exp", {"a": 2}, lambda: torch.zeros(1)), torch.zeros(1))
 
 
-def test_code_version_ignores_the_claims_section(tmp_path):
-    import types
-
-    def module(source: str):
-        path = tmp_path / f"m{abs(hash(source))}.py"
-        path.write_text(source)
-        return types.SimpleNamespace(__file__=str(path))
-
-    runs = "def run():\n    return 1\n"
-    a = cache.code_version(module(runs + "\n# --- claims ---\nRULE = 1\n"))
-    b = cache.code_version(module(runs + "\n# --- claims ---\nRULE = 2\n"))
-    c = cache.code_version(module(runs.replace("1", "2") + "\n# --- claims ---\nRULE = 1\n"))
-    assert a == b != c
-
-
-def test_code_version_ignores_the_scheduling(tmp_path):
-    import types
-
-    def version(source: str) -> str:
-        path = tmp_path / f"m{abs(hash(source))}.py"
-        path.write_text(source)
-        return cache.code_version(types.SimpleNamespace(__file__=str(path)))
-
-    runs = "def run(c):\n    return c.n\n"
-    scheduled = ("def run(c):\n    plan(c)  # scheduling, not hashed\n    return c.n\n"
-                 "\n# --- scheduling ---\ndef plan(c):\n    pass\n")
-    assert version(runs) == version(scheduled) == version(scheduled.replace("pass", "c"))
-    assert version(runs) != version(runs.replace("c.n", "c.m"))
-    assert version(runs) != version(scheduled.replace("  # scheduling, not hashed", ""))
+def test_intact_reads_the_digest_not_just_the_path(tmp_path):
+    path = tmp_path / "x.pt"
+    assert not cache.intact(path)
+    cache.save(path, {"a": torch.ones(3)})
+    assert cache.intact(path)
+    data = bytearray(path.read_bytes())
+    data[5] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert path.exists() and not cache.intact(path)
+    path.write_bytes(b"")
+    assert not cache.intact(path)
 
 
 def test_prefetch_fills_the_cache_with_what_a_serial_call_computes(tmp_path, monkeypatch):

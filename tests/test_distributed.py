@@ -117,7 +117,7 @@ def test_rlp_runner_under_torchrun_matches_one_process(tmp_path, monkeypatch):
     ddp_dir, one_dir = run_in_two_processes_and_one("rlp", sets, tmp_path, monkeypatch)
     params = read_params(params_file(Path("01_random_label_heads.py"), "smoke"))
     config = build(rlp.Config, {**params, **dict(s.split("=", 1) for s in sets)})
-    name = cache.entry_path("rlp_run", rlp.spec(config), rlp._code()).name
+    name = rlp.cached_run.path(rlp.spec(config)).name
     ddp, one = cache.load(ddp_dir / name), cache.load(one_dir / name)
     columns = [c for c in one["history"].columns if c.startswith(("rlp_", "train_", "test_"))]
     assert len(columns) >= 6

@@ -457,7 +457,8 @@ def test_make_sync_leaves_git_clean_and_nothing_to_rebuild(tmp_path):
     for notebook in (clone / "notebooks").glob("[0-9]*.py"):
         (clone / "build" / "small" / f"{notebook.stem}.ipynb").touch()
     (clone / "figures" / "CLAIMS.md").touch()
-    make = ["make", "-C", str(clone), f"VENV={venv}", "-o", f"{venv}/.installed"]
+    make = ["make", "-C", str(clone), f"VENV={venv}", "-o", f"{venv}/.installed",
+            f"MEMLIB_BUILD={clone / 'build'}", f"MEMLIB_FIGURES={clone / 'figures'}"]
 
     def nothing_to_do() -> bool:
         out = subprocess.run([*make, "-n", "figures"], capture_output=True, text=True)

@@ -293,14 +293,16 @@ def test_fall_after_peak_tells_a_peak_from_a_curve_still_rising():
     assert lens.fall_after_peak(curve.assign(er=[99.0, 10.0, 20.0, math.nan])) == 0.0
 
 
-def test_rlp_half_epoch_is_study_1s_onset():
+def test_rlp_half_epoch_is_study_1s_onset_of_the_trained_minus_frozen_excess():
     epochs, values = [0, 2, 4, 6, 8], [0.1, 0.12, 0.35, 0.4, 0.5]
-    curve = pd.DataFrame({"epoch": epochs, "rlp_deepest": values})
-    expected = rlp.onset_epoch(values, 0.1, epochs=epochs)
-    assert expected == 4
-    assert lens.rlp_half_epoch(curve, 0.1) == expected
-    assert lens.rlp_half_epoch(curve.sample(frac=1, random_state=0), 0.1) == expected  # order
-    assert lens.rlp_half_epoch(curve, 0.5) is None  # no excess over chance
+    frozen = [0.1, 0.1, 0.3, 0.3, 0.3]  # the head learns a little by itself
+    curve = pd.DataFrame({"epoch": epochs, "rlp_deepest": values, "frozen_deepest": frozen})
+    excess = [v - f for v, f in zip(values, frozen, strict=True)]
+    expected = rlp.onset_epoch(excess, 0.0, epochs=epochs)
+    assert expected == 6  # over chance alone it would be epoch 4
+    assert lens.rlp_half_epoch(curve) == expected
+    assert lens.rlp_half_epoch(curve.sample(frac=1, random_state=0)) == expected  # order
+    assert lens.rlp_half_epoch(curve.assign(frozen_deepest=0.6)) is None  # no excess
 
 
 # --- config --------------------------------------------------------------------------------
@@ -364,7 +366,7 @@ def tiny_fashion(tmp_path, monkeypatch):
 def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact_max, dropout):
     config = rlp.Config(dataset="fashion_mnist", train_samples=60, test_samples=40,
                         validation_samples=20, widths=(16, 16), epochs=2, batch_size=32,
-                        head_project=0,
+                        head_project=0, long_tail_ratio=1.0,
                         layer_models=("mlp",))
     s = rlp.spec(config, noise=0.4, dropout=dropout)
     r = lens.LensRun(run=s, scatter_samples=scatter, measure_every=1, exact_loo_max=exact_max,

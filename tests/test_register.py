@@ -6,7 +6,6 @@ import dataclasses
 import pytest
 
 from memlib import STUDIES
-from memlib.claim_sets import every_claim, study_claims
 from memlib.claims import (
     Cases,
     Claim,
@@ -27,7 +26,7 @@ from memlib.claims import (
     write,
 )
 from memlib.paths import figures_dir
-from memlib.presets import preset_config
+from memlib.studies import every_claim, preset_config, study_claims
 
 
 @pytest.mark.parametrize("study", list(STUDIES))
@@ -342,7 +341,7 @@ def test_fingerprints_are_the_same_in_another_process():
     import sys
 
     script = ("import memlib.lens, memlib.probes\n"
-              "from memlib.claim_sets import every_claim\n"
+              "from memlib.studies import every_claim\n"
               "for study, claim in every_claim(): print(study, claim.id, claim.fingerprint)\n")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

@@ -273,16 +273,6 @@ def test_head_tail_change_and_best_lambda():
     assert rlp.best_lambda(sweep) == 10.0  # chosen on validation, never on test
 
 
-def test_second_descent_epoch_finds_the_deepest_recovered_dip():
-    acc = [0.1, 0.5, 0.6, 0.6, 0.5, 0.45, 0.45, 0.5, 0.62, 0.62]  # rises, dips, recovers
-    assert rlp.second_descent_epoch(acc, epochs=[5 * i for i in range(10)]) == 25
-    assert rlp.second_descent_epoch(acc[:7]) is None  # never recovers
-    wobble = [0.1, 0.45, 0.58, 0.49, 0.61, 0.62, 0.6, 0.55, 0.5, 0.5]  # one low measurement
-    assert rlp.second_descent_epoch(wobble) is None
-    assert rlp.second_descent_epoch(wobble, window=1) == 3
-    assert rlp.second_descent_epoch(acc, depth=0.2) is None  # too shallow for that depth
-
-
 def _sweep(train: dict, where: str = "last") -> pd.DataFrame:
     return pd.DataFrame([{"regularize": where, "lam": lam, "seed": s, "train_acc": acc}
                          for lam, accs in train.items() for s, acc in enumerate(accs)])
@@ -305,23 +295,21 @@ def _histories(curves: dict) -> pd.DataFrame:
                       for (lam, seed), c in curves.items()], ignore_index=True)
 
 
-def test_early_rise_and_second_descent_are_read_per_seed():
-    dip = [0.1, 0.6, 0.6, 0.6, 0.4, 0.4, 0.4, 0.6, 0.6, 0.6]  # running mean lowest at 25
-    later = [0.1, 0.6, 0.6, 0.6, 0.6, 0.4, 0.4, 0.4, 0.6, 0.6]  # lowest at 30
-    falls = [0.1, 0.3, 0.5, 0.5, 0.4, 0.35, 0.35, 0.35, 0.35, 0.35]  # no second descent
-    train = [0.1, 0.5, 0.9] + [1.0] * 7
-    h = _histories({(0.0, 0): (train, dip, [0.1, 0.2] + [0.3] * 8),
-                    (0.0, 1): (train, dip, [0.1, 0.1, 0.1, 0.2] + [0.3] * 6),
-                    (10.0, 0): (train, later, [0.1] * 10), (10.0, 1): (train, falls, [0.1] * 10)})
-    rise = rlp.rise_and_gap(h, "rlp_act2", chance=0.1)
-    # RLP half-way at epochs 5 and 15, train - test > 5 points from epoch 10 in both seeds
-    assert rise["half_epochs"] == [5, 15] and rise["gap_epochs"] == [10, 10]
-    assert (rise["lead"].mean, rise["lead"].n) == (0.0, 2)
-    descent = rlp.second_descent(h, 10.0)
-    assert descent["at_zero"] == [25, 25]
-    assert descent["at_lam"] == [30, 45]  # seed 1 has none: counted at the last epoch
-    assert descent["delay"].mean == 12.5
-    assert rlp.second_descent(h, None)["delay"] is None
+def test_early_rise_reads_the_trained_minus_frozen_excess_per_seed():
+    train, test = [0.1, 0.5, 0.9] + [1.0] * 7, [0.1, 0.6, 0.6] + [0.6] * 7
+    h = _histories({(0.0, 0): (train, test, [0.1, 0.2] + [0.3] * 8),
+                    (0.0, 1): (train, test, [0.1, 0.1, 0.2, 0.35] + [0.4] * 6),
+                    (10.0, 0): (train, test, [0.1] * 10)})
+    # the heads on frozen features rise too: by themselves to 0.2 at every later epoch, so
+    # seed 1's excess (0.2 at the end) is half-way at epoch 15, not at 10 as over chance
+    frozen = pd.concat([pd.DataFrame({"seed": seed, "epoch": range(46),
+                                      "rlp_act2": [0.1] + [0.2] * 45}) for seed in (0, 1)])
+    rise = rlp.rise_and_gap(h, frozen, "rlp_act2")
+    # seed 0: excess 0, 0, 0.1, 0.1 ... half-way at 10; train - test > 5 points from 10
+    assert rise["half_epochs"] == [10, 15] and rise["gap_epochs"] == [10, 10]
+    assert (rise["lead"].mean, rise["lead"].n) == (-2.5, 2)
+    flat = frozen.assign(rlp_act2=0.5)  # the frozen head beats the trained one: no excess
+    assert rlp.rise_and_gap(h, flat, "rlp_act2")["lead"] is None
 
 
 def test_clean_train_acc_and_validation_accuracy_are_measured_every_epoch():
@@ -588,7 +576,7 @@ def test_small_preset_interpolates_its_noisy_labels():
     """The default scale is a study of memorization only while its model fits every training
     label, the 40% flipped ones included: one seed of the small preset's default run (measured
     once, at the end) must stay at >= 99% train accuracy and >= 95% of flipped labels."""
-    from memlib.presets import preset_config
+    from memlib.studies import preset_config
 
     config = preset_config("rlp", "small")
     s = dataclasses.replace(rlp.spec(config), measure_every=config.epochs, test_samples=100)

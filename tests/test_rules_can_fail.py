@@ -3,8 +3,8 @@ precondition. A claim without cases fails here, so no new claim can skip it."""
 
 import pytest
 
-from memlib.claim_sets import every_claim
 from memlib.claims import FAILS, HOLDS, PRECONDITION, verdict
+from memlib.studies import every_claim
 
 CLAIMS = every_claim()
 

@@ -1,0 +1,138 @@
+"""Runs as objects: every cached result is a registered computation applied to a frozen spec.
+
+`@computation(name, version, uses=(...))` registers a function of one argument. Its entry's
+key is the computation's name and version, the frozen spec (the argument, or what `spec`
+makes of it: exactly what the result is computed from), the fingerprint of the function and
+of the memlib code it names (`fingerprint.closure`, syntax trees: comments, docstrings and
+layout never re-key) and of the modules it declares it uses (the training loop, data, models,
+seeding, augmentation: whatever decides the result), memlib's version and the CPU dispatch
+(`cache.key`). Code that only schedules runs or evaluates claims is not named by a
+computation, so editing it re-keys nothing.
+
+A computation whose result comes from a closure inside a study function (`computation.get(spec,
+compute)`) is registered the same way, on the function that builds the closure.
+
+`has`, `load` and `compute_missing(plan, processes)` are the one way to find and compute
+missing runs: an entry whose bytes do not match their digest counts as missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from memlib import augment, cache, data, fingerprint, models, parallel, seed, train
+
+REGISTRY: dict[str, Computation] = {}
+TRAINING = (train, data, models, seed, augment)  # what decides a trained model's results
+
+
+def _frozen(spec: Any) -> Any:
+    """The spec as the key sees it: a dataclass as its fields, containers as plain data."""
+    if dataclasses.is_dataclass(spec) and not isinstance(spec, type):
+        return {f.name: _frozen(getattr(spec, f.name)) for f in dataclasses.fields(spec)}
+    if isinstance(spec, dict):
+        return {str(k): _frozen(v) for k, v in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return [_frozen(v) for v in spec]
+    return spec
+
+
+class Computation:
+    """A named, versioned function of a frozen spec whose results the cache keeps."""
+
+    def __init__(self, fn: Callable[[Any], Any], name: str, version: int, uses: tuple,
+                 spec: Callable[[Any], Any] | None):
+        self.fn, self.name, self.version, self.uses = fn, name, version, tuple(uses)
+        self._spec = spec
+        # pickled by name, as the module-level function it replaces (worker processes)
+        self.__module__, self.__qualname__ = fn.__module__, fn.__qualname__
+        self.__name__, self.__doc__ = fn.__name__, fn.__doc__
+
+    def __reduce__(self) -> str:
+        return self.__qualname__
+
+    def __repr__(self) -> str:
+        return f"<computation {self.name} v{self.version}>"
+
+    @functools.cached_property
+    def code(self) -> str:
+        """Fingerprint of the function, the memlib code it names and the modules it uses;
+        computed once per process, so an edit during a run never changes its keys."""
+        return fingerprint.fingerprint(*fingerprint.closure(self.fn, deep=True), *self.uses)
+
+    def spec(self, argument: Any) -> Any:
+        return _frozen(argument if self._spec is None else self._spec(argument))
+
+    def keyed(self, argument: Any) -> dict:
+        """Everything the entry's key hashes (the cache adds memlib's version and dispatch)."""
+        return {"computation": self.name, "version": self.version, "code": self.code,
+                "spec": self.spec(argument)}
+
+    def path(self, argument: Any) -> Path:
+        return cache.entry_path(self.name, self.keyed(argument))
+
+    def key(self, argument: Any) -> str:
+        return cache.key(self.keyed(argument))
+
+    def has(self, argument: Any) -> bool:
+        """Whether an intact entry holds the result (a damaged one does not)."""
+        return cache.intact(self.path(argument))
+
+    def load(self, argument: Any) -> Any:
+        """The stored result; ValueError when the entry is damaged, OSError when missing."""
+        return cache.load(self.path(argument))
+
+    def __call__(self, argument: Any) -> Any:
+        """The result for `argument`, computed at most once."""
+        return self.get(argument, functools.partial(self.fn, argument))
+
+    def get(self, argument: Any, compute: Callable[[], Any], refresh: bool = False) -> Any:
+        """The result for `argument`, computed by `compute` (a closure of the registered
+        function) at most once."""
+        return cache.cached(self.name, self.keyed(argument), compute, refresh=refresh)
+
+
+def computation(name: str, version: int, uses: Iterable = (),
+                spec: Callable[[Any], Any] | None = None) -> Callable[[Callable], Computation]:
+    """Register `fn` (module level, one argument) as the computation `name`; bump `version`
+    to re-key its entries when nothing in the code shows why the results change."""
+    def register(fn: Callable[[Any], Any]) -> Computation:
+        if name in REGISTRY and REGISTRY[name].fn.__qualname__ != fn.__qualname__:
+            raise ValueError(f"two computations named {name!r}")
+        REGISTRY[name] = Computation(fn, name, version, tuple(uses), spec)
+        return REGISTRY[name]
+    return register
+
+
+def inline(name: str, version: int, within: Callable, uses: Iterable = ()) -> Computation:
+    """Register the computation `name` whose results come from closures that the study
+    function `within` builds (`.get(spec, compute)`), keyed by `within`'s code."""
+    return computation(name, version, uses)(within)
+
+
+Call = tuple[Callable[[Any], Any], Any]  # (a computation or a study function, its argument)
+
+
+def has(call: Call) -> bool:
+    """Whether `call` would compute nothing: a computation's intact entry, or, for a study
+    function making several, every entry it reaches (tried with the cache read-only)."""
+    function, argument = call
+    if isinstance(function, Computation):
+        return function.has(argument)
+    return not parallel.uncached([call])
+
+
+def missing(plan: Iterable[Call]) -> list[Call]:
+    """The calls of `plan` that would compute something, each once, in order."""
+    return [call for call in dict.fromkeys(plan) if not has(call)]
+
+
+def compute_missing(plan: Iterable[Call], processes: int, desc: str = "runs") -> None:
+    """Compute the missing calls of `plan` in `processes` worker processes (one CPU thread
+    each; nothing where `parallel.can_prefetch` says no), for the caller to load."""
+    if parallel.can_prefetch(processes):
+        parallel.prefetch(missing(plan), processes, desc)

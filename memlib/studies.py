@@ -1,0 +1,49 @@
+"""The registry of studies: each study module by its name (memlib.STUDIES gives the notebook).
+
+The one way up from the runner and the claims commands to the studies: what needs a study's
+`Config`, `run` or claims by name asks here, so the import is written out where the layer
+contract sees it. The modules load on first use (they import torch).
+"""
+
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING
+
+from memlib import STUDIES
+
+if TYPE_CHECKING:
+    from memlib.claims import Claim
+
+
+def module(study: str) -> types.ModuleType:
+    """The study module `study` (a key of memlib.STUDIES)."""
+    from memlib import fisher, lens, modarith, probes, rlp
+
+    modules = {"rlp": rlp, "modarith": modarith, "fisher": fisher, "probes": probes,
+               "lens": lens}
+    return modules[study]
+
+
+def preset_config(study: str, scale: str):
+    """The study's Config as its parameter file for `scale` sets it."""
+    from memlib.presets import preset_of
+
+    return preset_of(module(study).Config, study, scale)
+
+
+def study_claims(study: str) -> list[Claim]:
+    """The study's claims (the lens's depend on the datasets its small preset runs)."""
+    found = module(study)
+    if hasattr(found, "CLAIMS"):
+        return list(found.CLAIMS)
+    return found.claims(preset_config(study, "small"))
+
+
+def every_claim() -> list[tuple[str, Claim]]:
+    """(study, claim) for every current claim and every earlier version it keeps."""
+    pairs = []
+    for study in STUDIES:
+        for claim in study_claims(study):
+            pairs += [(study, c) for c in (claim, *claim.previous)]
+    return pairs

@@ -1,0 +1,221 @@
+"""Runs are keyed by what computes them: edits to comments, docstrings, claims or scheduling
+never re-key an entry; an edit to the training loop re-keys every run that trains; a damaged
+entry counts as missing; keys are the same in every process."""
+
+import ast
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tokenize
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import memlib
+from memlib import cache, runs
+
+PACKAGE = Path(memlib.__file__).parent
+TRAINS = ("rlp_run", "rlp_frozen", "lens_run", "fisher-run", "probes-train", "modarith-main",
+          "modarith-order", "modarith-sweep", "modarith-images", "modarith-variant")
+
+# every computation's code fingerprint, and the full keys of some specs, as one JSON line
+KEYS = """
+import json
+from memlib import STUDIES, fisher, lens, rlp, runs, studies
+for name in STUDIES:
+    studies.module(name)
+rlp_config = rlp.Config()
+keys = {name: c.code for name, c in sorted(runs.REGISTRY.items())}
+keys["rlp_run spec"] = rlp.cached_run.key(rlp.spec(rlp_config))
+fisher_config = fisher.Config()
+keys["fisher-run spec"] = fisher.cached_run.key((fisher_config, *fisher.runs(fisher_config)[0]))
+keys["lens_run spec"] = lens.cached_lens.key(lens.runs(lens.Config(setting="smoke"))[0])
+print(json.dumps(keys))
+"""
+
+
+def keys_of(package: Path) -> dict[str, str]:
+    """The keys as a fresh process that imports memlib from `package`'s parent computes them."""
+    env = {**os.environ, "PYTHONPATH": str(package.parent)}
+    out = subprocess.run([sys.executable, "-c", KEYS], env=env, capture_output=True, text=True,
+                         check=True, cwd=package.parent)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def copy_of_memlib(tmp_path: Path, edit) -> Path:
+    """A copy of the memlib package, each module's source passed through `edit(name, text)`;
+    the parameter files and data it reads are linked from the real tree."""
+    root = tmp_path / "tree"
+    shutil.copytree(PACKAGE, root / "memlib", ignore=shutil.ignore_patterns("__pycache__"))
+    for entry in PACKAGE.parent.iterdir():
+        if entry.name in ("params", "data"):
+            (root / entry.name).symlink_to(entry)
+    for path in (root / "memlib").glob("*.py"):
+        path.write_text(edit(path.stem, path.read_text()))
+    return root / "memlib"
+
+
+def reworded(_: str, source: str) -> str:
+    """`source` with every comment and docstring rewritten, and a comment and blank lines
+    added: the code is the same, the text is not."""
+    lines = source.splitlines(keepends=True)
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            row, col = token.start
+            line = lines[row - 1]
+            lines[row - 1] = line[:col] + "# reworded: " + line[col + 1:]
+    source = "".join(lines)
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                spans.append(first.value)
+    lines = source.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line.encode()))
+    data = source.encode()
+    for node in sorted(spans, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        start = offsets[node.lineno - 1] + node.col_offset
+        end = offsets[node.end_lineno - 1] + node.end_col_offset
+        data = data[:start] + b'"""Reworded,\n\n    and rewrapped."""' + data[end:]
+    return "# an added comment\n\n\n" + data.decode()
+
+
+def with_statement_in(module: str, function: str):
+    """An edit that adds a statement to the body of `module`.`function`."""
+    def edit(name: str, source: str) -> str:
+        if name != module:
+            return source
+        node = next(n for n in ast.parse(source).body
+                    if isinstance(n, ast.FunctionDef) and n.name == function)
+        body = node.body[1:] if isinstance(node.body[0], ast.Expr) else node.body
+        lines = source.splitlines(keepends=True)
+        lines.insert(body[0].lineno - 1, " " * body[0].col_offset + "_ = None\n")
+        return "".join(lines)
+    return edit
+
+
+def first_claims_function(source: str) -> str:
+    """The first function after the claims section's heading of a study module."""
+    claims_at = source.index("\n# --- claims")
+    tree = ast.parse(source)
+    offsets = [0]
+    for line in source.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    return next(n.name for n in tree.body if isinstance(n, ast.FunctionDef)
+                and offsets[n.lineno - 1] > claims_at)
+
+
+@pytest.fixture(scope="module")
+def original_keys():
+    return keys_of(PACKAGE)
+
+
+def test_keys_are_the_same_in_another_process(original_keys):
+    from memlib import fisher, lens, rlp, studies
+
+    for name in memlib.STUDIES:
+        studies.module(name)
+    studied = {name: c.code for name, c in runs.REGISTRY.items() if name != "test-double"}
+    assert studied == {name: original_keys[name] for name in set(TRAINS) | set(studied)}
+    assert rlp.cached_run.key(rlp.spec(rlp.Config())) == original_keys["rlp_run spec"]
+    config = fisher.Config()
+    assert fisher.cached_run.key((config, *fisher.runs(config)[0])) == (
+        original_keys["fisher-run spec"])
+    assert lens.cached_lens.key(lens.runs(lens.Config(setting="smoke"))[0]) == (
+        original_keys["lens_run spec"])
+
+
+def test_rewording_comments_and_docstrings_everywhere_re_keys_nothing(tmp_path, original_keys):
+    edited = copy_of_memlib(tmp_path, reworded)
+    assert (edited / "train.py").read_text() != (PACKAGE / "train.py").read_text()
+    assert keys_of(edited) == original_keys
+
+
+def test_a_line_of_the_training_loop_re_keys_every_run_that_trains(tmp_path, original_keys):
+    edited = keys_of(copy_of_memlib(tmp_path, with_statement_in("train", "train")))
+    for name in TRAINS:
+        assert edited[name] != original_keys[name], name
+    for name in ("rlp_run spec", "fisher-run spec", "lens_run spec"):
+        assert edited[name] != original_keys[name], name
+    assert edited["fisher-math-checks"] == original_keys["fisher-math-checks"]  # trains nothing
+
+
+def test_editing_a_claim_re_keys_no_run(tmp_path, original_keys):
+    claim = first_claims_function((PACKAGE / "rlp.py").read_text())
+    assert keys_of(copy_of_memlib(tmp_path, with_statement_in("rlp", claim))) == original_keys
+
+
+@runs.computation("test-double", 1)
+def double(n: int) -> torch.Tensor:
+    return 2 * torch.arange(float(n))
+
+
+def test_a_damaged_entry_counts_as_missing():
+    assert not double.has(3) and runs.missing([(double, 3), (double, 3)]) == [(double, 3)]
+    assert torch.equal(double(3), torch.tensor([0.0, 2.0, 4.0]))
+    assert double.has(3) and runs.missing([(double, 3), (double, 4)]) == [(double, 4)]
+    path = double.path(3)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert path.exists() and not double.has(3)
+    assert runs.missing([(double, 3)]) == [(double, 3)]
+    with pytest.raises(ValueError, match="corrupted"):
+        double.load(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        double(3)  # recomputed
+    assert double.has(3)
+
+
+def test_a_key_holds_the_name_version_spec_and_code():
+    assert double.key(3) != double.key(4)
+    keyed = double.keyed(3)
+    assert keyed == {"computation": "test-double", "version": 1, "code": double.code,
+                     "spec": 3}
+    assert cache.key({**keyed, "version": 2}) != double.key(3)
+    assert cache.key({**keyed, "code": "0" * 16}) != double.key(3)
+
+
+def test_a_computation_is_pickled_by_name():
+    import pickle
+
+    from memlib import rlp
+
+    assert pickle.loads(pickle.dumps(rlp.cached_run)) is rlp.cached_run
+
+
+def test_every_computation_is_what_its_module_calls_it_by():
+    """A registered computation that a later assignment in its module shadows would never be
+    called: the study would read the other value."""
+    from memlib import studies
+
+    for study in memlib.STUDIES:
+        studies.module(study)
+    for name, c in runs.REGISTRY.items():
+        assert any(value is c for value in vars(sys.modules[c.fn.__module__]).values()), name
+
+
+def both(n: int) -> torch.Tensor:
+    """A study function that makes two entries."""
+    return torch.cat([double(n), double(n + 1)])
+
+
+def test_a_study_function_is_missing_until_every_entry_it_makes_is_there():
+    assert runs.missing([(both, 5)]) == [(both, 5)]
+    double(5)
+    assert runs.missing([(both, 5)]) == [(both, 5)]  # tried, not computed
+    assert not double.has(6)
+    double(6)
+    assert runs.missing([(both, 5), (double, 6)]) == []
+    runs.compute_missing([(double, 7)], processes=1)  # one process: nothing in workers
+    assert not double.has(7)
