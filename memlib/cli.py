@@ -167,11 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             return _notebook(args)
         if args.command == "register":
             return _register(args)
-        from memlib.claims import collect
-
-        paths.require_writable(paths.figures_root(), "MEMLIB_FIGURES")
-        collect(args.scale)
-        print(f"memlib: wrote {paths.claims_report(args.scale)}")
+        return _claims(args)
     except UsageError as err:
         print(f"memlib: error: {err}", file=sys.stderr)
         return 2
@@ -234,18 +230,54 @@ def _where_results_are(activity) -> str:
     return told
 
 
+def _claims(args) -> int:
+    from memlib.claims import DamagedFileError, collect
+
+    paths.require_writable(paths.figures_root(), "MEMLIB_FIGURES")
+    try:
+        collect(args.scale, code=lambda study: {c.id: c.fingerprint
+                                                for c in studies.study_claims(study)})
+    except DamagedFileError as err:
+        print(f"memlib: error: {err}", file=sys.stderr)
+        return 1
+    print(f"memlib: wrote {paths.claims_report(args.scale)}")
+    return 0
+
+
 def _register(args) -> int:
+    from memlib.claims import DamagedFileError
+
+    try:
+        return _register_study(args)
+    except DamagedFileError as err:
+        print(f"memlib: error: {err}", file=sys.stderr)
+        return 1
+
+
+def _register_study(args) -> int:
     import datetime
 
-    from memlib.claims import new_confirmatory_run, register, register_path
+    from memlib.claims import (
+        check_reason,
+        new_confirmatory_run,
+        parse_seeds,
+        read_register,
+        register,
+        register_path,
+    )
 
     study = {s: key for key, s in STUDIES.items()}.get(args.study, args.study)
     if study not in STUDIES:
         raise UsageError(f"unknown study {args.study!r}; choose one of: {', '.join(STUDIES)}")
+    try:  # every check before anything is written
+        check_reason(args.reason)
+        seeds = None if args.seeds is None else parse_seeds(args.seeds)
+    except ValueError as err:
+        raise UsageError(f"{err}") from None
+    read_register(study)
     today = datetime.date.today().isoformat()
-    if args.seeds is not None:
+    if seeds is not None:
         try:
-            seeds = [int(s) for s in args.seeds.split(",")]
             frozen = new_confirmatory_run(study, seeds, args.reason, today)
         except ValueError as err:
             raise UsageError(f"--seeds {args.seeds}: {err}") from None

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 
 from memlib import data as mdata
 from memlib import distributed, models, paths
-from memlib.claims import Cases, Claim, Estimate, all_of, margin, paired
+from memlib.claims import Cases, Claim, Estimate, all_of, correlations, declare, margin, paired
 from memlib.config import (
     SEED_MAX,
     AtLeast,
@@ -1108,7 +1108,7 @@ def measure(results: dict, config: Config) -> dict:
         "enrichment": {"precision_at_100": Estimate.of(_by_seed(exact, "precision_at_100")),
                        "enrichment": Estimate.of(_by_seed(exact, "enrichment")), **peaks}
         if len(exact) else None,
-        "first_order": {"data": data, "spearman": Estimate.of(spearman),
+        "first_order": {"data": data, "spearman": correlations(spearman),
                         "min_over_seeds": float(spearman.min())} if len(at) else None,
         "difficulty_control": hardest,
         "not_detector": {"auroc": Estimate.of(_by_seed(exact, "auroc")), **peaks}
@@ -1286,3 +1286,20 @@ CLAIMS = [
           headline=lambda v: min(v["gaps"].values(), key=lambda e: e.mean),
           where="architectures"),
 ]
+
+# what decides each claim besides its rule: the functions that compute its value and the
+# preset values they read (both in the claim's fingerprint)
+_FIT_KEYS = ("epochs", "fit_train_acc", "fit_flipped_acc", "epochs_after_fit")
+CLAIMS = declare(CLAIMS, {
+    "inflation_collapse": ((collapse_gap, fit_record), ("corruptions", *_FIT_KEYS)),
+    "monotone_peak": ((_by_seed,), ("corruptions", *_FIT_KEYS)),
+    "enrichment": ((_by_seed, fall_after_peak, fit_record),
+                   ("attribution_corruption", "top_k", *_FIT_KEYS)),
+    "first_order": ((_by_seed,), ("attribution_corruption", "spectrum", *_FIT_KEYS)),
+    "difficulty_control": ((difficulty_control,), _FIT_KEYS),
+    "not_detector": ((_by_seed, fall_after_peak), ("attribution_corruption", *_FIT_KEYS)),
+    "onset": ((_onset, inflation_beyond_clean), ("corruptions", *_FIT_KEYS)),
+    "attribution_weakens": ((_by_seed, fit_record), ("attribution_corruption", *_FIT_KEYS)),
+    "inflation_architectures": ((_architectures, collapse_gap),
+                                ("arch_models", "arch_epochs", "arch_seeds")),
+})

@@ -37,7 +37,7 @@ from torch import nn
 
 from memlib import data as datasets
 from memlib import fisher, imagenet, probes, rlp
-from memlib.claims import Cases, Claim, Estimate, all_of, margin, paired
+from memlib.claims import Cases, Claim, Estimate, all_of, correlations, declare, margin, paired
 from memlib.config import (
     SEED_MAX,
     AtLeast,
@@ -465,13 +465,14 @@ def breaks_first(layers: pd.DataFrame) -> dict | None:
 
 
 def mean_agreement(results: dict, dataset: str, noise: float) -> Estimate | None:
-    """Per seed, the mean Spearman correlation over the pairs of AGREEMENT_SCORES."""
+    """Per seed, the mean Spearman correlation over the pairs of AGREEMENT_SCORES; their
+    mean over seeds with a Fisher-z interval (inside [-1, 1])."""
     rho = _at(results["agreement"], dataset, noise)
     rho = rho[rho["a"].isin(AGREEMENT_SCORES) & rho["b"].isin(AGREEMENT_SCORES)
               & (rho["a"] < rho["b"])]
     if rho.empty:
         return None
-    return Estimate.of(rho.groupby("seed")["rho"].mean())
+    return correlations(rho.groupby("seed")["rho"].mean())
 
 
 def measure(results: dict) -> dict:
@@ -540,8 +541,22 @@ _STILL_RISING = {"interior_peaks": True, "fall_after_peak": _e(0.03)}
 _DEEP = {"excess": _e(7.0), "rlp_rises": True}
 
 
+# what decides each claim besides its rule: the functions that compute its value and the
+# preset values they read (both in the claim's fingerprint)
+_PEAK = (fall_after_peak, er_peak_epoch)
+_DECIDERS = {
+    "fisher_matches_loss": ((fall_after_peak, _auroc_by_seed), ("noise_rates",
+                                                               "measure_every")),
+    "memorizing_layer_breaks_first": ((breaks_first,), ("noise_rates",)),
+    "er_peaks_first": ((rlp_half_epoch, rlp.onset_epoch, *_PEAK), ("noise_rates",
+                                                                   "measure_every")),
+    "rlp_confidence_flags": ((_auroc_by_seed,), ("noise_rates",)),
+    "measures_agree": ((mean_agreement,), ("noise_rates",)),
+}
+
+
 def _dataset_claims(dataset: str) -> list[Claim]:
-    return [
+    return declare([
         Claim(f"fisher_matches_loss_{dataset}",
               "The Fisher attribution finds corrupted labels about as well as the final loss.",
               "ours (no paper compares them)",
@@ -633,7 +648,7 @@ def _dataset_claims(dataset: str) -> list[Claim]:
               unit="Spearman ρ", headline=lambda v: v["rho"], scope="ours",
               caveat="loss and AUM are nearly one ranking; the mean counts them as two",
               where="fig1_example_agreement"),
-    ]
+    ], _DECIDERS, dataset)
 
 
 def claims(config: Config) -> list[Claim]:

@@ -29,7 +29,18 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from memlib import paths
 from memlib import train as training
-from memlib.claims import LEVEL, Cases, Claim, Estimate, all_of, margin, paired
+from memlib.claims import (
+    LEVEL,
+    Cases,
+    Claim,
+    Estimate,
+    all_of,
+    correlation,
+    declare,
+    fisher_z,
+    margin,
+    paired,
+)
 from memlib.config import (
     SEED_MAX,
     AtMost,
@@ -1240,8 +1251,9 @@ def bootstrap_spearman(per_run: pd.DataFrame, x: str, y: str, draws: int = 1000,
     """Spearman rho over class pairs (a, b) of the per-pair means over runs of columns x and
     y. Its spread is the standard deviation over `draws` bootstrap resamples of the classes
     (pairs share classes, so pairs are not independent: a resample keeps every pair of two
-    distinct drawn classes) and of each kept pair's runs (x and y of a run stay together);
-    n of the Estimate = the number of classes."""
+    distinct drawn classes) and of each kept pair's runs (x and y of a run stay together),
+    carried to a Fisher-z interval that stays inside [-1, 1]; n of the Estimate = the number
+    of classes."""
     from scipy.stats import spearmanr
 
     rng = np.random.default_rng(seed)
@@ -1265,7 +1277,8 @@ def bootstrap_spearman(per_run: pd.DataFrame, x: str, y: str, draws: int = 1000,
         if len(kept) >= 3:
             rhos.append(spearmanr(bx[d, kept], by[d, kept]).statistic)
     se = float(np.nanstd(rhos, ddof=1)) if len(rhos) > 1 else math.nan
-    return Estimate(point, se, len(classes))
+    z_se = float(np.nanstd(fisher_z(rhos), ddof=1)) if len(rhos) > 1 else math.nan
+    return correlation(point, len(classes), se, z_se)
 
 
 def _learned_fields(base: pd.DataFrame) -> dict:
@@ -1413,8 +1426,33 @@ def _phase_margins(v: dict) -> list[tuple[bool, bool]]:
             v["level_sd"].at_most(LOCATION_SD)]
 
 
+def _phase_estimates(v: dict) -> list[Estimate]:
+    """The rule's tests that are Estimates (the SD of p50 is a Spread, tested beside them)."""
+    return [margin(v["rise"], RISE), margin(v["width"], SHARP, at_least=False)]
+
+
 def _magnitude_margins(v: dict) -> list[Estimate]:
     return [margin(v[k], GAIN) for k in "BEF"]
+
+
+def _smallest_null(v: dict) -> Estimate:
+    """The sign-keeping null model with the smallest extra loss: the one that decides."""
+    return min((v[k] for k in "BEF"), key=lambda e: e.mean)
+
+
+# what decides each per-dataset claim besides its rule: the functions that compute its value
+# and the preset values they read (both in the claim's fingerprint)
+_TRAINING = ("epochs", "width", "lr", "pair_choice")
+_DATASET_DECIDERS = {
+    "binarization_separates": ((run_curves, _learned_fields), _TRAINING),
+    "phase_transition": ((transition_points, run_curves), ("prune_levels", *_TRAINING)),
+    "sign_structure_easy": ((_learned_fields,), ("null_draws", *_TRAINING)),
+    "hard_needs_magnitudes": ((_learned_fields,), ("null_draws", "curveball_trades",
+                                                   *_TRAINING)),
+    "complexity_measure": ((bootstrap_spearman,), ("heatmap_runs", "heatmap_epochs",
+                                                   "ssim_pairs")),
+    "measures_agree": ((bootstrap_spearman,), ("heatmap_runs", "heatmap_epochs")),
+}
 
 
 def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
@@ -1434,7 +1472,7 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
             "pairs": 45, "at_chance": 0, "runs": 135}
     agree = {"data": dataset, "rho": _est(0.9, 0.03, 10), "pairs": 45, "at_chance": 0,
              "runs": 135}
-    return [
+    return _with_first_units(declare([
         Claim(f"binarization_separates_{dataset}",
               "Binarized (sign W) hard-task models collapse to chance; easy ones stay accurate.",
               paper["binarize"],
@@ -1472,15 +1510,17 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
                   f"p = 0 <= {NEAR_CHANCE:g}%)",
                   lambda v: v["signed_hard_p0"].mean <= NEAR_CHANCE)),
               beyond_noise=lambda v: every_test_settled(_phase_margins(v)),
+              margins=_phase_estimates,
               cases=Cases(phase, {**phase, "level_sd": Spread(0.25, 8)},
                           _with_preconditions(phase, {
                               learned_hard[0]: {"at_chance_hard": 1},
                               (f"the binarized hard model starts near chance (mean signed "
                                f"accuracy at p = 0 <= {NEAR_CHANCE:g}%)"):
                                   {"signed_hard_p0": _est(80)}})),
-              unit="points", headline=lambda v: v["rise"],
-              caveat="width and p50 are measured on the runs whose rise reaches 25 points "
-                     "(transition_runs)", where="fig1_phase_transition"),
+              unit="of the p axis (width)", headline=lambda v: v["width"],
+              caveat="headline: the width p90 - p10, which decides; width and p50 are "
+                     "measured on the runs whose rise reaches 25 points (transition_runs)",
+              where="fig1_phase_transition"),
         Claim(f"sign_structure_easy_{dataset}",
               "Keeping only the sign structure (null model B) keeps accuracy on easy tasks; "
               "sign-destroying shuffles A, C, D do not.", "",
@@ -1510,7 +1550,9 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
                               learned_easy[0]: {"float_easy": 70.0},
                               learned_hard[0]: {"at_chance_hard": 2},
                               _HARDER[0]: {"dist_hard": 0.95}})),
-              unit="points", headline=lambda v: v["B"], where="fig3_null_models"),
+              unit="points", headline=_smallest_null,
+              caveat="headline: the null model (B, E or F) with the smallest extra loss, "
+                     "which decides", where="fig3_null_models"),
         Claim(f"complexity_measure_{dataset}",
               "The gap between full-precision and binarized (Delta_bin) or shuffled "
               "(Delta_rand, null model B) accuracy measures task complexity: more similar class "
@@ -1540,7 +1582,16 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
                           _with_preconditions(agree, {_ALL_PAIRS[0]: {"pairs": 44}})),
               unit="Spearman ρ", headline=lambda v: v["rho"],
               where=f"fig4_pair_heatmaps_{figures}"),
-    ]
+    ], _DATASET_DECIDERS, dataset))
+
+
+def _with_first_units(claims: list[Claim]) -> list[Claim]:
+    """The phase transition's first registered version showed the rise, in points; its rule
+    is unchanged, its headline is now the width that decides it."""
+    import dataclasses
+
+    return [dataclasses.replace(c, previous=(dataclasses.replace(c, unit="points"),))
+            if c.id.startswith("phase_transition_") else c for c in claims]
 
 
 def _with_room(value: dict) -> list[dict]:
@@ -1573,19 +1624,43 @@ _RESONANCE_CASE = {"x/easy": {"peak": 0.125, "gain": _est(20), "fall": _est(30),
                    "x/hard": {"peak": 0.25, "gain": _est(1), "fall": _est(40), "start": 97.0}}
 _FLIP_CASE = {"x/easy": {"noise_gain": _est(20), "flip_gain": _est(15), "flip_peak": 0.2},
               "x/hard": {"noise_gain": _est(1), "flip_gain": _est(0), "flip_peak": 0.1}}
-_LAYERS_CASE = {"float": 85.0, "first": 30.0, "last_block_1": 5.0, "last_block_2": 2.0}
+_LAYERS_CASE = {"float": 85.0, "first": _est(30), "last_block_1": _est(5),
+                "last_block_2": _est(2)}
+
+
+def _as_estimate(x) -> Estimate:
+    """A loss measured on one model is one replicate: no interval."""
+    return x if isinstance(x, Estimate) else Estimate(float(x), math.nan, 1)
+
+
+def _layer_margins(v: dict) -> list[Estimate]:
+    """The first matrix's loss minus each last-block matrix's (independent models: the
+    standard errors add in quadrature)."""
+    first = _as_estimate(v["first"])
+    out = []
+    for key in ("last_block_1", "last_block_2"):
+        last = _as_estimate(v[key])
+        out.append(Estimate(first.mean - last.mean, math.hypot(first.se, last.se),
+                            min(first.n, last.n)))
+    return out
 
 
 def _layer_claim(key: str, statement: str, paper: str, measure: str, trained: tuple,
                  unit: str, caveat: str = "", where: str = "") -> Claim:
     failing_float = {"float": 0.1}
+    cases = Cases(_LAYERS_CASE, {**_LAYERS_CASE, "first": _est(1, 0.1)},
+                  {trained[0]: {**_LAYERS_CASE, **failing_float}})
+    # the first registered rule compared one model's losses without an interval
+    first = Claim(key, statement, paper, measure,
+                  "the first matrix's loss > both last-block losses (one model: no interval)",
+                  lambda v: min(m.mean for m in _layer_margins(v)) > 0,
+                  preconditions=(trained,), cases=cases, unit=unit)
     return Claim(key, statement, paper, measure,
-                 "the first matrix's loss > both last-block losses (one model: no interval)",
-                 lambda v: v["first"] > max(v["last_block_1"], v["last_block_2"]),
-                 preconditions=(trained,),
-                 cases=Cases(_LAYERS_CASE, {**_LAYERS_CASE, "first": 1.0},
-                             {trained[0]: {**_LAYERS_CASE, **failing_float}}),
-                 unit=unit, headline=lambda v: v["first"], caveat=caveat, where=where)
+                 "the first matrix's loss > both last-block losses, beyond noise (one model "
+                 "has no interval: within noise until the models are replicated)",
+                 **all_of(_layer_margins), preconditions=(trained,), cases=cases,
+                 unit=unit, headline=lambda v: v["first"], caveat=caveat, where=where,
+                 previous=(first,))
 
 
 _STANDIN_TRAINED = (f"the stand-in learned its task (accuracy >= {STANDIN_TRAINED:g}%)",
@@ -1664,3 +1739,16 @@ CLAIMS: list[Claim] = [
                  "position embeddings or of layer 5 lin1/lin2 is pruned", _DISTILBERT_TRAINED,
                  "F1"),
 ]
+
+# what decides each claim besides its rule: the functions that compute its value and the
+# preset values they read (both in the claim's fingerprint)
+_STANDIN = ((layer_drops,), ("standin_epochs", "standin_train", "standin_prune_levels"))
+CLAIMS = declare(CLAIMS, {
+    "stochastic_resonance": ((interior_peak, run_curves), ("noise_log2_levels", *_TRAINING)),
+    "flips_mirror_noise": ((interior_peak, run_curves), ("flip_levels", "noise_log2_levels",
+                                                         *_TRAINING)),
+    "transformer_layers_standin": _STANDIN,
+    "transformer_layers_pruned_standin": _STANDIN,
+    "transformer_layers_distilbert": ((layer_drops,), ("distilbert_model",)),
+    "transformer_layers_pruned_distilbert": ((layer_drops,), ("distilbert_model",)),
+})

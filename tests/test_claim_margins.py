@@ -18,11 +18,11 @@ from memlib.claims import (
 
 
 def clear(mean):  # a margin far outside its spread
-    return Estimate(mean, 0.01, 3)
+    return Estimate(mean, 0.01, 5)
 
 
 def vague(mean):  # a margin inside its spread
-    return Estimate(mean, 10.0, 3)
+    return Estimate(mean, 10.0, 5)
 
 
 def test_margin_points_towards_passing():

@@ -1,20 +1,30 @@
 """memlib.claims: the verdict order (not run, precondition, noise, rule) and Estimates."""
 
+import dataclasses
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memlib.claims import (
     FAILS,
     HOLDS,
+    MAX_REPLICATES,
+    MIN_REPLICATES,
     NOT_RUN,
     WITHIN_NOISE,
     Claim,
     Estimate,
+    correlation,
+    correlations,
     describe,
     evaluate,
+    holm,
+    holm_verdicts,
+    margin,
     paired,
+    replicates_needed,
 )
 
 POSITIVE = Claim("pos", "a difference is positive", "", "a - b over seeds", "> 0",
@@ -46,17 +56,82 @@ def test_one_seed_has_no_spread():
     assert describe(value["diff"]) == "5 (n=1)"
 
 
+A = [1.0, 1.1, 0.9, 1.05, 0.95]
+B = [0.0, 0.1, 0.0, 0.05, 0.0]
+
+
 def test_rule_decides_beyond_the_noise():
-    up = {"train_acc": 1.0, "diff": paired([1.0, 1.1, 0.9], [0.0, 0.1, 0.0])}
-    down = {"train_acc": 1.0, "diff": paired([0.0, 0.1, 0.0], [1.0, 1.1, 0.9])}
+    up = {"train_acc": 1.0, "diff": paired(A, B)}
+    down = {"train_acc": 1.0, "diff": paired(B, A)}
     assert verdicts([POSITIVE], {"pos": up})["pos"] == HOLDS
     assert verdicts([POSITIVE], {"pos": down})["pos"] == FAILS
 
 
-def test_values_without_estimates_are_decided_by_the_rule():
+def test_fewer_than_the_minimum_replicates_is_within_noise_and_says_so():
+    clear = {"train_acc": 1.0, "diff": paired(A[:3], B[:3])}  # beyond noise on 3 seeds
+    assert clear["diff"].beyond_noise and MIN_REPLICATES == 5
+    row = evaluate([POSITIVE], {"pos": clear}).iloc[0]
+    assert row["verdict"] == WITHIN_NOISE
+    assert "3 replicates, fewer than the registered minimum of 5" in row["note"]
+
+
+def test_a_value_without_an_interval_never_holds():
     claim = Claim("big", "x is big", "", "x", ">= 1", lambda v: v >= 1)
-    assert verdicts([claim], {"big": 2.0})["big"] == HOLDS
-    assert verdicts([claim], {"big": 0.5})["big"] == FAILS
+    assert verdicts([claim], {"big": 2.0})["big"] == WITHIN_NOISE
+    assert verdicts([claim], {"big": 0.5})["big"] == WITHIN_NOISE
+    row = evaluate([claim], {"big": 2.0}).iloc[0]
+    assert row["note"].startswith("no interval")
+
+
+def test_a_within_noise_row_says_how_many_replicates_would_decide_it():
+    # mean 1, sd 2: t(n-1)·2/√n < 1 first at n = 18
+    needs = Estimate(1.0, 2.0 / math.sqrt(3), 3)
+    assert replicates_needed(needs) == 18
+    on_threshold = Estimate(0.01, 2.0 / math.sqrt(3), 3)
+    assert replicates_needed(on_threshold) == MAX_REPLICATES + 1
+    table = evaluate([POSITIVE], {"pos": {"train_acc": 1.0, "diff": needs}})
+    assert "needs seeds: about 18 replicates" in table["note"].item()
+    table = evaluate([POSITIVE], {"pos": {"train_acc": 1.0, "diff": on_threshold}})
+    assert "sits on its threshold" in table["note"].item()
+
+
+def test_replicates_needed_matches_the_interval():
+    e = Estimate(1.0, 2.0 / math.sqrt(3), 3)
+    n = replicates_needed(e)
+    assert Estimate(1.0, e.sd / math.sqrt(n), n).beyond_noise
+    assert not Estimate(1.0, e.sd / math.sqrt(n - 1), n - 1).beyond_noise
+
+
+def test_holm_adjusts_within_the_study():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    # three rows decided, two at one-sided p ≈ 0.017 and one at p < 0.0001: the smallest
+    # weak p is multiplied by 2 (0.034 > 0.025), so Holm keeps only the strong row
+    weak = {"train_acc": 1.0, "diff": Estimate(1.0, 1.0 / 2.9, 6)}
+    strong = {"train_acc": 1.0, "diff": Estimate(5.0, 0.5, 6)}
+    claims = [dataclasses.replace(POSITIVE, id=i) for i in ("a", "b", "c")]
+    table = evaluate(claims, {"a": weak, "b": weak, "c": strong}).set_index("id")
+    assert list(table["verdict"]) == [HOLDS, HOLDS, HOLDS]
+    assert 0.01 < float(table.loc["a", "p"]) < 0.025 < 2 * float(table.loc["a", "p"])
+    assert list(table["holm"]) == [WITHIN_NOISE, WITHIN_NOISE, HOLDS]
+    alone = evaluate(claims[:1], {"a": weak})  # a family of one: nothing to adjust
+    assert alone["holm"].item() == HOLDS
+
+
+def test_holm_leaves_undecided_rows_alone():
+    assert holm_verdicts([WITHIN_NOISE, NOT_RUN, HOLDS], [math.nan, math.nan, 0.001]) == [
+        WITHIN_NOISE, NOT_RUN, HOLDS]
+
+
+def test_a_correlation_interval_stays_inside_minus_one_one():
+    e = correlations([0.99, 0.7, 0.95])
+    lo, hi = e.interval
+    assert -1 < lo < e.mean < hi < 1
+    assert e.mean + e.half_width > 1  # the plain t interval would leave [-1, 1]
+    boot = correlation(-0.55, 10, se=0.2, z_se=0.3)
+    assert -1 < boot.interval[0] < -0.55 < boot.interval[1] < 1
+    perfect = correlation(-1.0, 10, se=0.001, z_se=0.05)  # every bootstrap draw near -1
+    assert perfect.interval[1] < -0.99 and margin(perfect, 0, at_least=False).beyond_noise
+    assert margin(boot, 0, at_least=False).beyond_noise == (boot.interval[1] < 0)
 
 
 def test_rule_column_names_the_preconditions():
@@ -64,7 +139,11 @@ def test_rule_column_names_the_preconditions():
     assert table["rule"].item() == "> 0; requires model memorized"
 
 
-@given(st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=10), st.floats(0.01, 1e3))
+# values whose squares underflow (|x| < 1e-150) have no spread in floating point
+SCALED = st.floats(-1e3, 1e3).filter(lambda x: x == 0 or abs(x) > 1e-100)
+
+
+@given(st.lists(SCALED, min_size=2, max_size=10), st.floats(0.01, 1e3))
 def test_estimate_spread_scales_with_the_values(values, scale):
     a, b = Estimate.of(values), Estimate.of([v * scale for v in values])
     assert math.isclose(b.mean, a.mean * scale, rel_tol=1e-9, abs_tol=1e-9)
@@ -74,7 +153,7 @@ def test_estimate_spread_scales_with_the_values(values, scale):
 
 
 def test_constant_nonzero_difference_is_beyond_noise():
-    assert paired([2.0, 3.0], [1.0, 2.0]).beyond_noise
+    assert paired([2.0, 3.0], [1.0, 2.0]).beyond_noise  # zero spread
     assert not paired([1.0, 2.0], [1.0, 2.0]).beyond_noise
 
 

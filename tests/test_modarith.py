@@ -273,7 +273,9 @@ def test_noisy_lead_is_measured_per_seed():
     assert math.isnan(ma.noisy_lead(never, 0.5).mean)
 
 
-def test_image_order_is_read_where_half_the_labels_are_fitted():
+def test_image_order_is_read_where_half_the_labels_are_fitted(monkeypatch):
+    # two or three synthetic seeds exercise the rules; the registered minimum has its own test
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
     # clean labels reach 50% at epoch 2, noisy ones at epoch 3: clean first
     history = pd.concat([early_history(0, [(0, 0), (0.3, 0.1), (0.6, 0.3), (0.9, 0.6)]),
                          early_history(1, [(0, 0), (0.3, 0.1), (0.6, 0.3), (0.9, 0.55),
@@ -307,7 +309,9 @@ def test_multiplication_task_is_addition_of_discrete_logs():
         assert pow(g, c, p) == pow(g, i, p) * pow(g, j, p) % p
 
 
-def test_swap_needs_a_relu_net_above_chance():
+def test_swap_needs_a_relu_net_above_chance(monkeypatch):
+    # two or three synthetic seeds exercise the rules; the registered minimum has its own test
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
     claim = {c.id: c for c in ma.CLAIMS}["swap-helps"]
     value = {"quadratic_minus_relu": Estimate(0.13, 0.004, 3),
              "reverse_relu_minus_relu": Estimate(0.29, 0.01, 3),
@@ -330,7 +334,9 @@ def sweep_rows(train_acc: dict, test_acc: dict, alpha=0.5):
     return pd.DataFrame(rows)
 
 
-def test_larger_is_better_needs_a_width_curve():
+def test_larger_is_better_needs_a_width_curve(monkeypatch):
+    # two or three synthetic seeds exercise the rules; the registered minimum has its own test
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
     config = build(ma.Config, {"sweep_alphas": [0.5], "sweep_activations": ["relu"],
                                "sweep_weight_decays": [0.1], "weight_decay": 0.1})
     claim = {c.id: c for c in ma.CLAIMS}["larger-is-better"]

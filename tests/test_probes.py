@@ -349,7 +349,9 @@ LEARNED = {"float_easy": 99.0, "float_hard": 98.0, "at_chance_easy": 0, "at_chan
            "dist_easy": 0.6, "dist_hard": 0.4}
 
 
-def test_claim_rules_preconditions_and_noise():
+def test_claim_rules_preconditions_and_noise(monkeypatch):
+    # three synthetic runs exercise the rules; the registered minimum has its own test
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
     clear_sep = {"data": "mnist-5k", "easy": estimate([90, 91, 89]),
                  "hard": estimate([50, 52, 51]), "gap": estimate([40, 39, 38]), **LEARNED}
     vague_sep = {**clear_sep, "hard": estimate([50, 80, 62]), "gap": estimate([40, 11, 27])}
@@ -399,7 +401,7 @@ def test_claim_rules_preconditions_and_noise():
     standin = {"float": 85.0, "first": 30.0, "last_block_1": 5.0, "last_block_2": 2.0}
     v = verdicts({"transformer_layers_pruned_standin": standin,
                   "transformer_layers_pruned_distilbert": {**standin, "float": 0.3}})
-    assert v["transformer_layers_pruned_standin"] == HOLDS
+    assert v["transformer_layers_pruned_standin"] == WITHIN_NOISE  # one model: no interval
     assert v["transformer_layers_pruned_distilbert"].startswith("precondition failed: the model")
     assert len({c.id for c in probes.CLAIMS}) == len(probes.CLAIMS)
 
@@ -458,7 +460,9 @@ def synthetic_results(dataset="fashion_mnist", runs=3, dead_hard_run=None):
             "standin": standin, "distilbert": None}
 
 
-def test_measure_on_a_synthetic_result():
+def test_measure_on_a_synthetic_result(monkeypatch):
+    # three synthetic runs exercise the rules; the registered minimum has its own test
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
     measured = probes.measure(synthetic_results())
     sep = measured["binarization_separates_fashion_mnist"]
     assert sep["data"] == "fashion_mnist" and sep["easy"].mean == 86.0

@@ -1,6 +1,8 @@
 """The claims register: every rule is registered as it is now, its earlier versions stay
 evaluable, and the small presets run the registered confirmatory seeds."""
 
+import dataclasses
+
 import pytest
 
 from memlib import STUDIES
@@ -8,18 +10,23 @@ from memlib.claims import (
     Cases,
     Claim,
     Estimate,
+    check,
     collect,
     earlier_runs,
     evaluate,
     latest_registration,
     new_confirmatory_run,
+    parse_seeds,
     read_register,
+    read_results,
     register,
+    register_path,
     registered_versions,
     with_versions,
     write,
 )
-from memlib.studies import preset_config, study_claims
+from memlib.paths import figures_dir
+from memlib.studies import every_claim, preset_config, study_claims
 
 
 @pytest.mark.parametrize("study", list(STUDIES))
@@ -40,7 +47,10 @@ def test_earlier_versions_stay_in_the_claim(study):
     known = registered_versions(study)
     latest = latest_registration(study)
     for claim in study_claims(study):
-        kept = {old.fingerprint for old in claim.previous}
+        # an earlier version is kept as a Claim in previous (found by either fingerprint), or
+        # is this very rule registered by its words only
+        kept = {fp for old in claim.previous for fp in (old.fingerprint, old.text_fingerprint)}
+        kept.add(claim.text_fingerprint)
         earlier = {fp for fp, v in known.get(claim.id, {}).items()
                    if v < latest[claim.id]["version"]}
         assert earlier <= kept, f"{study}.{claim.id}: earlier versions dropped from previous"
@@ -121,3 +131,220 @@ def test_a_new_confirmatory_run_keeps_the_old_verdicts_beside_the_new(tmp_path, 
     assert "**does not hold**" in text
     with pytest.raises(ValueError, match="fresh"):  # the replaced run's seeds stay used
         new_confirmatory_run(study, [100, 300], "again", "2026-01-03")
+
+
+# ---- the fingerprint covers what decides a verdict ---------------------------------------
+
+STUDY_SOURCE = '''
+from memlib.claims import Claim, Estimate, all_of, margin
+
+THRESHOLD = {threshold}
+
+
+def spread(values):
+    # {comment}
+    return Estimate.of({values})
+
+
+def value(results):
+    return spread(results)
+
+
+CLAIM = Claim("x", "a value clears its threshold", "", "value over seeds", "{rule}",
+              **all_of(lambda v: [margin(v, THRESHOLD)]), decided_by=(value,),
+              preset_keys=("epochs",))
+'''
+
+
+def _study_claim(root, name, epochs=10, **edits):
+    """CLAIM of a study module (named as study 3's, whose small preset it reads) written
+    from STUDY_SOURCE with `edits`, under a repository root whose preset sets `epochs`."""
+    import importlib.util
+
+    fields = {"threshold": "0.5", "comment": "the spread", "values": "values",
+              "rule": "mean >= 0.5", **edits}
+    source = root / f"{name}.py"
+    source.write_text(STUDY_SOURCE.format(**fields))
+    preset = root / "params" / "small" / f"{STUDIES['fisher']}.yaml"
+    preset.parent.mkdir(parents=True, exist_ok=True)
+    preset.write_text(f"epochs: {epochs}\nseeds: [1, 2]\n")
+    spec = importlib.util.spec_from_file_location("memlib.fisher", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.CLAIM
+
+
+def test_the_fingerprint_changes_with_whatever_decides_the_verdict(tmp_path, monkeypatch):
+    roots = iter(range(100))
+
+    def claim(**edits):
+        root = tmp_path / str(next(roots))
+        root.mkdir()
+        monkeypatch.setattr("memlib.paths.repo_root", lambda: root)
+        made = _study_claim(root, "study", **edits)
+        _ = made.fingerprint  # read while its own preset is the repository's
+        return made
+
+    base = claim()
+    assert claim().fingerprint == base.fingerprint  # the same code: the same fingerprint
+    assert claim(comment="rewrapped, reworded").fingerprint == base.fingerprint
+    changed = {"measure function": claim(values="[2 * v for v in values]"),
+               "constant": claim(threshold="0.6"),
+               "preset value": claim(epochs=20),
+               "rule text": claim(rule="mean >= 0.5, beyond noise")}
+    for what, edited in changed.items():
+        assert edited.fingerprint != base.fingerprint, f"a changed {what} kept the fingerprint"
+    assert len({c.fingerprint for c in changed.values()}) == len(changed)
+
+
+def test_a_preset_key_the_preset_lacks_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
+    claim = _study_claim(tmp_path, "study")
+    broken = dataclasses.replace(claim, preset_keys=("epochs", "no_such_key"))
+    with pytest.raises(ValueError, match="no_such_key"):
+        _ = broken.fingerprint
+
+
+def test_a_rule_registered_by_its_words_is_reregistered_as_the_same_rule(tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
+    claim = _claim()
+    path = register_path("demo")
+    path.parent.mkdir(parents=True)
+    path.write_text(f"seeds: []\npilot_seeds: []\nclaims:\n- id: x\n  version: 1\n"
+                    f"  fingerprint: {claim.text_fingerprint}\n  registered: '2026-01-01'\n"
+                    f"  reason: first\n")
+    assert register("demo", [claim], "the fingerprint covers the code", "2026-02-01") == ["x"]
+    entries = read_register("demo")["claims"]
+    assert [(e["version"], e.get("same_rule_as")) for e in entries] == [(1, None), (2, 1)]
+    row = with_versions(evaluate([claim], {"x": Estimate(1, 0.1, 5)}), "demo").iloc[0]
+    assert row["version"] == "v2"
+    assert row["previous"] == "v1: the same rule, registered by its words only; same verdict"
+
+
+# ---- the register checks itself ----------------------------------------------------------
+
+def _results(tmp_path, monkeypatch):
+    """A registered claim and its results under tmp_path; returns the claim."""
+    monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
+    monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path / "figures"))
+    claim = _claim()
+    register("rlp", [claim], "first", "2026-01-01")
+    write(evaluate([claim], {"x": Estimate(1.0, 0.1, 5)}), STUDIES["rlp"])
+    return claim
+
+
+def _checked(claim, code=None):
+    table = read_results(figures_dir(STUDIES["rlp"]) / "claims.csv")
+    return check(table, "rlp", code)
+
+
+def test_the_register_check_agrees_with_an_untouched_register(tmp_path, monkeypatch):
+    claim = _results(tmp_path, monkeypatch)
+    assert _checked(claim, {"x": claim.fingerprint}) == [""]
+    assert "Register check" not in collect()
+
+
+def test_a_deleted_register_reads_unregistered(tmp_path, monkeypatch):
+    claim = _results(tmp_path, monkeypatch)
+    register_path("rlp").unlink()
+    assert _checked(claim) == ["unregistered"]
+    text = collect()
+    assert "**Register check: 1 of 1 rules are unregistered or changed since registration**" \
+           in text and "| x | unregistered (" in text
+
+
+def test_an_edited_fingerprint_reads_changed_since_registration(tmp_path, monkeypatch):
+    claim = _results(tmp_path, monkeypatch)
+    path = register_path("rlp")
+    path.write_text(path.read_text().replace(claim.fingerprint, "0123456789abcdef"))
+    assert _checked(claim)[0].startswith("changed since registration: the results' rule")
+    assert "changed since registration" in collect()
+
+
+def test_code_changed_after_the_results_reads_changed_since_registration(tmp_path,
+                                                                         monkeypatch):
+    claim = _results(tmp_path, monkeypatch)
+    assert _checked(claim, {"x": "fedcba9876543210"})[0].startswith(
+        "changed since registration: the code's rule (unregistered)")
+
+
+# ---- bad input and damaged files: one line, nothing written ------------------------------
+
+def _cli(argv, capsys):
+    from memlib.cli import main
+
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def _snapshot(root):
+    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("argv", [
+    ["register", "fisher", "--reason", ""],
+    ["register", "fisher", "--reason", "   "],
+    ["register", "fisher", "--reason", "fresh seeds", "--seeds=-5,-6"],
+    ["register", "fisher", "--reason", "fresh seeds", "--seeds", "300,300,4294967296"],
+    ["register", "fisher", "--reason", "fresh seeds", "--seeds", "300,301,4294967296"],
+    ["register", "fisher", "--reason", "fresh seeds", "--seeds", "300,abc"],
+])
+def test_bad_register_input_is_one_line_and_writes_nothing(argv, tmp_path, monkeypatch,
+                                                           capsys):
+    claim = _results(tmp_path, monkeypatch)
+    assert claim  # the register and results exist, so "nothing written" can fail
+    before = _snapshot(tmp_path)
+    code, err = _cli(argv, capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("memlib: error:"), err
+    assert _snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("damage", ["yaml", "entries"])
+def test_a_damaged_register_is_one_line_and_exit_1(damage, tmp_path, monkeypatch, capsys):
+    _results(tmp_path, monkeypatch)
+    path = register_path("rlp")
+    path.write_text("claims: [unclosed\n" if damage == "yaml" else "claims: [1, 2]\n")
+    before = _snapshot(tmp_path)
+    for argv in (["claims"], ["register", "rlp", "--reason", "again"]):
+        code, err = _cli(argv, capsys)
+        assert code == 1 and len(err.splitlines()) == 1 and "is damaged" in err, err
+    assert _snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not utf-8", "empty"])
+def test_a_damaged_claims_table_is_one_line_and_exit_1(damage, tmp_path, monkeypatch,
+                                                       capsys):
+    _results(tmp_path, monkeypatch)
+    csv = figures_dir(STUDIES["rlp"]) / "claims.csv"
+    data = csv.read_bytes()
+    csv.write_bytes({"truncated": data[: len(data) * 2 // 3], "not utf-8": b"\xff\xfe" + data,
+                     "empty": b""}[damage])
+    before = _snapshot(tmp_path)
+    code, err = _cli(["claims"], capsys)
+    assert code == 1 and len(err.splitlines()) == 1 and "claims.csv is damaged" in err, err
+    assert _snapshot(tmp_path) == before
+
+
+def test_the_seeds_are_checked_as_the_configs_check_them():
+    assert parse_seeds("300,301,4294967295") == [300, 301, 2**32 - 1]
+    for bad in ("-5,-6", "300,300", "4294967296", "1.5", ""):
+        with pytest.raises(ValueError):
+            parse_seeds(bad)
+
+
+def test_fingerprints_are_the_same_in_another_process():
+    """Nothing process-specific (hash seeds, memory addresses, import order) enters."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("import memlib.lens, memlib.probes\n"
+              "from memlib.studies import every_claim\n"
+              "for study, claim in every_claim(): print(study, claim.id, claim.fingerprint)\n")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, check=True).stdout.splitlines()
+    here = [f"{study} {claim.id} {claim.fingerprint}" for study, claim in every_claim()]
+    assert out == here

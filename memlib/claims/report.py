@@ -1,0 +1,184 @@
+"""The claims report, figures/CLAIMS.md: every study's claims.csv at a scale, each row checked
+against the register, with the pilot's verdicts, earlier rule versions and replaced runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import pandas as pd
+
+from memlib import DEFAULT_SCALE, STUDIES, paths
+from memlib.claims.register import (
+    CLAIMS_TABLE,
+    _span,
+    _versions,
+    check,
+    earlier_runs,
+    read_register,
+    read_results,
+)
+from memlib.claims.rules import FAILS, HOLDS, MIN_REPLICATES, VERDICTS
+from memlib.claims.stats import ALPHA, LEVEL, MAX_REPLICATES
+from memlib.process import atomic_write_bytes
+
+# columns a claims table written before a column existed lacks, with what they read as (a
+# p-value "n/a": decided by an interval before p-values were recorded)
+OPTIONAL = {"scope": "paper", "headline": "", "caveat": "", "where": "", "previous": "",
+            "version": "", "fingerprint": "", "note": "", "p": "n/a", "holm": "", "dataset": ""}
+CodeFingerprints = Callable[[str], Mapping[str, str]]
+
+
+def counts(table: pd.DataFrame) -> str:
+    kinds = table["verdict"].str.split(":").str[0].value_counts()
+    return ", ".join(f"{kinds.get(v, 0)} {v}" for v in VERDICTS)
+
+
+def decided_by_interval(table: pd.DataFrame) -> int:
+    """Rows an interval decided: holds or does not hold, with the p-value of that interval
+    (a rule settled by a test outside its margins has none)."""
+    kinds = table["verdict"].str.split(":").str[0]
+    has_p = table["p"].astype(str).str.strip() != "" if "p" in table else True
+    return int((kinds.isin([HOLDS, FAILS]) & has_p).sum())
+
+
+def pilot_verdicts(study: str) -> dict[str, str]:
+    """The pilot's verdicts (seeds 0-2, the rules as they were before registration)."""
+    path = paths.repo_root() / "register" / "pilot" / f"{STUDIES.get(study, study)}.csv"
+    if not path.exists():
+        return {}
+    pilot = read_results(path)
+    return dict(zip(pilot["id"], pilot["verdict"]))
+
+
+def _cell(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _note(row, notebook: str, scale: str) -> str:
+    """The caveat, why the row was not decided, and a link to the figure that shows it (the
+    link is kept whole: a cut link would show as text)."""
+    note = _cell(" ".join(t for t in (row.caveat, row.note) if t), 300)
+    shown = [f"{row.where}{ext}" for ext in (".png", ".md")
+             if row.where and (paths.figures_dir(notebook, scale) / f"{row.where}{ext}"
+                               ).exists()]
+    if shown:  # relative to CLAIMS.md, which sits beside the notebooks' folders
+        note = f"{note} [{row.where}]({notebook}/{shown[0]})".strip()
+    return note
+
+
+def _statement(row) -> str:
+    return f"{row.statement} ({row.dataset})" if row.dataset else row.statement
+
+
+def _with_register(table: pd.DataFrame, study: str, code: Mapping[str, str] | None
+                   ) -> pd.DataFrame:
+    """The table with its versions read again from the register (never trusted from the
+    results) and each row's register check."""
+    known = _versions(read_register(study))
+    table = table.copy()
+    table["version"] = [f"v{known[i][fp]}" if fp in known.get(i, {}) else "unregistered"
+                        for i, fp in zip(table["id"], table["fingerprint"])]
+    table["register"] = check(table, study, code)
+    return table
+
+
+def _section(study: str, table: pd.DataFrame, scale: str) -> str:
+    pilot = pilot_verdicts(study) if scale == DEFAULT_SCALE else {}
+    # the register speaks of the default scale's confirmatory run only
+    reg = read_register(study) if scale == DEFAULT_SCALE else {}
+    notebook = STUDIES.get(study, study)
+    lines = ["| verdict | within study (Holm) | claim | paper | ours | note |",
+             "|---|---|---|---|---|---|"]
+    for row in table.itertuples():
+        lines.append("| " + " | ".join((
+            f"**{_cell(row.verdict)}**", _cell(row.holm or "—"), _cell(_statement(row)),
+            _cell(row.paper or "qualitative"), _cell(row.headline),
+            _note(row, notebook, scale))) + " |")
+    earlier = earlier_runs(reg)
+    pilot_seeds = _span(reg.get("pilot_seeds", []))
+    details = ["| id | rule version | register check | pilot"
+               + (f" (seeds {pilot_seeds})" if pilot_seeds else "") + " | "
+               + "".join(f"earlier run (seeds {seeds}) | " for seeds, _, _ in earlier)
+               + "earlier versions |", "|---|---|---|---|" + "---|" * len(earlier) + "---|"]
+    for row in table.itertuples():
+        details.append("| " + " | ".join(_cell(c) for c in (
+            row.id, f"{row.version} ({row.fingerprint})", row.register or "agrees",
+            pilot.get(row.id, "—"), *(verdicts.get(row.id, "—") for _, _, verdicts in earlier),
+            row.previous or "—")) + " |")
+    seeds = reg.get("seeds", [])
+    runs = "".join(f" It replaces an earlier confirmatory run on seeds {span}, whose verdicts "
+                   f"stay in the details: {reason.rstrip('.')}." for span, reason, _ in earlier)
+    heading = (f"Confirmatory seeds {_span(seeds)}.{runs} " if seeds else "")
+    flagged = table[table["register"] != ""]
+    warning = "" if flagged.empty else (
+        f"**Register check: {len(flagged)} of {len(table)} rules are unregistered or changed "
+        f"since registration** ({', '.join(flagged['id'])}); see the details.\n\n")
+    rules = "\n".join(f"- **{row.id}**: measure: {row.measure}. Rule: {row.rule}. "
+                      f"Ours: {row.ours or 'not run'}." for row in table.itertuples())
+    return (f"{warning}{heading}\n\n{counts(table)}.\n\n" + "\n".join(lines)
+            + "\n\n<details><summary>Rule versions, register check, pilot and earlier "
+            "verdicts, rules and every measured value</summary>\n\n" + "\n".join(details)
+            + "\n\n" + rules + "\n\n</details>\n")
+
+
+def _read(csv) -> pd.DataFrame:
+    table = read_results(csv)
+    for column, default in OPTIONAL.items():
+        if column not in table:
+            table[column] = default
+    return table
+
+
+def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) -> str:
+    """Write CLAIMS.md from every study's claims.csv at `scale`; return its text. `code`
+    (study -> {claim id: fingerprint}) adds the code's fingerprints to the register check."""
+    sections, tables = [], []
+    for key, study in STUDIES.items():
+        csv = paths.figures_dir(study, scale) / f"{CLAIMS_TABLE}.csv"
+        if not csv.exists():
+            sections.append(f"## {study}\n\nNo results yet: run `make figures SCALE={scale}`.\n")
+            continue
+        table = _with_register(_read(csv), key, code(key) if code else None)
+        tables.append(table)
+        sections.append(f"## {study}\n\n{_section(key, table, scale)}")
+    everything = pd.concat(tables) if tables else pd.DataFrame(
+        columns=["verdict", "scope", "p", "holm"])
+    papers = everything[everything["scope"] == "paper"]
+    ours = everything[everything["scope"] != "paper"]
+    decided = decided_by_interval(everything)
+    chance = ALPHA * decided
+    summary_lines = [f"- **The papers' claims ({len(papers)}):** {counts(papers)}."]
+    if len(ours):
+        summary_lines.append(f"- **memlib's own questions ({len(ours)}):** {counts(ours)}.")
+    holm_kept = int(everything["holm"].isin([HOLDS, FAILS]).sum()) if len(everything) else 0
+    text = (
+        f"# Claims report ({scale} scale)\n\n"
+        "Generated by `make figures` from the notebooks' runs; do not edit by hand. Each row "
+        "is one claim: the verdict first, then the verdict after Holm's adjustment within its "
+        "study, the paper's statement (and the dataset of a per-dataset row), the paper's "
+        "value, our headline number (the one that decides the verdict) and a note. Every rule "
+        "was registered (`register/`, with a fingerprint of what decides it) before the "
+        "confirmatory run on seeds never used while the rules were designed; the pilot's "
+        "verdicts (seeds 0-2), any earlier rule version and the register check stay visible "
+        "in each section's details.\n\n"
+        "A verdict is, in this order: *not run at this scale*; *precondition failed* when what "
+        "the rule presupposes did not happen (the model did not memorize, a curve has no "
+        f"peak); *within noise* when the {LEVEL:.0%} Student-t interval over replicates "
+        "(shown as mean ± half-width, n replicates) of the margin between the value and the "
+        "rule's threshold does not exclude zero, that is, the interval does not clear the "
+        "threshold, or when the value has no interval (one replicate) or fewer than "
+        f"{MIN_REPLICATES} replicates; otherwise *holds* or *does not hold*. A *within "
+        "noise* row's note says how many replicates would decide it at the observed spread "
+        f"(*needs seeds*), or that more than {MAX_REPLICATES} would not (*sits on its "
+        "threshold*).\n\n"
+        + "\n".join(summary_lines) + "\n\n"
+        f"{decided} rows were decided by an interval; if none of their effects existed, about "
+        f"{chance:.1f} of them would still read *holds* by chance alone (each interval errs "
+        f"in that direction {ALPHA:.1%} of the time). Holm's adjustment within each study, "
+        f"which holds that chance to {ALPHA:.1%} per study, keeps {holm_kept} of them "
+        "decided.\n\n" + "\n".join(sections)
+    )
+    atomic_write_bytes(paths.claims_report(scale), text.encode())
+    return text
+
