@@ -38,13 +38,13 @@ def reference_line(ax, value: float, label: str, axis: str = "y", **kwargs) -> N
 
 
 def savefig(fig, name: str, study: str, scale: str = DEFAULT_SCALE,
-            data: str | None = None) -> list[Path]:
-    """Write `fig` as <figures>/<study>/<name>.pdf and .png atomically; return the paths.
+            data: str | None = None) -> None:
+    """Write `fig` as <figures>/<study>/<name>.pdf and .png atomically. Returns nothing, so a
+    notebook cell ending in savefig shows the figure and no list of machine paths.
     `data`: the dataset the figure was made on, named in a small title above it."""
     if data is not None:
         fig.suptitle(f"data: {data}", fontsize="small")
     directory = paths.figures_dir(study, scale)
-    written = []
     for fmt in ("pdf", "png"):
         buffer = io.BytesIO()
         # A fixed metadata date keeps PDFs byte-identical across reruns.
@@ -52,6 +52,4 @@ def savefig(fig, name: str, study: str, scale: str = DEFAULT_SCALE,
         fig.savefig(buffer, format=fmt, metadata=metadata)
         path = directory / f"{name}.{fmt}"
         atomic_write_bytes(path, buffer.getvalue())
-        written.append(path)
-    return written
 

@@ -162,7 +162,17 @@ from memlib.claims import Estimate, evaluate, write
 from memlib.config import from_namespace
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import beyond, direction, listing, num, pct, pct_span, pm, spread_phrase
+from memlib.prose import (
+    beyond,
+    claims_markdown,
+    direction,
+    listing,
+    num,
+    pct,
+    pct_span,
+    pm,
+    spread_phrase,
+)
 from memlib.rlp import (
     CLAIMS,
     MEMORIZATION_TARGET,
@@ -304,7 +314,6 @@ axes[0][0].legend(fontsize=6)
 savefig(fig, "fig2_layerwise_rlp", STUDY, scale, data=results["dataset"])
 excess = {name: excess_by_layer(lw, name) for name in models_run}
 print(pd.DataFrame({name: {n: str(e) for n, e in ex.items()} for name, ex in excess.items()}))
-print("depth claim:", measured["depth"])
 
 # %% tags=["remove-input"]
 def depth_text(name: str) -> str:
@@ -418,7 +427,6 @@ ax2.legend(handles, labels, fontsize=6, loc="upper center", bbox_to_anchor=(0.5,
            ncol=4)
 fig.set_figheight(4.2)  # room for the legends under the panels
 savefig(fig, "fig3_rlp_over_training", STUDY, scale, data=results["dataset"])
-print("early rise:", measured["early_rise"])
 
 # %% tags=["remove-input"]
 peak = h.loc[h["test_acc"].idxmax()]
@@ -469,7 +477,6 @@ ax2.set_ylabel("class accuracy (%)")
 savefig(fig, "fig4_standard_regularizers", STUDY, scale, data=results["dataset"])
 print(reg.groupby("setting", sort=False)[["train_acc", "test_acc", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
-print("drop in last-layer RLP accuracy:", measured["regularizers"])
 
 # %% tags=["remove-input"]
 drops = measured["regularizers"]
@@ -550,9 +557,6 @@ for ax, where in zip(axes[2:], ("last", "all"), strict=True):
 savefig(fig, "fig5_rlp_regularizer", STUDY, scale, data=results["dataset"])
 print(sweep.groupby(["regularize", "lam"])[["train_acc", "test_acc", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
-print("drop at the regularized layer:", measured["regularizer_works"]["drop"])
-print("earlier-layer change, last only:", measured["shift"])
-print("earlier-layer change, all layers:", measured["all_layers"])
 
 # %% tags=["remove-input"]
 last_sweep = sweep[sweep["regularize"] == "last"]
@@ -652,7 +656,6 @@ ax2.set_title(f"per class, λ = {best:g} vs 0 (mean over seeds)", fontsize=8)
 ax1.set_title("whole subset, per training-set size", fontsize=8)
 savefig(fig, "fig6_sampling", STUDY, scale, data=results["dataset"])
 print(fr.groupby(["n_train", "lam"])[["train_acc", "test_acc"]].agg(["mean", "std"]).round(4))
-print("sampling:", measured["sampling"], "| tails:", measured["tails"])
 
 # %% tags=["remove-input"]
 sampling, tails = measured["sampling"], measured["tails"]
@@ -697,7 +700,6 @@ ax.legend(fontsize=6)
 savefig(fig, "fig7_label_noise", STUDY, scale, data=results["dataset"])
 print(noise_runs.groupby(["noise", "lam"])[["test_acc", "train_acc", "noisy_fit", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
-print("noise:", measured["noise"])
 
 # %% tags=["remove-input"]
 gain = measured["noise"]
@@ -789,4 +791,4 @@ changes test accuracy by {pm(gain["gain"], 1)} points
 save_table(results["histories"], "lambda_histories", STUDY, scale)
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
-table[["id", "headline", "rule", "verdict"]]
+display(Markdown(claims_markdown(table)))

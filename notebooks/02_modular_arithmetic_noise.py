@@ -38,8 +38,10 @@
 # ## Method
 #
 # **Model.** One-hot inputs $e_a, e_b \in \mathbb{R}^P$, hidden width $M$, no hidden bias:
+#
 # $$f(a, b) = W\,\phi(U e_a + V e_b) + \mu,\qquad U, V \in \mathbb{R}^{M\times P},\;
 #   W \in \mathbb{R}^{P\times M},\; \mu \in \mathbb{R}^P,$$
+#
 # trained full batch with cross-entropy (through `log_softmax`) and AdamW.
 #
 # **Noise.** A fraction $\alpha$ of the training pairs gets a label drawn uniformly from the
@@ -49,7 +51,9 @@
 #
 # **Frequency filtering.** For neuron $m$ take the real DFT of $u_m, v_m$ (over input
 # tokens) and $w_m$ (over output classes) and choose **one shared** frequency
+#
 # $$k_m = \arg\max_{k \ge 1} \left(|\hat u_{m,k}|^2 + |\hat v_{m,k}|^2 + |\hat w_{m,k}|^2\right),$$
+#
 # keep only that bin in all three vectors (the DC term $k = 0$ is dropped), giving the
 # *generalizing* part $G$; the residual is $R = \theta - G$ (it carries $\mu$). Both are
 # evaluated with ReLU, $x^2$ and $|x|$. A learned neuron looks like
@@ -145,7 +149,7 @@ from memlib.config import from_namespace
 from memlib.modarith import CLAIMS, SUBSET_LABELS, SUBSETS, Config, measure, noisy_first
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import direction, listing, num, pct, pct_span, pm
+from memlib.prose import claims_markdown, direction, listing, num, pct, pct_span, pm
 from memlib.tables import save_table
 
 STUDY = "02_modular_arithmetic_noise"
@@ -157,7 +161,6 @@ start = time.time()
 results = study_results("modarith", config, scale)
 chance = results["chance"]
 print(f"experiments done in {time.time() - start:.0f} s (cached runs load in seconds)")
-config
 
 # %% [markdown]
 # ## Training curves of the main runs
@@ -657,4 +660,4 @@ results["analytic"]
 measured = measure(results, config)
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
-table
+display(Markdown(claims_markdown(table)))

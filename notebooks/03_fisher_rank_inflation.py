@@ -16,21 +16,29 @@
 # For example $i$ with last-layer input $h_i\in\mathbb{R}^d$, logits $z_i$ and the label
 # as trained $y_i$ (noisy), the cross-entropy gradient of the last affine layer is, in
 # closed form,
+#
 # $$g_i = r_i \otimes \tilde h_i,\qquad r_i=\mathrm{softmax}(z_i)-e_{y_i},\quad
 # \tilde h_i=[h_i;1]\in\mathbb{R}^{d+1}.$$
+#
 # Since $\mathbf 1^\top r_i=0$, the $g_i$ span at most $(C-1)(d+1)$ of the $D=C(d+1)$
 # dimensions. With $c_i=g_i-\bar g$ and $S=\sum_i c_ic_i^\top$ with eigenvalues
 # $\lambda_k$ and $p_k=\lambda_k/\sum_j\lambda_j$,
+#
 # $$\mathrm{er}(S)=\exp\Big(-\sum_k p_k\log p_k\Big).$$
+#
 # Removing example $i$ *from the statistic* (not from training; this is not influence)
 # and recentring gives exactly $S_{-i}=S-\alpha\,c_ic_i^\top$ with $\alpha=n/(n-1)$, so
 # with $z=V^\top c_i$ the eigenvalues of $S_{-i}$ are the roots $t$ of the secular equation
+#
 # $$1-\alpha\sum_k \frac{z_k^2}{\lambda_k-t}=0,$$
+#
 # one between each pair of consecutive $\lambda_k$. We solve it for every example from
 # one eigendecomposition (LAPACK dlaed4's rational interpolation, in a small C kernel) and
 # get the exact $\Delta_i=\mathrm{er}(S)-\mathrm{er}(S_{-i})$; the first-order version is
+#
 # $$\Delta_i^{(1)}=\alpha\sum_k\beta_k z_k^2,\qquad
 # \beta_k=\frac{\partial\,\mathrm{er}}{\partial\lambda_k}=\frac{\mathrm{er}}{T}(-\log p_k-H),$$
+#
 # which sums to zero over examples. er is tracked every epoch on a fixed scatter set of
 # training examples (eval mode, no augmentation, noisy labels); the peak is the argmax over
 # epochs $\geq 1$ (epoch 0 is inflated by the random initialisation) and attribution is
@@ -94,13 +102,13 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from memlib.claims import Estimate, describe, evaluate, write
+from memlib.claims import Estimate, evaluate, write
 from memlib.config import from_namespace
 from memlib.data import resolve
 from memlib.fisher import CLAIMS, Config, collapse_gap, measure
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import listing, num, pct, pct_span, pm, span, spread_phrase
+from memlib.prose import claims_markdown, listing, num, pct, pct_span, pm, span, spread_phrase
 from memlib.tables import save_table
 
 STUDY = "03_fisher_rank_inflation"
@@ -492,9 +500,6 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 
 # %%
 measured = measure(results, config)
-{claim: describe(value) for claim, value in measured.items()}
-
-# %%
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
-table
+display(Markdown(claims_markdown(table)))

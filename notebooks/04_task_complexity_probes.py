@@ -36,8 +36,11 @@
 # (background $-1$), Adam (lr 0.01, reached by a linear warmup over the first 5 steps),
 # cosine annealing over 10 epochs, batch 128. Task
 # difficulty is the mean structural dissimilarity of random image pairs,
-# $d(A, B) = \tfrac12\left(\mathbb E_{a \in A, b \in B}[1 - \mathrm{SSIM}(a, b)]
-# + \mathbb E_{b \in B, a \in A}[1 - \mathrm{SSIM}(b, a)]\right)$; the most *similar* pair is
+#
+# $$d(A, B) = \tfrac12\left(\mathbb E_{a \in A, b \in B}[1 - \mathrm{SSIM}(a, b)]
+# + \mathbb E_{b \in B, a \in A}[1 - \mathrm{SSIM}(b, a)]\right);$$
+#
+# the most *similar* pair is
 # the hard one. Every probe acts on a copy, separately on each tensor of each layer
 # ($N$ entries):
 #
@@ -150,7 +153,7 @@ from memlib.config import from_namespace
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.probes import CLAIMS, Config, measure
-from memlib.prose import listing, num, pm, span
+from memlib.prose import claims_markdown, listing, num, pm, span
 from memlib.tables import save_table
 
 STUDY = "04_task_complexity_probes"
@@ -796,4 +799,4 @@ if results["distilbert"] is not None:
 measured = measure(results)
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
-table
+display(Markdown(claims_markdown(table)))

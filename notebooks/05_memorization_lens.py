@@ -106,11 +106,11 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from memlib import lens, rlp
-from memlib.claims import describe, evaluate, write
+from memlib.claims import evaluate, write
 from memlib.config import from_namespace, to_dict
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import listing, num, span
+from memlib.prose import claims_markdown, listing, markdown_table, num, span
 from memlib.tables import save_table
 
 STUDY = "05_memorization_lens"
@@ -123,7 +123,8 @@ DATA = list(dict.fromkeys(runs["dataset"]))
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
 spec = results["specs"][0].run
-{k: v for k, v in to_dict(spec).items() if k not in ("dataset", "noise", "seed")}
+setting = [(k, v) for k, v in to_dict(spec).items() if k not in ("dataset", "noise", "seed")]
+display(Markdown(markdown_table(pd.DataFrame(setting, columns=["setting", "value"]))))
 
 # %% [markdown]
 # The training setting above is study 1's preset at this scale, read from its parameter
@@ -430,12 +431,9 @@ record of memorization that has already happened.
 
 # %%
 measured = lens.measure(results)
-{claim: describe(value) for claim, value in measured.items()}
-
-# %%
 claims_table = evaluate(lens.claims(config), measured)
 write(claims_table, STUDY, scale)
-claims_table
+display(Markdown(claims_markdown(claims_table)))
 
 # %% [markdown]
 # ## What the agreement means, and what it cannot say
