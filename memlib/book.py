@@ -1,25 +1,34 @@
 """The book: a static HTML site of the executed notebooks, built without executing anything.
 
 `python -m memlib.book --scale small` (what `make book` runs) lays out a Sphinx source tree
-under build/book/src (build/book/<scale>/src at other scales): the pages in book/, the
+in a private folder under build/book (build/book/<scale> at other scales): the pages in book/, the
 scale's published outputs (figures, tables, CLAIMS.md and each executed notebook, whose code
 cells get the `hide-input` tag so the narrative and the outputs stay in view), and the
 landing page's table of notebooks rendered from their manifest.json. Sphinx with myst-nb
-then renders it to build/book/html (never executing a cell) with a theme and MathJax that
-ship inside their pip packages, so the build and the pages need no network.
+then renders it (never executing a cell) with a theme and MathJax that ship inside their
+pip packages, so the build and the pages need no network, and the new book replaces
+build/book/html whole: a reader never finds half a book there.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
+from memlib.pipeline import _swap_in as swap_in
+
+INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
 PAGES = paths.repo_root() / "book"  # conf.py, the landing page, the glossary
 GENERATED = "_generated"  # fragments the landing page includes; not pages of their own
@@ -31,6 +40,14 @@ DATASET_NAMES = {"fashion_mnist": "Fashion-MNIST", "mnist": "MNIST", "cifar10": 
 
 class BookError(RuntimeError):
     """The book cannot be built; the message is one line saying what to run first."""
+
+
+class DamagedFileError(BookError):
+    """A published file the book reads is damaged; the message names it."""
+
+
+class UsageError(Exception):
+    """A bad command-line argument; one line."""
 
 
 def book_dir(scale: str = DEFAULT_SCALE) -> Path:
@@ -115,8 +132,19 @@ def toctree(studies: list[str]) -> str:
     return "\n".join(["```{toctree}", ":hidden:", ":maxdepth: 2", "", *entries, "```", ""])
 
 
+def read_notebook(path: Path) -> dict:
+    """The executed notebook at `path`; a damaged one is a BookError naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DamagedFileError(
+            f"{path} is not a complete notebook ({err.__class__.__name__} at byte "
+            f"{getattr(err, 'pos', getattr(err, 'start', '?'))}); run `make figures` again to "
+            "publish it anew") from None
+
+
 def source_tree(scale: str, src: Path) -> None:
-    """Lay out the Sphinx sources for `scale` in `src` (replaced whole)."""
+    """Lay out the Sphinx sources for `scale` in the new folder `src`."""
     studies = list(STUDIES.values())
     claims = paths.claims_report(scale)
     missing = [p for p in [*(published_notebook(s, scale) for s in studies), claims]
@@ -124,13 +152,12 @@ def source_tree(scale: str, src: Path) -> None:
     if missing:
         raise BookError(f"no {missing[0]}; run `make figures SCALE={scale}` first (the book "
                         "shows the executed notebooks, it does not run them)")
-    shutil.rmtree(src, ignore_errors=True)
     shutil.copytree(PAGES, src)
     rows, devices = [], []
     for study in studies:
+        notebook = read_notebook(published_notebook(study, scale))
         folder = src / "figures" / study
         shutil.copytree(paths.figures_dir(study, scale), folder)
-        notebook = json.loads((folder / f"{study}.ipynb").read_text())
         (folder / f"{study}.ipynb").write_text(json.dumps(hide_inputs(notebook), indent=1))
         manifest = json.loads((folder / "manifest.json").read_text())
         rows.append(notebook_row(study, notebook, manifest))
@@ -142,30 +169,84 @@ def source_tree(scale: str, src: Path) -> None:
     (generated / "toctree.md").write_text(toctree(studies))
 
 
+def sphinx(src: Path, work: Path) -> Path:
+    """Render `src` to `work`/html. Sphinx runs in its own session, so a Ctrl-C reaches this
+    process alone, which stops Sphinx and says so in one line; its messages are shown only
+    when it fails."""
+    html = work / "html"
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E",
+               "-d", str(work / "doctrees"), str(src), str(html)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, start_new_session=True) as child:
+        try:
+            messages, _ = child.communicate()
+        except BaseException:
+            child.terminate()
+            child.wait()
+            raise
+    if child.returncode != 0:
+        raise BookError(f"sphinx-build failed (exit {child.returncode}): "
+                        f"{' / '.join(messages.strip().splitlines()[-3:])}")
+    if messages.strip():  # warnings
+        print(messages.strip(), file=sys.stderr)
+    return html
+
+
+@contextlib.contextmanager
+def locked(folder: Path):
+    """One build at a time swaps its book in: an exclusive lock on the book's folder (no
+    lock file to leave behind)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        # a Ctrl-C between the swap's two renames would lose the old book: it waits
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        os.close(fd)
+
+
 def build(scale: str = DEFAULT_SCALE) -> Path:
-    """Build the book of `scale`; return the landing page."""
+    """Build the book of `scale` in a private folder and swap it in whole; return the landing
+    page. Until the swap the previous book stays as it was, so an interrupted or failed
+    build, or two builds at once, leave a complete book."""
     root = book_dir(scale)
-    source_tree(scale, root / "src")
-    html = root / "html"
-    shutil.rmtree(html, ignore_errors=True)
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E",
-                           "-d", str(root / "doctrees"), str(root / "src"), str(html)],
-                          check=False)
-    if done.returncode != 0:
-        raise BookError(f"sphinx-build failed (exit {done.returncode}); its messages are above")
-    return html / "index.html"
+    root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build.", dir=root))
+    try:
+        source_tree(scale, work / "src")
+        html = sphinx(work / "src", work)
+        with locked(root):
+            swap_in(html, root / "html")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return root / "html" / "index.html"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line instead of argparse's usage block
+        raise UsageError(message)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memlib.book", description=__doc__)
+    """Exit 0 built, 1 nothing to build from or a damaged notebook, 2 bad arguments, 130
+    interrupted (the previous book kept)."""
+    parser = _Parser(prog="python -m memlib.book", description=__doc__)
     parser.add_argument("--scale", default=DEFAULT_SCALE, choices=SCALES)
-    args = parser.parse_args(argv)
     start = time.time()
     try:
+        args = parser.parse_args(argv)
         index = build(args.scale)
+    except UsageError as err:
+        print(f"memlib: {err}", file=sys.stderr)
+        return 2
     except BookError as err:
         print(f"memlib: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("memlib: interrupted; the book was left as it was", file=sys.stderr)
+        return INTERRUPTED
     print(f"memlib: built the book in {time.time() - start:.0f} s: {index}")
     return 0
 
