@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +28,7 @@ import time
 from pathlib import Path
 
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
+from memlib.claims import FAILS, HOLDS, NOT_RUN, PRECONDITION, WITHIN_NOISE
 from memlib.pipeline import _swap_in as swap_in
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
@@ -72,6 +75,34 @@ def hide_inputs(notebook: dict) -> dict:
             metadata = {**cell.get("metadata", {}),
                         "tags": tags if HIDDEN in tags else [*tags, HIDDEN]}
             cell = {**cell, "metadata": metadata}
+        cells.append(cell)
+    return {**notebook, "cells": cells}
+
+
+SAVING = re.compile(r"\b(?:savefig|save_table)\(.*")
+STRING = re.compile(r"""["']([^"'\n]+)["']""")
+
+
+def saves(source: str, stem: str) -> bool:
+    """Whether code `source` saves the figure or table `stem` (f-string names included): a
+    string on a savefig or save_table line that names it."""
+    for name in (s for line in SAVING.findall(source) for s in STRING.findall(line)):
+        pattern = re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(name))
+        if re.fullmatch(pattern, stem):
+            return True
+    return False
+
+
+def with_anchors(notebook: dict, stems: list[str]) -> dict:
+    """A copy of `notebook` with a MyST target before the cell that saves each of `stems`,
+    so a link can open a figure or table in its notebook's page."""
+    cells = []
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"]) if cell["cell_type"] == "code" else ""
+        targets = [f"({figure_anchor(s)})=" for s in stems if source and saves(source, s)]
+        if targets:
+            cells.append({"cell_type": "markdown", "id": f"target-{len(cells)}",
+                          "metadata": {}, "source": "\n".join(targets)})
         cells.append(cell)
     return {**notebook, "cells": cells}
 
@@ -128,8 +159,130 @@ def notebooks_table(rows: list[str], scale: str, devices: list[str]) -> str:
 
 
 def toctree(studies: list[str]) -> str:
-    entries = [f"figures/{s}/{s}" for s in studies] + ["figures/CLAIMS", "glossary"]
+    entries = [GLANCE] + [f"figures/{s}/{s}" for s in studies] + ["figures/CLAIMS", "glossary"]
     return "\n".join(["```{toctree}", ":hidden:", ":maxdepth: 2", "", *entries, "```", ""])
+
+
+# ---- results at a glance ---------------------------------------------------------------
+
+GLANCE = "glance"  # the page's name; the landing page shows its grid first
+VERDICT_CLASSES = {HOLDS: "holds", FAILS: "fails", WITHIN_NOISE: "noise",
+                   PRECONDITION: "precondition", NOT_RUN: "notrun"}
+WORKED = (HOLDS, WITHIN_NOISE, PRECONDITION)  # the verdicts the glossary shows worked
+
+
+def verdict_kind(verdict: str) -> str:
+    """'precondition failed: the model …' -> 'precondition failed'."""
+    return verdict.split(":")[0].strip()
+
+
+def dataset_of(row: dict, manifest: dict) -> str:
+    """The dataset a claim was judged on: named in its measured values (`data=…`), in its id
+    or figure name, or the notebook's only dataset; else the notebook says."""
+    named = re.search(r"\bdata=([\w-]+)", row.get("ours", ""))
+    if named:
+        return DATASET_NAMES.get(named.group(1), named.group(1))
+    for text in (row["id"], row.get("where", "")):
+        for key in sorted(DATASET_NAMES, key=len, reverse=True):
+            if re.search(rf"(^|_){re.escape(key)}$", text):
+                return DATASET_NAMES[key]
+    datasets = list(manifest.get("data", {}))
+    return DATASET_NAMES.get(datasets[0], datasets[0]) if len(datasets) == 1 else "see notebook"
+
+
+def figure_anchor(where: str) -> str:
+    """The id of the target placed before the cell that shows figure or table `where`."""
+    return "fig-" + re.sub(r"[^a-z0-9]+", "-", where.lower()).strip("-")
+
+
+def figure_link(study: str, where: str, base: str = "") -> str:
+    """An HTML link from a page in `base` to the figure `where` in its notebook's page."""
+    if not where:
+        return ""
+    return (f'<a href="{base}figures/{study}/{study}.html#{figure_anchor(where)}">'
+            f"{html_text(where)}</a>")
+
+
+def html_text(text: str) -> str:
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+def verdict_class(verdict: str) -> str:
+    return "verdict-" + VERDICT_CLASSES.get(verdict_kind(verdict), "notrun")
+
+
+def verdict_badge(verdict: str) -> str:
+    return (f'<span class="verdict {verdict_class(verdict)}" title="{html_text(verdict)}">'
+            f"{verdict_kind(verdict)}</span>")
+
+
+def glance_grid(studies: dict[str, tuple[str, list[dict]]], base: str = "") -> str:
+    """Papers × claims: one row per notebook, one coloured cell per claim, each linking to
+    its row on the results page (raw HTML, so it renders the same on every page)."""
+    rows = []
+    for study, (name, claims) in studies.items():
+        cells = "".join(
+            f'<a class="glance-cell {verdict_class(c["verdict"])}"'
+            f' href="{base}{GLANCE}.html#claim-{study[:2]}-{c["id"]}"'
+            f' title="{html_text(c["id"] + ": " + c["verdict"])}">{html_text(c["id"])}</a>'
+            for c in claims)
+        rows.append(f'<div class="glance-row"><a class="glance-paper" '
+                    f'href="{base}figures/{study}/{study}.html">{study[:2]} '
+                    f"{html_text(name)}</a><div class=\"glance-cells\">{cells}</div></div>")
+    legend = " ".join(verdict_badge(v) for v in VERDICT_CLASSES)
+    return "\n".join(["```{raw} html", '<div class="glance">', *rows,
+                      f'<p class="glance-legend">{legend}</p>', "</div>", "```", ""])
+
+
+def glance_table(study: str, claims: list[dict], manifest: dict) -> str:
+    """Every claim of one notebook: the dataset, the verdict, the number that decides it
+    against the rule's threshold, and the figure that shows it."""
+    head = ("<tr><th>claim</th><th>data</th><th>verdict</th><th>ours</th><th>rule</th>"
+            "<th>figure</th></tr>")
+    body = "".join(
+        f'<tr id="claim-{study[:2]}-{c["id"]}"><td><code>{html_text(c["id"])}</code></td>'
+        f"<td>{html_text(dataset_of(c, manifest))}</td><td>{verdict_badge(c['verdict'])}"
+        f"{reason(c['verdict'])}</td><td>{html_text(c.get('headline') or '—')}</td>"
+        f"<td>{html_text(c['rule'])}</td><td>{figure_link(study, c.get('where', ''))}</td>"
+        "</tr>"
+        for c in claims)
+    return "\n".join(["```{raw} html", f'<table class="glance-table">{head}{body}</table>',
+                      "```", ""])
+
+
+def reason(verdict: str) -> str:
+    _, sep, why = verdict.partition(":")
+    return f'<br><span class="verdict-reason">{html_text(why.strip())}</span>' if sep else ""
+
+
+def glance_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str, dict],
+                scale: str) -> str:
+    sections = [f"## {study[:2]} {name}\n\n{glance_table(study, claims, manifests[study])}"
+                for study, (name, claims) in studies.items()]
+    return "\n".join([
+        "# Results at a glance", "",
+        f"Every claim of every paper, judged on the `{scale}` scale's runs by the rule "
+        "registered before them; the colour is the verdict ({doc}`glossary` defines each, "
+        "with a worked example). Each cell links to its row below, each row to the figure in "
+        "its notebook. *ours* is the number shown first for the claim; the rule names the "
+        "threshold it is judged against.", "",
+        glance_grid(studies), *sections])
+
+
+def worked_verdicts(studies: dict[str, tuple[str, list[dict]]]) -> str:
+    """One real claim per worked verdict, as the glossary shows them."""
+    lines = []
+    for kind in WORKED:
+        found = next(((study, c) for study, (_, claims) in studies.items() for c in claims
+                      if verdict_kind(c["verdict"]) == kind), None)
+        if found is None:
+            continue
+        study, c = found
+        lines.append(f"- *{kind}*, for example `{c['id']}` (notebook {study[:2]}): the rule "
+                     f"is “{c['rule']}”; ours: {c.get('headline') or c.get('ours') or '—'}; "
+                     f"verdict: {c['verdict']}.")
+    return "\n".join(["Worked examples from this book's runs:", "", *lines, ""])
 
 
 def read_notebook(path: Path) -> dict:
@@ -143,6 +296,23 @@ def read_notebook(path: Path) -> dict:
             "publish it anew") from None
 
 
+def read_claims(path: Path) -> list[dict]:
+    """A study's claims.csv as rows (none when the study wrote none); a damaged one is a
+    DamagedFileError naming it."""
+    if not path.is_file():
+        return []
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise DamagedFileError(f"{path} cannot be read ({err}); run `make figures` again to "
+                               "publish it anew") from None
+    if rows and not {"id", "verdict", "rule"} <= set(rows[0]):
+        raise DamagedFileError(f"{path} lacks the id, verdict or rule column; run `make "
+                               "figures` again to publish it anew")
+    return [{k: v or "" for k, v in row.items()} for row in rows]
+
+
 def source_tree(scale: str, src: Path) -> None:
     """Lay out the Sphinx sources for `scale` in the new folder `src`."""
     studies = list(STUDIES.values())
@@ -153,18 +323,25 @@ def source_tree(scale: str, src: Path) -> None:
         raise BookError(f"no {missing[0]}; run `make figures SCALE={scale}` first (the book "
                         "shows the executed notebooks, it does not run them)")
     shutil.copytree(PAGES, src)
-    rows, devices = [], []
+    rows, devices, judged, manifests = [], [], {}, {}
     for study in studies:
         notebook = read_notebook(published_notebook(study, scale))
         folder = src / "figures" / study
         shutil.copytree(paths.figures_dir(study, scale), folder)
-        (folder / f"{study}.ipynb").write_text(json.dumps(hide_inputs(notebook), indent=1))
-        manifest = json.loads((folder / "manifest.json").read_text())
-        rows.append(notebook_row(study, notebook, manifest))
-        devices.append(manifest.get("device", "an unrecorded device"))
+        claims_rows = read_claims(folder / "claims.csv")
+        stems = list(dict.fromkeys(c["where"] for c in claims_rows if c.get("where")))
+        (folder / f"{study}.ipynb").write_text(
+            json.dumps(with_anchors(hide_inputs(notebook), stems), indent=1))
+        manifests[study] = json.loads((folder / "manifest.json").read_text())
+        rows.append(notebook_row(study, notebook, manifests[study]))
+        devices.append(manifests[study].get("device", "an unrecorded device"))
+        judged[study] = (title(notebook, study), claims_rows)
     shutil.copyfile(claims, src / "figures" / "CLAIMS.md")
+    (src / f"{GLANCE}.md").write_text(glance_page(judged, manifests, scale))
     generated = src / GENERATED
     generated.mkdir()
+    (generated / "glance.md").write_text(glance_grid(judged))
+    (generated / "verdicts.md").write_text(worked_verdicts(judged))
     (generated / "notebooks.md").write_text(notebooks_table(rows, scale, devices))
     (generated / "toctree.md").write_text(toctree(studies))
 
