@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
-from memlib.claims import FAILS, HOLDS, NOT_RUN, PRECONDITION, WITHIN_NOISE
+from memlib.claims import FAILS, HOLDS, NOT_RUN, PRECONDITION, WITHIN_NOISE, claim_dataset
 from memlib.pipeline import _swap_in as swap_in
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
@@ -177,17 +177,12 @@ def verdict_kind(verdict: str) -> str:
 
 
 def dataset_of(row: dict, manifest: dict) -> str:
-    """The dataset a claim was judged on: named in its measured values (`data=…`), in its id
-    or figure name, or the notebook's only dataset; else the notebook says."""
-    named = re.search(r"\bdata=([\w-]+)", row.get("ours", ""))
-    if named:
-        return DATASET_NAMES.get(named.group(1), named.group(1))
-    for text in (row["id"], row.get("where", "")):
-        for key in sorted(DATASET_NAMES, key=len, reverse=True):
-            if re.search(rf"(^|_){re.escape(key)}$", text):
-                return DATASET_NAMES[key]
-    datasets = list(manifest.get("data", {}))
-    return DATASET_NAMES.get(datasets[0], datasets[0]) if len(datasets) == 1 else "see notebook"
+    """The dataset a claim was judged on: named in its measured values or its id, else in its
+    figure's name, else the notebook's only dataset; else the notebook says."""
+    key = claim_dataset(row["id"], row.get("ours", "")) or claim_dataset(row.get("where", ""), "")
+    if not key and len(manifest.get("data", {})) == 1:
+        key = next(iter(manifest["data"]))
+    return DATASET_NAMES.get(key, key) or "see notebook"
 
 
 def figure_anchor(where: str) -> str:
@@ -270,6 +265,16 @@ def glance_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str,
         glance_grid(studies), *sections])
 
 
+FIGURE_FILE_LINK = re.compile(r"\[([\w-]+)\]\((\d\d_\w+)/\1\.(?:png|md)\)")
+
+
+def claims_page(report: str) -> str:
+    """The claims report with each link to a figure's or table's file turned into a link to
+    that figure in its notebook's page (CLAIMS.html sits beside the notebooks' folders)."""
+    return FIGURE_FILE_LINK.sub(
+        lambda m: f'<a href="{m[2]}/{m[2]}.html#{figure_anchor(m[1])}">{m[1]}</a>', report)
+
+
 def worked_verdicts(studies: dict[str, tuple[str, list[dict]]]) -> str:
     """One real claim per worked verdict, as the glossary shows them."""
     lines = []
@@ -336,7 +341,7 @@ def source_tree(scale: str, src: Path) -> None:
         rows.append(notebook_row(study, notebook, manifests[study]))
         devices.append(manifests[study].get("device", "an unrecorded device"))
         judged[study] = (title(notebook, study), claims_rows)
-    shutil.copyfile(claims, src / "figures" / "CLAIMS.md")
+    (src / "figures" / "CLAIMS.md").write_text(claims_page(claims.read_text(encoding="utf-8")))
     (src / f"{GLANCE}.md").write_text(glance_page(judged, manifests, scale))
     generated = src / GENERATED
     generated.mkdir()

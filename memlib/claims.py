@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -427,6 +428,48 @@ def _cell(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# ---- the report's cells: what a reader sees in one row --------------------------------------
+
+VERDICT_CSS = {HOLDS: "holds", FAILS: "fails", WITHIN_NOISE: "noise",
+               PRECONDITION: "precondition", NOT_RUN: "notrun"}
+
+
+def verdict_cell(verdict: str) -> str:
+    """The verdict's kind alone, coloured by the book's style sheet (a code host shows the
+    word); the reason of a failed precondition goes to the note."""
+    kind = verdict.split(":")[0].strip()
+    return f'<span class="verdict verdict-{VERDICT_CSS.get(kind, "notrun")}">{kind}</span>'
+
+
+def claim_dataset(claim_id: str, ours: str) -> str:
+    """The dataset a claim was judged on, as its measured values (`data=…`) or its id name
+    it; "" when neither does."""
+    named = re.search(r"\bdata=([\w-]+)", ours or "")
+    if named:
+        return named.group(1)
+    suffix = re.search(r"_(fashion_mnist|mnist-5k|mnist|cifar100|cifar10)$", claim_id)
+    return suffix.group(1) if suffix else ""
+
+
+def claim_cell(row) -> str:
+    """The paper's statement, with the dataset when the claim is judged once per dataset."""
+    dataset = claim_dataset(row.id, row.ours)
+    return _cell(row.statement) + (f" (data: {dataset})" if dataset else "")
+
+
+def note_cell(row, notebook: str, scale: str) -> str:
+    """The reason of a failed precondition and the caveat (each capped), then a link to the
+    figure or table that shows the claim, never cut."""
+    reason = row.verdict.partition(":")[2].strip()
+    note = " ".join(_cell(text) for text in (reason, row.caveat) if text)
+    shown = [f"{row.where}{ext}" for ext in (".png", ".md")
+             if row.where and (paths.figures_dir(notebook, scale) / f"{row.where}{ext}"
+                               ).exists()]
+    if shown:  # relative to CLAIMS.md, which sits beside the notebooks' folders
+        note = f"{note} [{row.where}]({notebook}/{shown[0]})".strip()
+    return note
+
+
 def _section(study: str, table: pd.DataFrame, scale: str) -> str:
     pilot = pilot_verdicts(study) if scale == DEFAULT_SCALE else {}
     # the register speaks of the default scale's confirmatory run only
@@ -434,15 +477,10 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
     notebook = STUDIES.get(study, study)
     lines = ["| verdict | claim | paper | ours | note |", "|---|---|---|---|---|"]
     for row in table.itertuples():
-        note = row.caveat
-        shown = [f"{row.where}{ext}" for ext in (".png", ".md")
-                 if row.where and (paths.figures_dir(notebook, scale) / f"{row.where}{ext}"
-                                   ).exists()]
-        if shown:  # relative to CLAIMS.md, which sits beside the notebooks' folders
-            note = f"{note} [{row.where}]({notebook}/{shown[0]})".strip()
-        lines.append("| " + " | ".join(_cell(c) for c in (
-            f"**{row.verdict}**", row.statement, row.paper or "qualitative",
-            row.headline, note)) + " |")
+        lines.append("| " + " | ".join((
+            verdict_cell(row.verdict), claim_cell(row),
+            _cell(row.paper or "qualitative"), _cell(row.headline),
+            note_cell(row, notebook, scale))) + " |")
     earlier = earlier_runs(reg)
     pilot_seeds = _span(reg.get("pilot_seeds", []))
     details = ["| id | rule version | pilot" + (f" (seeds {pilot_seeds})" if pilot_seeds else "")
@@ -457,10 +495,10 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
     seeds = reg.get("seeds", [])
     runs = "".join(f" It replaces an earlier confirmatory run on seeds {span}, whose verdicts "
                    f"stay in the details: {reason.rstrip('.')}." for span, reason, _ in earlier)
-    heading = (f"Confirmatory seeds {_span(seeds)}.{runs} " if seeds else "")
+    heading = (f"Confirmatory seeds {_span(seeds)}.{runs}\n\n" if seeds else "")
     rules = "\n".join(f"- **{row.id}**: measure: {row.measure}. Rule: {row.rule}. "
                       f"Ours: {row.ours or 'not run'}." for row in table.itertuples())
-    return (f"{heading}{counts(table)}.\n\n" + "\n".join(lines)
+    return (f"**{counts(table)}.**\n\n{heading}" + "\n".join(lines)
             + "\n\n<details><summary>Rule versions, pilot and earlier verdicts, rules and every "
             "measured value</summary>\n\n" + "\n".join(details)
             + "\n\n" + rules + "\n\n</details>\n")
