@@ -19,6 +19,20 @@ def use_style() -> None:
 
     sns.set_theme(context="paper", style="whitegrid", palette="colorblind")
     plt.style.use(STYLE)
+    _inline_at_double_resolution()
+
+
+def _inline_at_double_resolution() -> None:
+    """In a notebook, show figures as PNGs of twice the pixels at their own size (IPython's
+    'retina' format): the book embeds these, so a figure stays sharp on a phone and when
+    zoomed. Outside a notebook there is nothing to set."""
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:  # the notebooks' extra is not installed
+        return
+    if get_ipython() is not None:
+        set_matplotlib_formats("retina")
 
 
 def figure(size: str = "single", nrows: int = 1, ncols: int = 1, **kwargs):

@@ -310,7 +310,7 @@ for ax, name in zip(axes[0], models_run, strict=True):
     ax.set_title(f"{name} (test acc {100 * d['test_acc'].mean():.1f}%)")
     ax.set_xlabel("probed layer")
 axes[0][0].set_ylabel("random-label train acc. (%)")
-axes[0][0].legend(fontsize=6)
+axes[0][0].legend(fontsize="small")
 savefig(fig, "fig2_layerwise_rlp", STUDY, scale, data=results["dataset"])
 excess = {name: excess_by_layer(lw, name) for name in models_run}
 print(pd.DataFrame({name: {n: str(e) for n, e in ex.items()} for name, ex in excess.items()}))
@@ -367,7 +367,7 @@ for ax, name in zip(axes[0], models_run, strict=True):
     ax.set_title(name)
     ax.set_xlabel("probed layer")
 axes[0][0].set_ylabel("tr Σ_within / tr Σ_between")
-axes[0][0].legend(fontsize=6)
+axes[0][0].legend(fontsize="small")
 savefig(fig, "fig2b_class_collapse", STUDY, scale, data=results["dataset"])
 print(lw.groupby(["model", "layer"], sort=False)[["collapse", "frozen_collapse"]].mean().round(3))
 
@@ -419,11 +419,11 @@ for ax in (ax1, ax2):
         ax.axvline(rise, color="0.2", linestyle="-.",
                    label=f"{last}: half its final excess over chance")
 # Legends under the panels, never on the curves; one proxy line explains every dashed curve.
-ax1.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
+ax1.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
 handles, labels = ax2.get_legend_handles_labels()
 handles.insert(len(layers), Line2D([], [], color="0.4", linestyle="--", alpha=0.6))
 labels.insert(len(layers), "frozen init (dashed)")
-ax2.legend(handles, labels, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.22),
+ax2.legend(handles, labels, fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.22),
            ncol=4)
 fig.set_figheight(4.2)  # room for the legends under the panels
 savefig(fig, "fig3_rlp_over_training", STUDY, scale, data=results["dataset"])
@@ -471,7 +471,7 @@ for column, style in (("train_acc", "s"), ("test_acc", "o")):
                  label=column.replace("_acc", "").replace("train", "train (noisy labels)"))
 for ax in (ax1, ax2):
     ax.set_xticks(x, order, rotation=20)
-    ax.legend(fontsize=6)
+    ax.legend(fontsize="small")
 ax1.set_ylabel("random-label train acc. (%)")
 ax2.set_ylabel("class accuracy (%)")
 savefig(fig, "fig4_standard_regularizers", STUDY, scale, data=results["dataset"])
@@ -537,7 +537,7 @@ reference_line(axes[1], 100 * chance, "chance")
 for ax in axes[:2]:
     ax.set_xticks(np.arange(len(lams)), ticks)
     ax.set_xlabel("λ")
-    ax.legend(fontsize=6)
+    ax.legend(fontsize="small")
 axes[0].set_ylabel("class accuracy (%)")
 axes[1].set_ylabel("random-label train acc. (%)")
 for ax, where in zip(axes[2:], ("last", "all"), strict=True):
@@ -553,7 +553,7 @@ for ax, where in zip(axes[2:], ("last", "all"), strict=True):
     ax.set_xlabel("probed layer")
     ax.set_ylabel("random-label train acc. (%)")
     ax.set_title(f"regularized: {'last layer' if where == 'last' else 'all layers'}")
-    ax.legend(fontsize=6)
+    ax.legend(fontsize="small")
 savefig(fig, "fig5_rlp_regularizer", STUDY, scale, data=results["dataset"])
 print(sweep.groupby(["regularize", "lam"])[["train_acc", "test_acc", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
@@ -638,14 +638,14 @@ ax1.set_xticks(stats.index, [str(n) for n in stats.index])
 ax1.minorticks_off()
 ax1.set_xlabel("training samples")
 ax1.set_ylabel("test accuracy change (points)")
-ax1.legend(fontsize=6)
+ax1.legend(fontsize="small")
 per_class = lt.pivot_table(index="class", columns="lam", values="test_acc", aggfunc="mean")
 counts = lt[lt["lam"] == 0].groupby("class")["train_count"].first()
 delta = 100 * (per_class[best] - per_class[0.0])
 ax2.plot(counts, delta, "o")
 for c in counts.index:
     ax2.annotate(str(c), (counts[c], delta[c]), xytext=(3, 3), textcoords="offset points",
-                 fontsize=6)
+                 fontsize="small")
 ax2.axhline(0, color="0.6", linewidth=0.8)
 # Round ticks on a linear axis: per-class counts can lie a few samples apart, and ticks at
 # every count would collide.
@@ -696,7 +696,7 @@ for i, (rate, d) in enumerate(noise_runs.groupby("noise")):
     ax.set_xticks(x, [f"{v:g}" for v in stats.index])
 ax.set_xlabel("λ (last-layer RLP regularizer)")
 ax.set_ylabel("test accuracy (%)")
-ax.legend(fontsize=6)
+ax.legend(fontsize="small")
 savefig(fig, "fig7_label_noise", STUDY, scale, data=results["dataset"])
 print(noise_runs.groupby(["noise", "lam"])[["test_acc", "train_acc", "noisy_fit", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())

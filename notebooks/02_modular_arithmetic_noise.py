@@ -180,7 +180,7 @@ for ax, alpha in zip(axes, shown_alphas, strict=True):
     ax.set(title=f"α = {alpha:g}", xlabel="epoch", ylim=(-3, 103))
 axes[0].set_ylabel("accuracy (%)")
 fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside lower center", ncol=5,
-           fontsize=7)
+           fontsize="small")
 savefig(fig, "training_curves", STUDY, scale)
 final = history[history["epoch"] == history["epoch"].max()]
 print(final.pivot_table(index="alpha", columns="subset", values="acc")[list(SUBSETS)].round(3))
@@ -229,7 +229,7 @@ for row, order_alpha in zip(axes, config.order_alphas, strict=True):
         reference_line(ax, 100 * chance, "chance (1/P)")
         ax.set(title=f"{opt}, α = {order_alpha:g}", xlabel="epoch", ylim=(-3, 103))
     row[0].set_ylabel("train accuracy (%)")
-axes[0, -1].legend(fontsize=6)
+axes[0, -1].legend(fontsize="small")
 savefig(fig, "fig_learning_order_optimizers", STUDY, scale)
 first_table = pd.DataFrame(first_rows)
 save_table(first_table, "learning_order_first_pass", STUDY, scale)
@@ -275,7 +275,7 @@ for i, name in enumerate(datasets):
         reference_line(ax, 10, "chance (10 classes)")
         ax.set(title=f"{name}, α = {alpha:g}", xlabel="epoch", ylim=(-3, 103))
         ax.set_ylabel("train accuracy (%)" if j == 0 else "")
-axes[0, -1].legend(fontsize=6)
+axes[0, -1].legend(fontsize="small")
 savefig(fig, "fig_learning_order_images", STUDY, scale)
 image_first = pd.DataFrame([{"dataset": name, "alpha": alpha, "seed": seed, **noisy_first(
     run, alpha)} for (name, alpha, seed), run in images.groupby(["dataset", "alpha", "seed"])])
@@ -336,7 +336,7 @@ for i, alpha in enumerate(ff_alphas):
         ax.tick_params(axis="x", labelrotation=20, labelsize=6)
         if (i, j) != (0, 2):
             ax.get_legend().remove()
-axes[0, 2].legend(fontsize=6, loc="upper right")
+axes[0, 2].legend(fontsize="small", loc="upper right")
 savefig(fig, "fig_frequency_filtering", STUDY, scale)
 ff_table = parts.pivot_table(index=["alpha", "part", "activation"], columns="subset",
                              values="acc")[list(SUBSETS)].reset_index()
@@ -409,7 +409,7 @@ sns.boxplot(phase, x="alpha", y="phase_error", ax=ax, color="C0", fliersize=1)
 medians = phase.groupby("alpha")["phase_error"].median()
 reference_line(ax, np.pi / 2, "random phases (π/2 mean)")
 ax.set(xlabel="noise rate α", ylabel="phase error |φa + φb − φc|,\nwrapped to [0, π] (rad)")
-ax.legend(fontsize=6)
+ax.legend(fontsize="small")
 savefig(fig, "fig_phase_error", STUDY, scale)
 save_table(medians.rename("median_phase_error").reset_index(), "phase_error", STUDY, scale)
 medians.round(3)
@@ -491,7 +491,7 @@ for ax, score in zip(axes, ("ipr", "strength"), strict=True):
     ax.set(title=f"{score} (evaluated with x²), α = {part_alpha:g}",
            xlabel="fraction of neurons kept γ", ylim=(-3, 103))
 axes[0].set_ylabel("accuracy (%)")
-axes[1].legend(fontsize=5.5, loc="center right")
+axes[1].legend(fontsize="small", loc="center right")
 savefig(fig, "fig_partition_ipr_strength", STUDY, scale)
 best_partition = (frame[(frame["variant"] == "top") & (frame["gamma"] < 1)
                         & (frame["subset"] == "test")]
@@ -549,7 +549,7 @@ handles = ([Line2D([], [], color=f"C{i}", label=f"α = {a:g}")
               for i, wd in enumerate(config.sweep_weight_decays)]
            + [Line2D([], [], color="0.3", marker="o", linestyle="", label="FF (G)"),
               Line2D([], [], color="0.3", marker="x", linestyle="", label="raw")])
-axes[0].legend(handles=handles, fontsize=6, loc="upper left")
+axes[0].legend(handles=handles, fontsize="small", loc="upper left")
 savefig(fig, "fig_width_sweep", STUDY, scale)
 raw_train = sweep[(sweep["part"] == "raw")].pivot_table(
     index=["activation", "weight_decay", "width", "alpha"], columns="subset", values="acc")

@@ -156,8 +156,8 @@ axes[0].set(xlabel="epoch", ylabel="effective rank er(S)", title="er of last-lay
 reference_line(axes[1], 0.1, "chance")
 axes[1].set(xlabel="epoch", ylabel="accuracy / fraction", title="fit of noisy labels and test")
 # Legends under the panels, never on the curves.
-axes[0].legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-axes[1].legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
+axes[0].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+axes[1].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
 fig.set_figheight(4.2)
 savefig(fig, "fig1_inflation_collapse", STUDY, scale, data=resolve(config.dataset))
 
@@ -218,7 +218,7 @@ ax.errorbar(peaks.index * 100, peaks["mean"], yerr=peaks["std"], marker="o", cap
             label=f"ours ({config.model}, {config.dataset})")
 ax.plot([0, 60], [28.88, 97.09], "s", color="0.35", label="paper (clean, 60%)")
 ax.set(xlabel="corruption (%)", ylabel="peak er", title="peak effective rank")
-ax.legend(fontsize=7)
+ax.legend(fontsize="small")
 savefig(fig, "fig2_peak_er_vs_corruption", STUDY, scale, data=resolve(config.dataset))
 peaks.round(2)
 
@@ -317,7 +317,7 @@ ax.axvspan(0.6, 0.8, facecolor="C2", alpha=0.25, edgecolor="C2", hatch="//", lin
            label="paper's AUROC range (0.6–0.8)", zorder=3)
 ax.set(xlabel="AUROC for the corrupted examples", xlim=(0, 1),
        title=f"label-error signals, {config.attribution_corruption:.0%} noise (seed mean)")
-ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
 savefig(fig, "fig4_signals", STUDY, scale, data=resolve(config.dataset))
 
 # %% tags=["remove-input"]

@@ -187,16 +187,16 @@ for ax, dataset in zip(axes[0], DATA):
                          extent=(n - 0.5, n + 0.5, n - 0.5, -0.5))
     for (i, j), value in np.ndenumerate(rho):
         ax.text(j, i, "" if np.isnan(value) else f"{value:.2f}", ha="center", va="center",
-                fontsize=7, color="white" if abs(value) > 0.6 else "black")
+                fontsize="small", color="white" if abs(value) > 0.6 else "black")
     for i, value in enumerate(au[:, 0]):
         ax.text(n, i, "" if np.isnan(value) else f"{value:.2f}", ha="center", va="center",
-                fontsize=7, color="white" if value > 0.85 else "black")
+                fontsize="small", color="white" if value > 0.85 else "black")
     ax.axvline(n - 0.5, color="black", linewidth=2)
     ax.set_xlim(-0.5, n + 0.5)
     ax.set_ylim(n - 0.5, -0.5)
     ax.set_xticks(range(n + 1), [*scores, "AUROC\n(corrupted)"], rotation=60, ha="right",
-                  fontsize=7)
-    ax.set_yticks(range(n), scores, fontsize=7)
+                  fontsize="small")
+    ax.set_yticks(range(n), scores, fontsize="small")
     ax.set_title(f"{dataset}, {NOISE:.0%} noise: Spearman ρ and AUROC")
     ax.grid(False)
 fig.colorbar(rho_image, ax=axes[0].tolist(), shrink=0.6, label="Spearman ρ")
@@ -278,7 +278,7 @@ for ax, dataset in zip(axes[0], DATA):
     ax.axhline(0, color="0.6", linewidth=0.8)
     ax.set(xlabel="hidden layer (depth)", ylabel="value / its largest |value|",
            title=f"{dataset}, {NOISE:.0%} noise", xticks=sorted(d["depth"].unique()))
-    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2))
 fig.set_figheight(4.4)
 savefig(fig, "fig2_layer_agreement", STUDY, scale)
 layer_table = layers.groupby(["dataset", "noise", "layer", "depth"], sort=False)[
@@ -335,7 +335,7 @@ for ax, dataset in zip(axes[0], DATA):
     ax.set(xlabel="epoch", ylabel="rescaled to [0, 1]",
            title=f"{dataset}, {NOISE:.0%} noise (er peak: epoch {peak})")
 fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=6,
-           fontsize=7)
+           fontsize="small")
 savefig(fig, "fig3_over_training", STUDY, scale)
 timing, chance = [], runs["chance"].iloc[0]
 for (dataset, noise, seed), c in curves[curves["noise"] > 0].groupby(["dataset", "noise",

@@ -51,7 +51,8 @@ SMALL_IMAGES = """
 return [...document.querySelectorAll('main img')]
   .filter(i => i.complete && i.naturalWidth > 0)
   .map(i => [i.getAttribute('src').slice(0, 80), i.clientWidth,
-             parseFloat(i.getAttribute('width')) || i.naturalWidth])
+             parseFloat(i.getAttribute('width')) || parseFloat(i.style.width)
+             || i.naturalWidth])
   .filter(([src, shown, meant]) => shown < meant / 2);
 """
 MATHJAX_DONE = """

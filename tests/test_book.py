@@ -7,15 +7,19 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+from book_render import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    browser,
+    claims_problems,
+    page_problems,
+    pages,
+    text_problems,
+)
 from test_notebooks import NOTEBOOKS
 
 from memlib import book
 from memlib.claims import collect
-
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1280,900")
 
 
 def tiny_notebook(*cells):
@@ -58,20 +62,6 @@ def test_a_book_without_executed_notebooks_says_what_to_run(tmp_path):
 # --- the built site in a browser -------------------------------------------------------------
 
 
-def browser(profile: Path):
-    """Headless Chromium through the system's chromedriver, with a fresh profile and nothing
-    that would reach the network by itself."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (*FLAGS, f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-
-
 BROKEN_IMAGES = "return [...document.images].filter(i => !(i.complete && i.naturalWidth > 0))" \
                 ".map(i => i.src);"
 LINKS = "return [...document.querySelectorAll('a[href]')].map(a => a.href);"
@@ -101,13 +91,53 @@ def test_broken_links_are_missing_files_and_missing_anchors(tmp_path):
     assert broken_links(hrefs) == [hrefs[2], hrefs[3]]
 
 
-def page_problems(driver, page: Path) -> list[str]:
+def load_problems(driver, page: Path) -> list[str]:
     driver.get(page.as_uri())
     problems = [f"image did not load: {src}" for src in driver.execute_script(BROKEN_IMAGES)]
     problems += [f"broken link: {href}" for href in broken_links(driver.execute_script(LINKS))]
     problems += [f"console: {entry['message']}" for entry in driver.get_log("browser")
                  if entry["level"] == "SEVERE"]
     return [f"{page.name}: {p}" for p in problems]
+
+
+PLANTED = {  # one defect each, as the render check must see it
+    "raw TeX": "<p>At $\\alpha = 0.8$ the filtered net</p>",
+    "TeX command": "<p>with \\mathbf{1}^\\top r_i = 0</p>",
+    "machine path": "<pre>{root}/figures/x.png</pre>",
+    "PosixPath": "<pre>[PosixPath('figures/x.pdf')]</pre>",
+    "Estimate repr": "<pre>{'excess': Estimate(mean=4.1000000000000005, se=1.7, n=3)}</pre>",
+    "literal Markdown link": "<p>see [fig2_layerwise_rlp](01_random_label_heads/fig2.png</p>",
+    "cut claims table": "<table><tr><th>id</th><th>verdict</th></tr>"
+                        "<tr><td>x</td><td>precondition failed: last layer's RLP excess o…"
+                        "</td></tr></table>",
+    "page wider than a phone": '<div style="width: 700px">a wide box</div>',
+    "image shrunk below half": '<img style="width: 200px" width="1000" src="data:image/png;'
+                               'base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQV'
+                               'R42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==">',
+}
+
+
+def test_the_render_check_reads_text_as_a_reader_would():
+    root = "/home/someone/memlib"
+    assert text_problems("At 0.8 the net fits 95% (n=3).", "plain", [root]) == []
+    for prose in ("At $\\alpha = 0.8$", "with \\mathbf{1}", "see [a](b.png)", "see [a](b.pn"):
+        assert text_problems(prose, "", [root]), prose
+    for text in (f"{root}/figures/x.png", "[PosixPath('x')]", "Estimate(mean=1, se=2, n=3)",
+                 "figures/.03_fisher.t9_w4bhv.run/x"):
+        assert text_problems("", text, [root]), text
+    assert claims_problems(["holds", "precondition failed: the model"]) == []
+    assert claims_problems(["precondition failed: last layer's RLP excess o…"])
+    assert claims_problems(["precondition failed: last layer's RLP excess o..."])
+
+
+def plant(page: Path, defect: str, root: str) -> Path:
+    """A copy of `page` beside it with `defect` placed at the top of its article."""
+    html = page.read_text()
+    start = html.index("<article")
+    start = html.index(">", start) + 1
+    planted = page.with_name(f"planted-{defect.replace(' ', '-')}-{page.name}")
+    planted.write_text(html[:start] + PLANTED[defect].replace("{root}", root) + html[start:])
+    return planted
 
 
 @pytest.mark.notebook
@@ -126,16 +156,27 @@ def test_the_book_of_the_smoke_runs_opens_in_a_browser(smoke_runs, tmp_path):
         collect("smoke")
         index = book.build("smoke")
     html = index.parent
-    first = NOTEBOOKS[0].stem  # the notebook with the most figures
-    pages = [index, html / "figures" / "CLAIMS.html", html / "glossary.html",
-             html / "figures" / first / f"{first}.html"]
+    root = str(Path(__file__).resolve().parent.parent)
+    machine = [root, str(smoke_runs.figures), str(smoke_runs.build), str(Path.home())]
     driver = browser(tmp_path / "profile")
     try:
-        problems = [p for page in pages for p in page_problems(driver, page)]
+        every = pages(html)
+        problems = [p for page in every for p in load_problems(driver, page)]
+        problems += [p for page in every for p in page_problems(driver, page, machine)]
+        # the check sees each defect planted into a notebook's page
+        first = NOTEBOOKS[0].stem
+        page = html / "figures" / first / f"{first}.html"
+        unseen = [defect for defect in PLANTED
+                  if not page_problems(driver, plant(page, defect, root), machine)]
     finally:
         driver.quit()
     assert not problems, "\n".join(problems)
+    assert not unseen, f"the render check missed: {unseen}"
+    assert {p.name for p in every} >= {"index.html", "glance.html", "glossary.html",
+                                       "CLAIMS.html", f"{first}.html"}
     landing = index.read_text()
+    assert 'class="glance"' in landing  # results first
+    assert landing.index('class="glance"') < landing.index("Reading order")
     for notebook in NOTEBOOKS:  # each notebook's cold runtime, from its manifest
         manifest = json.loads((smoke_runs.figures / "smoke" / notebook.stem
                                / "manifest.json").read_text())
