@@ -377,9 +377,14 @@ def collapse_text(name: str) -> str:
     d = lw[lw["model"] == name]
     trained, initial = (d.groupby("layer", sort=False)[c].mean()
                         for c in ("collapse", "frozen_collapse"))
-    word = direction(trained.mean() - initial.mean(), "above", "below", "at")
+    # layer by layer: the ratio can sit above initialisation early and below it deep
+    side = {word: [layer for layer in trained.index
+                   if direction(trained[layer] - initial[layer], "above", "below", "at") == word]
+            for word in ("above", "below", "at")}
+    where = "; ".join(f"{word} its value at initialisation at {listing(layers)}"
+                      for word, layers in side.items() if layers)
     return (f"In the {name} it lies between {num(trained.min(), 2)} and {num(trained.max(), 2)} "
-            f"over layers, {word} its values at initialisation ({num(initial.min(), 2)}–"
+            f"over layers ({where}; at initialisation {num(initial.min(), 2)}–"
             f"{num(initial.max(), 2)}), and its last layer's ratio is {num(trained.iloc[-1], 2)}.")
 
 
