@@ -734,26 +734,35 @@ changes test accuracy by {pm(gain["gain"], 1)} points
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/01_random_label_heads.py --set "lambdas=[10,30,100]"
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect λ = 30 to sit between the two in Fig. 5: a last-layer head pushed to or below
 #    chance, and a train accuracy that tells whether the network still memorizes. Look at the
 #    bottom-left panel for the paper's shift: earlier layers gaining what the last one loses.
+#    </details>
 # 2. **Less label noise.** The paper's noise claim says the regularizer helps consistently
 #    under label noise; with 20% noise there are fewer wrong labels to memorize.
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/01_random_label_heads.py --set noise=0.2 --set "noise_rates=[0.2]"
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect higher test accuracy at every λ and, if the paper holds at this scale, a test gain
 #    from the best λ in Fig. 7; expect the random-label excess of Fig. 2 to shrink as well.
+#    </details>
 # 3. **No label noise.** The pilot above found that a clean network collapses its classes in
 #    deep layers and its heads fall below the frozen baseline.
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/01_random_label_heads.py --set noise=0.0 --set "noise_rates=[0.0]"
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect the variance ratio of Fig. 2b to fall well below its value at initialisation in
 #    the last layers, and the depth trend of Fig. 2 to weaken or reverse: without labels to
 #    memorize, little sample-specific information is left for a random-label head to read.
+#    </details>
 
 # %% [markdown]
 # ## Claims

@@ -610,17 +610,23 @@ results["analytic"]
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/02_modular_arithmetic_noise.py --set "alphas=[0.0,0.8,0.9,0.95]"
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect the phase error of section 3 to keep growing with $\alpha$ and the filtered net
 #    $G$ of section 2 to lose test accuracy once so few clean pairs remain that the rule is
 #    no longer learned underneath the memorization.
+#    </details>
 # 2. **Subtraction instead of addition.** The same Fourier circuit computes $a - b$, with
 #    $\phi_a - \phi_b \approx \phi_c$.
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/02_modular_arithmetic_noise.py --set operation=sub
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect the same picture as for addition: noisy labels fitted first, and a filtered net
 #    that recovers the rule while the raw net memorizes.
+#    </details>
 # 3. **A longer budget with stronger weight decay.** Raw-output generalization needs
 #    $\mathrm{lr}\cdot\mathrm{wd}\cdot\mathrm{steps} \gg 1$ (here $10^{-3}\cdot 0.1 \cdot 600$
 #    is far below 1); this run takes several times longer than the default.
@@ -628,9 +634,12 @@ results["analytic"]
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/02_modular_arithmetic_noise.py --set weight_decay=1.0 --set epochs=5000
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect the raw net's test accuracy in the training curves to climb late in training
 #    (grokking) at low noise, while the noisy labels stay fitted for a while: the coexistence
 #    of memorization and generalization the paper describes.
+#    </details>
 
 # %% [markdown]
 # ## Claims

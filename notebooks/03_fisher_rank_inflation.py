@@ -448,23 +448,33 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set attribution_corruption=0.2
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect the corrupted examples to stay enriched at the top of the attribution, with a
 #    lower precision@100 than at 40% (fewer corrupted examples to find), and a lower peak er.
-# 2. **Train until the noise is fitted.** The paper's collapse comes once the corrupted labels
-#    are memorized; 50 epochs leave part of them unfitted.
+#    </details>
+# 2. **Train longer after the fit.** Each run stops a few epochs after it has fitted its
+#    labels (`epochs_after_fit`); the paper's collapse continues while training goes on.
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/03_fisher_rank_inflation.py --set epochs=150
+#        notebooks/03_fisher_rank_inflation.py --set epochs_after_fit=40
 #    ```
-#    Expect the dotted fit curves of Fig. 1 to approach 1 and er to keep falling after its
-#    peak, so that the `inflation_collapse` precondition can be met.
+#    <details><summary>Answer</summary>
+#
+#    Expect the epochs up to the fit, and with them the er peak and the attribution at the
+#    peak, to stay as they are (the same seeds train the same way), and er to keep falling
+#    after the fit, so the collapse of Fig. 1 deepens.
+#    </details>
 # 3. **Weight decay, which delays memorization.**
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set weight_decay=5e-4
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect a later and lower er peak and slower fitting of the corrupted labels: within a
 #    fixed budget the collapse may not show at all (the paper's caveat on regularization).
+#    </details>
 
 # %% [markdown]
 # ## Claims

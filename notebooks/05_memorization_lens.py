@@ -390,24 +390,33 @@ record of memorization that has already happened.
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/05_memorization_lens.py --set "noise_rates=[0.0,0.4,0.6]"
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect a higher and later er peak (study 3's peak grows with corruption), more of the
 #    corrupted labels to find, and the per-example agreement at the highest rate to show
 #    whether the families of section 1 survive.
+#    </details>
 # 2. **Study 1's preset, changed.** `study1_sets` passes `key=value` changes to the watched
 #    model, here a shallower MLP.
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/05_memorization_lens.py --set 'study1_sets=["widths=[256,256,256]"]'
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect fewer layers in section 2 and, as in study 1's pilot, a smaller random-label
 #    excess at depth; whether the probes' fragile layer moves with it is the question.
+#    </details>
 # 3. **er measured every epoch**, as study 3 does (about twice the lens cost).
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/05_memorization_lens.py --set measure_every=1
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect the same ordering over training with a sharper er peak: the peak epoch can only
 #    move by the measurement interval.
+#    </details>
 
 # %% [markdown]
 # ## Claims
