@@ -107,6 +107,33 @@ def with_anchors(notebook: dict, stems: list[str]) -> dict:
     return {**notebook, "cells": cells}
 
 
+EXERCISES = "## Try this"
+
+
+def exercise_cost(manifest: dict) -> str:
+    """What an exercise costs at the notebook's scale, from its measured cold compute: an
+    exercise changes one value, so it recomputes at most every cached result."""
+    seconds, entries = cold_seconds(manifest), manifest.get("cache_entries") or 0
+    each = f", about {duration(seconds / entries)} per result" if entries else ""
+    count = f"all {entries} of them" if entries else "all of them"
+    return (f"**Run time.** Each exercise recomputes only the cached results its change "
+            f"touches, at most {count}: this notebook's cold compute was {duration(seconds)} "
+            f"at the `{manifest.get('scale', 'published')}` scale on "
+            f"{manifest.get('device', 'an unrecorded device')}{each}; whatever did not change "
+            "loads from the cache in seconds.")
+
+
+def with_exercise_costs(notebook: dict, manifest: dict) -> dict:
+    """A copy of `notebook` with the measured run time of its exercises after their heading."""
+    cells = []
+    for cell in notebook["cells"]:
+        cells.append(cell)
+        if cell["cell_type"] == "markdown" and EXERCISES in "".join(cell["source"]):
+            cells.append({"cell_type": "markdown", "id": f"cost-{len(cells)}", "metadata": {},
+                          "source": exercise_cost(manifest)})
+    return {**notebook, "cells": cells}
+
+
 def title(notebook: dict, default: str) -> str:
     """The notebook's first level-1 heading."""
     for cell in notebook["cells"]:
@@ -335,9 +362,9 @@ def source_tree(scale: str, src: Path) -> None:
         shutil.copytree(paths.figures_dir(study, scale), folder)
         claims_rows = read_claims(folder / "claims.csv")
         stems = list(dict.fromkeys(c["where"] for c in claims_rows if c.get("where")))
-        (folder / f"{study}.ipynb").write_text(
-            json.dumps(with_anchors(hide_inputs(notebook), stems), indent=1))
         manifests[study] = json.loads((folder / "manifest.json").read_text())
+        shown = with_exercise_costs(with_anchors(hide_inputs(notebook), stems), manifests[study])
+        (folder / f"{study}.ipynb").write_text(json.dumps(shown, indent=1))
         rows.append(notebook_row(study, notebook, manifests[study]))
         devices.append(manifests[study].get("device", "an unrecorded device"))
         judged[study] = (title(notebook, study), claims_rows)
