@@ -181,3 +181,106 @@ def test_the_book_of_the_smoke_runs_opens_in_a_browser(smoke_runs, tmp_path):
         manifest = json.loads((smoke_runs.figures / "smoke" / notebook.stem
                                / "manifest.json").read_text())
         assert book.duration(book.cold_seconds(manifest)) in landing
+
+
+# --- results at a glance, figure links, exercises ---------------------------------------------
+
+
+def claim(**fields):
+    return {"id": "c", "verdict": "holds", "rule": "r > 0", "ours": "", "where": "",
+            "headline": "1 ± 0.5 (n=3)", **fields}
+
+
+def test_each_claim_names_its_dataset_from_its_values_id_figure_or_notebook():
+    one, two = {"data": {"fashion_mnist": "x"}}, {"data": {"mnist": "x", "fashion_mnist": "y"}}
+    assert book.dataset_of(claim(ours="data=mnist-5k, rho=0.9"), two).startswith("mnist-5k")
+    assert book.dataset_of(claim(id="phase_transition_fashion_mnist"), two) == "Fashion-MNIST"
+    assert book.dataset_of(claim(where="fig1_variants_fashion_mnist"), two) == "Fashion-MNIST"
+    assert book.dataset_of(claim(), one) == "Fashion-MNIST"
+    assert book.dataset_of(claim(), two) == "see notebook"
+
+
+def test_the_glance_colours_each_claim_by_its_verdict_and_links_its_figure():
+    studies = {"03_fisher_rank_inflation": ("Fisher", [
+        claim(id="a", where="fig1_x"), claim(id="b", verdict="within noise"),
+        claim(id="c", verdict="precondition failed: the model did not fit")])}
+    grid = book.glance_grid(studies)
+    assert grid.count("verdict-holds") == 2  # the cell and the legend
+    assert 'class="glance-cell verdict-precondition"' in grid
+    assert 'href="glance.html#claim-03-b"' in grid
+    page = book.glance_page(studies, {"03_fisher_rank_inflation": {}}, "smoke")
+    assert ('<a href="figures/03_fisher_rank_inflation/03_fisher_rank_inflation.html'
+            '#fig-fig1-x">fig1_x</a>') in page
+    assert "the model did not fit" in page and "r &gt; 0" in page
+    worked = book.worked_verdicts(studies)
+    assert [kind in worked for kind in ("*holds*", "*within noise*", "*precondition failed*")
+            ] == [True, True, True]
+
+
+def test_figure_links_open_the_figure_in_its_notebook_page():
+    nb = tiny_notebook(("code", {}, 'savefig(fig, "fig2_a", STUDY, scale)'),
+                       ("code", {}, 'for n in d:\n    savefig(f(n), f"fig4_b_{n}", STUDY)'),
+                       ("code", {}, 'save_table(results["h"], "lambda_sweep", STUDY, scale)'))
+    anchored = book.with_anchors(nb, ["fig2_a", "fig4_b_mnist-5k", "lambda_sweep", "gone"])
+    targets = [c["source"] for c in anchored["cells"] if c["cell_type"] == "markdown"]
+    assert targets == ["(fig-fig2-a)=", "(fig-fig4-b-mnist-5k)=", "(fig-lambda-sweep)="]
+    report = "| holds | x | [fig2_a](01_random_label_heads/fig2_a.png) |"
+    assert book.claims_page(report) == ('| holds | x | <a href="01_random_label_heads/'
+                                        '01_random_label_heads.html#fig-fig2-a">fig2_a</a> |')
+
+
+def test_exercises_state_their_run_time_from_the_manifest():
+    nb = tiny_notebook(("markdown", {}, "## Try this\n1. **x**"), ("markdown", {}, "## Claims"))
+    manifest = {"wall_seconds": 9, "compute_seconds": 398.0, "cache_entries": 199,
+                "scale": "small", "device": "cpu (x86_64, 2 threads)"}
+    shown = book.with_exercise_costs(nb, manifest)
+    assert len(shown["cells"]) == 3
+    assert "7 min at the `small` scale on cpu (x86_64, 2 threads), about 2 s per result" in (
+        shown["cells"][1]["source"])
+
+
+def test_a_damaged_claims_table_is_named(tmp_path):
+    bad = tmp_path / "claims.csv"
+    bad.write_bytes(b"id,verdict\n\xff\xfe")
+    with pytest.raises(book.DamagedFileError, match="claims.csv"):
+        book.read_claims(bad)
+    bad.write_text("x,y\n1,2\n")
+    with pytest.raises(book.DamagedFileError, match="lacks the id"):
+        book.read_claims(bad)
+    assert book.read_claims(tmp_path / "none.csv") == []
+
+
+def test_published_notebooks_carry_no_machine_paths():
+    from memlib.pipeline import relative_papermill_paths
+
+    executed = {"metadata": {"papermill": {
+        "input_path": "/home/x/build/small/.03.abc.run/input.ipynb",
+        "output_path": "/home/x/build/small/.03.abc.run/output.ipynb", "duration": 3}}}
+    shown = relative_papermill_paths(executed, "03_fisher.py", "03_fisher.ipynb")
+    assert shown["metadata"]["papermill"] == {"input_path": "03_fisher.py",
+                                              "output_path": "03_fisher.ipynb", "duration": 3}
+    assert "/home/x" not in json.dumps(shown)
+
+
+def test_the_claims_report_colours_verdicts_and_never_cuts_a_link(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from memlib import claims
+
+    monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path))
+    (tmp_path / "smoke" / "04_task_complexity_probes").mkdir(parents=True)
+    (tmp_path / "smoke" / "04_task_complexity_probes" / "fig1_variants_fashion_mnist.png"
+     ).write_bytes(b"png")
+
+    assert claims.verdict_cell("precondition failed: x") == (
+        '<span class="verdict verdict-precondition">precondition failed</span>')
+    row = SimpleNamespace(id="measures_agree_mnist", ours="data=mnist-5k, rho=1",
+                          statement="s" * 300, verdict="precondition failed: " + "w" * 300,
+                          caveat="", where="")
+    assert claims.claim_cell(row).endswith("… (data: mnist-5k)")
+    assert claims.note_cell(row, "04_task_complexity_probes", "smoke").endswith("…")
+    long_caveat = SimpleNamespace(**{**vars(row), "caveat": "c" * 190,
+                                     "where": "fig1_variants_fashion_mnist"})
+    assert claims.note_cell(long_caveat, "04_task_complexity_probes", "smoke").endswith(
+        "[fig1_variants_fashion_mnist](04_task_complexity_probes/"
+        "fig1_variants_fashion_mnist.png)")
