@@ -424,13 +424,13 @@ for ax in (ax1, ax2):
         ax.axvline(rise, color="0.2", linestyle="-.",
                    label=f"{last}: half its final excess over chance")
 # Legends under the panels, never on the curves; one proxy line explains every dashed curve.
-ax1.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
+ax1.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
 handles, labels = ax2.get_legend_handles_labels()
 handles.insert(len(layers), Line2D([], [], color="0.4", linestyle="--", alpha=0.6))
 labels.insert(len(layers), "frozen init (dashed)")
 ax2.legend(handles, labels, fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.22),
-           ncol=4)
-fig.set_figheight(4.2)  # room for the legends under the panels
+           ncol=2)
+fig.set_figheight(6.0)  # room for the legends under the panels
 savefig(fig, "fig3_rlp_over_training", STUDY, scale, data=results["dataset"])
 
 # %% tags=["remove-input"]
