@@ -284,3 +284,17 @@ def test_the_claims_report_colours_verdicts_and_never_cuts_a_link(tmp_path, monk
     assert claims.note_cell(long_caveat, "04_task_complexity_probes", "smoke").endswith(
         "[fig1_variants_fashion_mnist](04_task_complexity_probes/"
         "fig1_variants_fashion_mnist.png)")
+
+
+def test_claims_tables_show_every_cell_in_full_as_markdown():
+    import pandas as pd
+
+    from memlib.prose import claims_markdown, markdown_table
+
+    long = "precondition failed: last layer's RLP excess over the frozen baseline " * 3
+    table = pd.DataFrame([{"id": "a|b", "headline": float("nan"), "verdict": long,
+                           "rule": "x\ny", "scope": "paper"}])
+    text = claims_markdown(table)
+    assert text.splitlines()[0] == "| id | headline | verdict | rule |"
+    assert f"| a\\|b |  | {long} | x y |" in text
+    assert markdown_table(table[["id"]]).splitlines() == ["| id |", "|---|", "| a\\|b |"]
