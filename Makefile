@@ -23,7 +23,7 @@ RUN_FIRST = $(if $(filter full,$(SCALE)),$(VENV)/bin/torchrun --standalone \
 	--nproc_per_node=$(NPROC) -m memlib run $* --scale full)
 CLAIMS := $(if $(filter small,$(SCALE)),$(FIGURES)/CLAIMS.md,$(FIGURES)/$(SCALE)/CLAIMS.md)
 
-.PHONY: figures test lint sync clean venv book
+.PHONY: figures test lint sync clean venv book class-kit
 .DELETE_ON_ERROR:
 
 figures: $(CLAIMS)
@@ -50,6 +50,16 @@ build/$(SCALE)/05_memorization_lens.ipynb: params/$(SCALE)/01_random_label_heads
 # executed; run `make figures` first for fresh outputs): $(BUILD)/book/html/index.html.
 book: | $(STAMP)
 	$(PY) -m memlib.book --scale $(SCALE)
+
+# A class starts from computed results: `make class-kit` packs the results cache that
+# `make figures` filled into build/class-kit.tar.gz; on each student's clone,
+# `mkdir -p results && tar -xzf class-kit.tar.gz -C results` puts it in place, and every
+# notebook and the first exercise then load what is already computed instead of a cold run.
+class-kit:
+	@test -d results/cache || { echo "memlib: no results/cache; run \`make figures\` first" >&2; exit 1; }
+	mkdir -p build
+	tar -czf build/class-kit.tar.gz.tmp -C results cache && mv build/class-kit.tar.gz.tmp build/class-kit.tar.gz
+	@echo "memlib: wrote build/class-kit.tar.gz ($$(du -h build/class-kit.tar.gz | cut -f1))"
 
 test: $(STAMP)
 	$(PY) -m ruff check .

@@ -9,6 +9,8 @@ html_title = "memlib: memorization in deep networks"
 extensions = ["myst_nb", "sphinx-mathjax-offline"]  # MathJax from the pip package, not a CDN
 nb_execution_mode = "off"  # the notebooks were executed by `make figures`; never again here
 nb_merge_streams = True
+# Markdown that cells display (the generated prose) is MyST, so its $…$ math renders
+nb_render_markdown_format = "myst"
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
 myst_heading_anchors = 3  # `notebook.ipynb#a-section` links resolve as on a code host
 

@@ -1,25 +1,37 @@
 """The book: a static HTML site of the executed notebooks, built without executing anything.
 
 `python -m memlib.book --scale small` (what `make book` runs) lays out a Sphinx source tree
-under build/book/src (build/book/<scale>/src at other scales): the pages in book/, the
+in a private folder under build/book (build/book/<scale> at other scales): the pages in book/, the
 scale's published outputs (figures, tables, CLAIMS.md and each executed notebook, whose code
 cells get the `hide-input` tag so the narrative and the outputs stay in view), and the
 landing page's table of notebooks rendered from their manifest.json. Sphinx with myst-nb
-then renders it to build/book/html (never executing a cell) with a theme and MathJax that
-ship inside their pip packages, so the build and the pages need no network.
+then renders it (never executing a cell) with a theme and MathJax that ship inside their
+pip packages, so the build and the pages need no network, and the new book replaces
+build/book/html whole: a reader never finds half a book there.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
+import fcntl
 import json
+import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
+from memlib.claims import FAILS, HOLDS, NOT_RUN, PRECONDITION, WITHIN_NOISE, claim_dataset
+from memlib.pipeline import _swap_in as swap_in
+
+INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
 PAGES = paths.repo_root() / "book"  # conf.py, the landing page, the glossary
 GENERATED = "_generated"  # fragments the landing page includes; not pages of their own
@@ -31,6 +43,14 @@ DATASET_NAMES = {"fashion_mnist": "Fashion-MNIST", "mnist": "MNIST", "cifar10": 
 
 class BookError(RuntimeError):
     """The book cannot be built; the message is one line saying what to run first."""
+
+
+class DamagedFileError(BookError):
+    """A published file the book reads is damaged; the message names it."""
+
+
+class UsageError(Exception):
+    """A bad command-line argument; one line."""
 
 
 def book_dir(scale: str = DEFAULT_SCALE) -> Path:
@@ -56,6 +76,61 @@ def hide_inputs(notebook: dict) -> dict:
                         "tags": tags if HIDDEN in tags else [*tags, HIDDEN]}
             cell = {**cell, "metadata": metadata}
         cells.append(cell)
+    return {**notebook, "cells": cells}
+
+
+SAVING = re.compile(r"\b(?:savefig|save_table)\(.*")
+STRING = re.compile(r"""["']([^"'\n]+)["']""")
+
+
+def saves(source: str, stem: str) -> bool:
+    """Whether code `source` saves the figure or table `stem` (f-string names included): a
+    string on a savefig or save_table line that names it."""
+    for name in (s for line in SAVING.findall(source) for s in STRING.findall(line)):
+        pattern = re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(name))
+        if re.fullmatch(pattern, stem):
+            return True
+    return False
+
+
+def with_anchors(notebook: dict, stems: list[str]) -> dict:
+    """A copy of `notebook` with a MyST target before the cell that saves each of `stems`,
+    so a link can open a figure or table in its notebook's page."""
+    cells = []
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"]) if cell["cell_type"] == "code" else ""
+        targets = [f"({figure_anchor(s)})=" for s in stems if source and saves(source, s)]
+        if targets:
+            cells.append({"cell_type": "markdown", "id": f"target-{len(cells)}",
+                          "metadata": {}, "source": "\n".join(targets)})
+        cells.append(cell)
+    return {**notebook, "cells": cells}
+
+
+EXERCISES = "## Try this"
+
+
+def exercise_cost(manifest: dict) -> str:
+    """What an exercise costs at the notebook's scale, from its measured cold compute: an
+    exercise changes one value, so it recomputes at most every cached result."""
+    seconds, entries = cold_seconds(manifest), manifest.get("cache_entries") or 0
+    each = f", about {duration(seconds / entries)} per result" if entries else ""
+    count = f"all {entries} of them" if entries else "all of them"
+    return (f"**Run time.** Each exercise recomputes only the cached results its change "
+            f"touches, at most {count}: this notebook's cold compute was {duration(seconds)} "
+            f"at the `{manifest.get('scale', 'published')}` scale on "
+            f"{manifest.get('device', 'an unrecorded device')}{each}; whatever did not change "
+            "loads from the cache in seconds.")
+
+
+def with_exercise_costs(notebook: dict, manifest: dict) -> dict:
+    """A copy of `notebook` with the measured run time of its exercises after their heading."""
+    cells = []
+    for cell in notebook["cells"]:
+        cells.append(cell)
+        if cell["cell_type"] == "markdown" and EXERCISES in "".join(cell["source"]):
+            cells.append({"cell_type": "markdown", "id": f"cost-{len(cells)}", "metadata": {},
+                          "source": exercise_cost(manifest)})
     return {**notebook, "cells": cells}
 
 
@@ -111,12 +186,167 @@ def notebooks_table(rows: list[str], scale: str, devices: list[str]) -> str:
 
 
 def toctree(studies: list[str]) -> str:
-    entries = [f"figures/{s}/{s}" for s in studies] + ["figures/CLAIMS", "glossary"]
+    entries = [GLANCE] + [f"figures/{s}/{s}" for s in studies] + ["figures/CLAIMS", "glossary"]
     return "\n".join(["```{toctree}", ":hidden:", ":maxdepth: 2", "", *entries, "```", ""])
 
 
+# ---- results at a glance ---------------------------------------------------------------
+
+GLANCE = "glance"  # the page's name; the landing page shows its grid first
+VERDICT_CLASSES = {HOLDS: "holds", FAILS: "fails", WITHIN_NOISE: "noise",
+                   PRECONDITION: "precondition", NOT_RUN: "notrun"}
+WORKED = (HOLDS, WITHIN_NOISE, PRECONDITION)  # the verdicts the glossary shows worked
+
+
+def verdict_kind(verdict: str) -> str:
+    """'precondition failed: the model …' -> 'precondition failed'."""
+    return verdict.split(":")[0].strip()
+
+
+def dataset_of(row: dict, manifest: dict) -> str:
+    """The dataset a claim was judged on: named in its measured values or its id, else in its
+    figure's name, else the notebook's only dataset; else the notebook says."""
+    key = claim_dataset(row["id"], row.get("ours", "")) or claim_dataset(row.get("where", ""), "")
+    if not key and len(manifest.get("data", {})) == 1:
+        key = next(iter(manifest["data"]))
+    return DATASET_NAMES.get(key, key) or "see notebook"
+
+
+def figure_anchor(where: str) -> str:
+    """The id of the target placed before the cell that shows figure or table `where`."""
+    return "fig-" + re.sub(r"[^a-z0-9]+", "-", where.lower()).strip("-")
+
+
+def figure_link(study: str, where: str, base: str = "") -> str:
+    """An HTML link from a page in `base` to the figure `where` in its notebook's page."""
+    if not where:
+        return ""
+    return (f'<a href="{base}figures/{study}/{study}.html#{figure_anchor(where)}">'
+            f"{html_text(where)}</a>")
+
+
+def html_text(text: str) -> str:
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+def verdict_class(verdict: str) -> str:
+    return "verdict-" + VERDICT_CLASSES.get(verdict_kind(verdict), "notrun")
+
+
+def verdict_badge(verdict: str) -> str:
+    return (f'<span class="verdict {verdict_class(verdict)}" title="{html_text(verdict)}">'
+            f"{verdict_kind(verdict)}</span>")
+
+
+def glance_grid(studies: dict[str, tuple[str, list[dict]]], base: str = "") -> str:
+    """Papers × claims: one row per notebook, one coloured cell per claim, each linking to
+    its row on the results page (raw HTML, so it renders the same on every page)."""
+    rows = []
+    for study, (name, claims) in studies.items():
+        cells = "".join(
+            f'<a class="glance-cell {verdict_class(c["verdict"])}"'
+            f' href="{base}{GLANCE}.html#claim-{study[:2]}-{c["id"]}"'
+            f' title="{html_text(c["id"] + ": " + c["verdict"])}">{html_text(c["id"])}</a>'
+            for c in claims)
+        rows.append(f'<div class="glance-row"><a class="glance-paper" '
+                    f'href="{base}figures/{study}/{study}.html">{study[:2]} '
+                    f"{html_text(name)}</a><div class=\"glance-cells\">{cells}</div></div>")
+    legend = " ".join(verdict_badge(v) for v in VERDICT_CLASSES)
+    return "\n".join(["```{raw} html", '<div class="glance">', *rows,
+                      f'<p class="glance-legend">{legend}</p>', "</div>", "```", ""])
+
+
+def glance_table(study: str, claims: list[dict], manifest: dict) -> str:
+    """Every claim of one notebook: the dataset, the verdict, the number that decides it
+    against the rule's threshold, and the figure that shows it."""
+    head = ("<tr><th>claim</th><th>data</th><th>verdict</th><th>ours</th><th>rule</th>"
+            "<th>figure</th></tr>")
+    body = "".join(
+        f'<tr id="claim-{study[:2]}-{c["id"]}"><td><code>{html_text(c["id"])}</code></td>'
+        f"<td>{html_text(dataset_of(c, manifest))}</td><td>{verdict_badge(c['verdict'])}"
+        f"{reason(c['verdict'])}</td><td>{html_text(c.get('headline') or '—')}</td>"
+        f"<td>{html_text(c['rule'])}</td><td>{figure_link(study, c.get('where', ''))}</td>"
+        "</tr>"
+        for c in claims)
+    return "\n".join(["```{raw} html", f'<table class="glance-table">{head}{body}</table>',
+                      "```", ""])
+
+
+def reason(verdict: str) -> str:
+    _, sep, why = verdict.partition(":")
+    return f'<br><span class="verdict-reason">{html_text(why.strip())}</span>' if sep else ""
+
+
+def glance_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str, dict],
+                scale: str) -> str:
+    sections = [f"## {study[:2]} {name}\n\n{glance_table(study, claims, manifests[study])}"
+                for study, (name, claims) in studies.items()]
+    return "\n".join([
+        "# Results at a glance", "",
+        f"Every claim of every paper, judged on the `{scale}` scale's runs by the rule "
+        "registered before them; the colour is the verdict ({doc}`glossary` defines each, "
+        "with a worked example). Each cell links to its row below, each row to the figure in "
+        "its notebook. *ours* is the number shown first for the claim; the rule names the "
+        "threshold it is judged against.", "",
+        glance_grid(studies), *sections])
+
+
+FIGURE_FILE_LINK = re.compile(r"\[([\w-]+)\]\((\d\d_\w+)/\1\.(?:png|md)\)")
+
+
+def claims_page(report: str) -> str:
+    """The claims report with each link to a figure's or table's file turned into a link to
+    that figure in its notebook's page (CLAIMS.html sits beside the notebooks' folders)."""
+    return FIGURE_FILE_LINK.sub(
+        lambda m: f'<a href="{m[2]}/{m[2]}.html#{figure_anchor(m[1])}">{m[1]}</a>', report)
+
+
+def worked_verdicts(studies: dict[str, tuple[str, list[dict]]]) -> str:
+    """One real claim per worked verdict, as the glossary shows them."""
+    lines = []
+    for kind in WORKED:
+        found = next(((study, c) for study, (_, claims) in studies.items() for c in claims
+                      if verdict_kind(c["verdict"]) == kind), None)
+        if found is None:
+            continue
+        study, c = found
+        lines.append(f"- *{kind}*, for example `{c['id']}` (notebook {study[:2]}): the rule "
+                     f"is “{c['rule']}”; ours: {c.get('headline') or c.get('ours') or '—'}; "
+                     f"verdict: {c['verdict']}.")
+    return "\n".join(["Worked examples from this book's runs:", "", *lines, ""])
+
+
+def read_notebook(path: Path) -> dict:
+    """The executed notebook at `path`; a damaged one is a BookError naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise DamagedFileError(
+            f"{path} is not a complete notebook ({err.__class__.__name__} at byte "
+            f"{getattr(err, 'pos', getattr(err, 'start', '?'))}); run `make figures` again to "
+            "publish it anew") from None
+
+
+def read_claims(path: Path) -> list[dict]:
+    """A study's claims.csv as rows (none when the study wrote none); a damaged one is a
+    DamagedFileError naming it."""
+    if not path.is_file():
+        return []
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise DamagedFileError(f"{path} cannot be read ({err}); run `make figures` again to "
+                               "publish it anew") from None
+    if rows and not {"id", "verdict", "rule"} <= set(rows[0]):
+        raise DamagedFileError(f"{path} lacks the id, verdict or rule column; run `make "
+                               "figures` again to publish it anew")
+    return [{k: v or "" for k, v in row.items()} for row in rows]
+
+
 def source_tree(scale: str, src: Path) -> None:
-    """Lay out the Sphinx sources for `scale` in `src` (replaced whole)."""
+    """Lay out the Sphinx sources for `scale` in the new folder `src`."""
     studies = list(STUDIES.values())
     claims = paths.claims_report(scale)
     missing = [p for p in [*(published_notebook(s, scale) for s in studies), claims]
@@ -124,48 +354,108 @@ def source_tree(scale: str, src: Path) -> None:
     if missing:
         raise BookError(f"no {missing[0]}; run `make figures SCALE={scale}` first (the book "
                         "shows the executed notebooks, it does not run them)")
-    shutil.rmtree(src, ignore_errors=True)
     shutil.copytree(PAGES, src)
-    rows, devices = [], []
+    rows, devices, judged, manifests = [], [], {}, {}
     for study in studies:
+        notebook = read_notebook(published_notebook(study, scale))
         folder = src / "figures" / study
         shutil.copytree(paths.figures_dir(study, scale), folder)
-        notebook = json.loads((folder / f"{study}.ipynb").read_text())
-        (folder / f"{study}.ipynb").write_text(json.dumps(hide_inputs(notebook), indent=1))
-        manifest = json.loads((folder / "manifest.json").read_text())
-        rows.append(notebook_row(study, notebook, manifest))
-        devices.append(manifest.get("device", "an unrecorded device"))
-    shutil.copyfile(claims, src / "figures" / "CLAIMS.md")
+        claims_rows = read_claims(folder / "claims.csv")
+        stems = list(dict.fromkeys(c["where"] for c in claims_rows if c.get("where")))
+        manifests[study] = json.loads((folder / "manifest.json").read_text())
+        shown = with_exercise_costs(with_anchors(hide_inputs(notebook), stems), manifests[study])
+        (folder / f"{study}.ipynb").write_text(json.dumps(shown, indent=1))
+        rows.append(notebook_row(study, notebook, manifests[study]))
+        devices.append(manifests[study].get("device", "an unrecorded device"))
+        judged[study] = (title(notebook, study), claims_rows)
+    (src / "figures" / "CLAIMS.md").write_text(claims_page(claims.read_text(encoding="utf-8")))
+    (src / f"{GLANCE}.md").write_text(glance_page(judged, manifests, scale))
     generated = src / GENERATED
     generated.mkdir()
+    (generated / "glance.md").write_text(glance_grid(judged))
+    (generated / "verdicts.md").write_text(worked_verdicts(judged))
     (generated / "notebooks.md").write_text(notebooks_table(rows, scale, devices))
     (generated / "toctree.md").write_text(toctree(studies))
 
 
+def sphinx(src: Path, work: Path) -> Path:
+    """Render `src` to `work`/html. Sphinx runs in its own session, so a Ctrl-C reaches this
+    process alone, which stops Sphinx and says so in one line; its messages are shown only
+    when it fails."""
+    html = work / "html"
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E",
+               "-d", str(work / "doctrees"), str(src), str(html)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, start_new_session=True) as child:
+        try:
+            messages, _ = child.communicate()
+        except BaseException:
+            child.terminate()
+            child.wait()
+            raise
+    if child.returncode != 0:
+        raise BookError(f"sphinx-build failed (exit {child.returncode}): "
+                        f"{' / '.join(messages.strip().splitlines()[-3:])}")
+    if messages.strip():  # warnings
+        print(messages.strip(), file=sys.stderr)
+    return html
+
+
+@contextlib.contextmanager
+def locked(folder: Path):
+    """One build at a time swaps its book in: an exclusive lock on the book's folder (no
+    lock file to leave behind)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        # a Ctrl-C between the swap's two renames would lose the old book: it waits
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        os.close(fd)
+
+
 def build(scale: str = DEFAULT_SCALE) -> Path:
-    """Build the book of `scale`; return the landing page."""
+    """Build the book of `scale` in a private folder and swap it in whole; return the landing
+    page. Until the swap the previous book stays as it was, so an interrupted or failed
+    build, or two builds at once, leave a complete book."""
     root = book_dir(scale)
-    source_tree(scale, root / "src")
-    html = root / "html"
-    shutil.rmtree(html, ignore_errors=True)
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-E",
-                           "-d", str(root / "doctrees"), str(root / "src"), str(html)],
-                          check=False)
-    if done.returncode != 0:
-        raise BookError(f"sphinx-build failed (exit {done.returncode}); its messages are above")
-    return html / "index.html"
+    root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build.", dir=root))
+    try:
+        source_tree(scale, work / "src")
+        html = sphinx(work / "src", work)
+        with locked(root):
+            swap_in(html, root / "html")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return root / "html" / "index.html"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line instead of argparse's usage block
+        raise UsageError(message)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m memlib.book", description=__doc__)
+    """Exit 0 built, 1 nothing to build from or a damaged notebook, 2 bad arguments, 130
+    interrupted (the previous book kept)."""
+    parser = _Parser(prog="python -m memlib.book", description=__doc__)
     parser.add_argument("--scale", default=DEFAULT_SCALE, choices=SCALES)
-    args = parser.parse_args(argv)
     start = time.time()
     try:
+        args = parser.parse_args(argv)
         index = build(args.scale)
+    except UsageError as err:
+        print(f"memlib: {err}", file=sys.stderr)
+        return 2
     except BookError as err:
         print(f"memlib: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("memlib: interrupted; the book was left as it was", file=sys.stderr)
+        return INTERRUPTED
     print(f"memlib: built the book in {time.time() - start:.0f} s: {index}")
     return 0
 

@@ -170,8 +170,8 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
         write_manifest(staged, manifest(study, scale, params, time.time() - start,
                                         work / "compute.jsonl"))
         # published beside its figures, outputs included, so a code host renders it and the
-        # book is built from it without executing anything; a hard link needs no room
-        _link_or_copy(executed, staged / f"{study}.ipynb")
+        # book is built from it without executing anything
+        _publish_notebook(executed, staged / f"{study}.ipynb", notebook.name)
         with _publishing(build_dir):
             _swap_in(staged, target)
             (build_dir / f"{study}.failed.ipynb").unlink(missing_ok=True)
@@ -183,11 +183,20 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
     return final
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except OSError:  # another file system
-        shutil.copyfile(source, target)
+def relative_papermill_paths(executed: dict, source: str, output: str) -> dict:
+    """`executed` (nbformat JSON) with papermill's input and output paths, which name this
+    machine's private run folder, replaced by the file names `source` and `output`."""
+    meta = executed.get("metadata", {}).get("papermill")
+    if meta is None:
+        return executed
+    papermill = {**meta, "input_path": source, "output_path": output}
+    return {**executed, "metadata": {**executed["metadata"], "papermill": papermill}}
+
+
+def _publish_notebook(executed: Path, target: Path, source: str) -> None:
+    """Write the executed notebook to `target` with relative paths only."""
+    notebook = relative_papermill_paths(json.loads(executed.read_text()), source, target.name)
+    target.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
 
 
 @contextlib.contextmanager

@@ -19,6 +19,20 @@ def use_style() -> None:
 
     sns.set_theme(context="paper", style="whitegrid", palette="colorblind")
     plt.style.use(STYLE)
+    _inline_at_double_resolution()
+
+
+def _inline_at_double_resolution() -> None:
+    """In a notebook, show figures as PNGs of twice the pixels at their own size (IPython's
+    'retina' format): the book embeds these, so a figure stays sharp on a phone and when
+    zoomed. Outside a notebook there is nothing to set."""
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:  # the notebooks' extra is not installed
+        return
+    if get_ipython() is not None:
+        set_matplotlib_formats("retina")
 
 
 def figure(size: str = "single", nrows: int = 1, ncols: int = 1, **kwargs):
@@ -38,13 +52,13 @@ def reference_line(ax, value: float, label: str, axis: str = "y", **kwargs) -> N
 
 
 def savefig(fig, name: str, study: str, scale: str = DEFAULT_SCALE,
-            data: str | None = None) -> list[Path]:
-    """Write `fig` as <figures>/<study>/<name>.pdf and .png atomically; return the paths.
+            data: str | None = None) -> None:
+    """Write `fig` as <figures>/<study>/<name>.pdf and .png atomically. Returns nothing, so a
+    notebook cell ending in savefig shows the figure and no list of machine paths.
     `data`: the dataset the figure was made on, named in a small title above it."""
     if data is not None:
         fig.suptitle(f"data: {data}", fontsize="small")
     directory = paths.figures_dir(study, scale)
-    written = []
     for fmt in ("pdf", "png"):
         buffer = io.BytesIO()
         # A fixed metadata date keeps PDFs byte-identical across reruns.
@@ -52,6 +66,4 @@ def savefig(fig, name: str, study: str, scale: str = DEFAULT_SCALE,
         fig.savefig(buffer, format=fmt, metadata=metadata)
         path = directory / f"{name}.{fmt}"
         atomic_write_bytes(path, buffer.getvalue())
-        written.append(path)
-    return written
 

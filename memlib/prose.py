@@ -86,3 +86,29 @@ def listing(items: Iterable[str]) -> str:
     if len(items) < 2:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def cell_text(value) -> str:
+    """A table cell as Markdown: missing values blank, pipes escaped, one line."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(frame) -> str:
+    """A DataFrame (its index dropped) as a Markdown table with every cell in full: pandas'
+    HTML view cuts long text such as a verdict's reason to "…"."""
+    lines = ["| " + " | ".join(cell_text(c) for c in frame.columns) + " |",
+             "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell_text(v) for v in row) + " |"
+              for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+CLAIM_COLUMNS = ["id", "headline", "verdict", "rule"]
+
+
+def claims_markdown(table) -> str:
+    """A study's claims table (memlib.claims.evaluate) as a full Markdown table: each claim's
+    number, verdict (with its whole reason) and rule."""
+    return markdown_table(table[CLAIM_COLUMNS])

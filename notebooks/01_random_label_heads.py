@@ -171,7 +171,17 @@ from memlib.claims import Estimate, evaluate, write
 from memlib.config import from_namespace
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import beyond, direction, listing, num, pct, pct_span, pm, spread_phrase
+from memlib.prose import (
+    beyond,
+    claims_markdown,
+    direction,
+    listing,
+    num,
+    pct,
+    pct_span,
+    pm,
+    spread_phrase,
+)
 from memlib.rlp import (
     CLAIMS,
     MEMORIZATION_TARGET,
@@ -320,11 +330,10 @@ for ax, name in zip(axes[0], models_run, strict=True):
     ax.set_title(f"{name} (test acc {100 * d['test_acc'].mean():.1f}%)")
     ax.set_xlabel("probed layer")
 axes[0][0].set_ylabel("random-label train acc. (%)")
-axes[0][0].legend(fontsize=6)
+axes[0][0].legend(fontsize="small")
 savefig(fig, "fig2_layerwise_rlp", STUDY, scale, data=results["dataset"])
 excess = {name: excess_by_layer(lw, name) for name in models_run}
 print(pd.DataFrame({name: {n: str(e) for n, e in ex.items()} for name, ex in excess.items()}))
-print("depth claim:", measured["depth"])
 
 # %% tags=["remove-input"]
 def depth_text(name: str) -> str:
@@ -378,7 +387,7 @@ for ax, name in zip(axes[0], models_run, strict=True):
     ax.set_title(name)
     ax.set_xlabel("probed layer")
 axes[0][0].set_ylabel("tr Σ_within / tr Σ_between")
-axes[0][0].legend(fontsize=6)
+axes[0][0].legend(fontsize="small")
 savefig(fig, "fig2b_class_collapse", STUDY, scale, data=results["dataset"])
 print(lw.groupby(["model", "layer"], sort=False)[["collapse", "frozen_collapse"]].mean().round(3))
 
@@ -388,9 +397,14 @@ def collapse_text(name: str) -> str:
     d = lw[lw["model"] == name]
     trained, initial = (d.groupby("layer", sort=False)[c].mean()
                         for c in ("collapse", "frozen_collapse"))
-    word = direction(trained.mean() - initial.mean(), "above", "below", "at")
+    # layer by layer: the ratio can sit above initialisation early and below it deep
+    side = {word: [layer for layer in trained.index
+                   if direction(trained[layer] - initial[layer], "above", "below", "at") == word]
+            for word in ("above", "below", "at")}
+    where = "; ".join(f"{word} its value at initialisation at {listing(layers)}"
+                      for word, layers in side.items() if layers)
     return (f"In the {name} it lies between {num(trained.min(), 2)} and {num(trained.max(), 2)} "
-            f"over layers, {word} its values at initialisation ({num(initial.min(), 2)}–"
+            f"over layers ({where}; at initialisation {num(initial.min(), 2)}–"
             f"{num(initial.max(), 2)}), and its last layer's ratio is {num(trained.iloc[-1], 2)}.")
 
 
@@ -433,15 +447,14 @@ for ax in (ax1, ax2):
         ax.axvline(rise, color="0.2", linestyle="-.",
                    label=f"{last}: half its final excess over frozen init")
 # Legends under the panels, never on the curves; one proxy line explains every dashed curve.
-ax1.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
+ax1.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1)
 handles, labels = ax2.get_legend_handles_labels()
 handles.insert(len(layers), Line2D([], [], color="0.4", linestyle="--", alpha=0.6))
 labels.insert(len(layers), "frozen init (dashed)")
-ax2.legend(handles, labels, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.22),
-           ncol=4)
-fig.set_figheight(4.2)  # room for the legends under the panels
+ax2.legend(handles, labels, fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.22),
+           ncol=2)
+fig.set_figheight(6.0)  # room for the legends under the panels
 savefig(fig, "fig3_rlp_over_training", STUDY, scale, data=results["dataset"])
-print("early rise:", measured["early_rise"])
 
 # %% tags=["remove-input"]
 peak = h.loc[h["test_acc"].idxmax()]
@@ -486,13 +499,12 @@ for column, style in (("train_acc", "s"), ("test_acc", "o")):
                  label=column.replace("_acc", "").replace("train", "train (noisy labels)"))
 for ax in (ax1, ax2):
     ax.set_xticks(x, order, rotation=20)
-    ax.legend(fontsize=6)
+    ax.legend(fontsize="small")
 ax1.set_ylabel("random-label train acc. (%)")
 ax2.set_ylabel("class accuracy (%)")
 savefig(fig, "fig4_standard_regularizers", STUDY, scale, data=results["dataset"])
 print(reg.groupby("setting", sort=False)[["train_acc", "test_acc", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
-print("drop in last-layer RLP accuracy:", measured["regularizers"])
 
 # %% tags=["remove-input"]
 drops = measured["regularizers"]
@@ -553,7 +565,7 @@ reference_line(axes[1], 100 * chance, "chance")
 for ax in axes[:2]:
     ax.set_xticks(np.arange(len(lams)), ticks)
     ax.set_xlabel("λ")
-    ax.legend(fontsize=6)
+    ax.legend(fontsize="small")
 axes[0].set_ylabel("class accuracy (%)")
 axes[1].set_ylabel("random-label train acc. (%)")
 for ax, where in zip(axes[2:], ("last", "all"), strict=True):
@@ -569,13 +581,10 @@ for ax, where in zip(axes[2:], ("last", "all"), strict=True):
     ax.set_xlabel("probed layer")
     ax.set_ylabel("random-label train acc. (%)")
     ax.set_title(f"regularized: {'last layer' if where == 'last' else 'all layers'}")
-    ax.legend(fontsize=6)
+    ax.legend(fontsize="small")
 savefig(fig, "fig5_rlp_regularizer", STUDY, scale, data=results["dataset"])
 print(sweep.groupby(["regularize", "lam"])[["train_acc", "test_acc", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
-print("drop at the regularized layer:", measured["regularizer_works"]["drop"])
-print("earlier-layer change, last only:", measured["shift"])
-print("earlier-layer change, all layers:", measured["all_layers"])
 
 # %% tags=["remove-input"]
 last_sweep = sweep[sweep["regularize"] == "last"]
@@ -670,14 +679,14 @@ else:
     ax1.minorticks_off()
     ax1.set_xlabel("training samples")
     ax1.set_ylabel("test accuracy change (points)")
-    ax1.legend(fontsize=6)
+    ax1.legend(fontsize="small")
     per_class = lt.pivot_table(index="class", columns="lam", values="test_acc", aggfunc="mean")
     counts = lt[lt["lam"] == 0].groupby("class")["train_count"].first()
     delta = 100 * (per_class[best] - per_class[0.0])
     ax2.plot(counts, delta, "o")
     for c in counts.index:
         ax2.annotate(str(c), (counts[c], delta[c]), xytext=(3, 3), textcoords="offset points",
-                     fontsize=6)
+                     fontsize="small")
     ax2.axhline(0, color="0.6", linewidth=0.8)
     # Round ticks on a linear axis: per-class counts can lie a few samples apart, and ticks at
     # every count would collide.
@@ -688,7 +697,6 @@ else:
     ax1.set_title("whole subset, per training-set size", fontsize=8)
     savefig(fig, "fig6_sampling", STUDY, scale, data=results["dataset"])
     print(fr.groupby(["n_train", "lam"])[["train_acc", "test_acc"]].agg(["mean", "std"]).round(4))
-    print("sampling:", measured["sampling"], "| tails:", measured["tails"])
 
 # %% tags=["remove-input"]
 if sampled:
@@ -730,11 +738,10 @@ for i, (rate, d) in enumerate(noise_runs.groupby("noise")):
     ax.set_xticks(x, [f"{v:g}" for v in stats.index])
 ax.set_xlabel("λ (last-layer RLP regularizer)")
 ax.set_ylabel("test accuracy (%)")
-ax.legend(fontsize=6)
+ax.legend(fontsize="small")
 savefig(fig, "fig7_label_noise", STUDY, scale, data=results["dataset"])
 print(noise_runs.groupby(["noise", "lam"])[["test_acc", "train_acc", "noisy_fit", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
-print("noise:", measured["noise"])
 
 # %% tags=["remove-input"]
 gain = measured["noise"]
@@ -764,26 +771,35 @@ changes test accuracy by {pm(gain["gain"], 1)} points
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/01_random_label_heads.py --set "lambdas=[10,30,100]"
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect λ = 30 to sit between the two in Fig. 5: a last-layer head pushed to or below
 #    chance, and a train accuracy that tells whether the network still memorizes. Look at the
 #    bottom-left panel for the paper's shift: earlier layers gaining what the last one loses.
+#    </details>
 # 2. **Less label noise.** The paper's noise claim says the regularizer helps consistently
 #    under label noise; with 20% noise there are fewer wrong labels to memorize.
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/01_random_label_heads.py --set noise=0.2 --set "noise_rates=[0.2]"
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect higher test accuracy at every λ and, if the paper holds at this scale, a test gain
 #    from the best λ in Fig. 7; expect the random-label excess of Fig. 2 to shrink as well.
+#    </details>
 # 3. **No label noise.** The pilot above found that a clean network collapses its classes in
 #    deep layers and its heads fall below the frozen baseline.
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/01_random_label_heads.py --set noise=0.0 --set "noise_rates=[0.0]"
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect the variance ratio of Fig. 2b to fall well below its value at initialisation in
 #    the last layers, and the depth trend of Fig. 2 to weaken or reverse: without labels to
 #    memorize, little sample-specific information is left for a random-label head to read.
+#    </details>
 
 # %% [markdown]
 # ## Claims
@@ -821,4 +837,4 @@ changes test accuracy by {pm(gain["gain"], 1)} points
 save_table(results["histories"], "lambda_histories", STUDY, scale)
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
-table[["id", "headline", "rule", "verdict"]]
+display(Markdown(claims_markdown(table)))

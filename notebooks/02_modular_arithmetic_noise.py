@@ -38,8 +38,10 @@
 # ## Method
 #
 # **Model.** One-hot inputs $e_a, e_b \in \mathbb{R}^P$, hidden width $M$, no hidden bias:
+#
 # $$f(a, b) = W\,\phi(U e_a + V e_b) + \mu,\qquad U, V \in \mathbb{R}^{M\times P},\;
 #   W \in \mathbb{R}^{P\times M},\; \mu \in \mathbb{R}^P,$$
+#
 # trained full batch with cross-entropy (through `log_softmax`) and AdamW.
 #
 # **Noise.** A fraction $\alpha$ of the training pairs gets a label drawn uniformly from the
@@ -49,7 +51,9 @@
 #
 # **Frequency filtering.** For neuron $m$ take the real DFT of $u_m, v_m$ (over input
 # tokens) and $w_m$ (over output classes) and choose **one shared** frequency
+#
 # $$k_m = \arg\max_{k \ge 1} \left(|\hat u_{m,k}|^2 + |\hat v_{m,k}|^2 + |\hat w_{m,k}|^2\right),$$
+#
 # keep only that bin in all three vectors (the DC term $k = 0$ is dropped), giving the
 # *generalizing* part $G$; the residual is $R = \theta - G$ (it carries $\mu$). Both are
 # evaluated with ReLU, $x^2$ and $|x|$. A learned neuron looks like
@@ -146,7 +150,7 @@ from memlib.config import from_namespace
 from memlib.modarith import CLAIMS, SUBSET_LABELS, SUBSETS, Config, measure, noisy_first
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import direction, listing, num, pct, pct_span, pm
+from memlib.prose import claims_markdown, direction, listing, num, pct, pct_span, pm
 from memlib.tables import save_table
 
 STUDY = "02_modular_arithmetic_noise"
@@ -158,7 +162,6 @@ start = time.time()
 results = study_results("modarith", config, scale)
 chance = results["chance"]
 print(f"experiments done in {time.time() - start:.0f} s (cached runs load in seconds)")
-config
 
 # %% [markdown]
 # ## Training curves of the main runs
@@ -178,7 +181,7 @@ for ax, alpha in zip(axes, shown_alphas, strict=True):
     ax.set(title=f"α = {alpha:g}", xlabel="epoch", ylim=(-3, 103))
 axes[0].set_ylabel("accuracy (%)")
 fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside lower center", ncol=5,
-           fontsize=7)
+           fontsize="small")
 savefig(fig, "training_curves", STUDY, scale)
 final = history[history["epoch"] == history["epoch"].max()]
 print(final.pivot_table(index="alpha", columns="subset", values="acc")[list(SUBSETS)].round(3))
@@ -227,7 +230,7 @@ for row, order_alpha in zip(axes, config.order_alphas, strict=True):
         reference_line(ax, 100 * chance, "chance (1/P)")
         ax.set(title=f"{opt}, α = {order_alpha:g}", xlabel="epoch", ylim=(-3, 103))
     row[0].set_ylabel("train accuracy (%)")
-axes[0, -1].legend(fontsize=6)
+axes[0, -1].legend(fontsize="small")
 savefig(fig, "fig_learning_order_optimizers", STUDY, scale)
 first_table = pd.DataFrame(first_rows)
 save_table(first_table, "learning_order_first_pass", STUDY, scale)
@@ -243,9 +246,10 @@ training accuracy passes 20%, and the noisy lead. The noisy labels lead in {ahea
 {len(leads)} runs ({len(first_table) - len(leads)} never passed 20%): at that point
 {pct_span(leads["noisy"])} of the noisy pairs carry their (wrong) label and
 {pct_span(leads["clean"])} of the clean pairs their right one (lead
-{num(leads["lead"].min(), 2)}–{num(leads["lead"].max(), 2)}; per optimizer, mean ± 95% interval over
-seeds: {listing(f"{o} {pm(Estimate.of(g['lead']), 2)}"
-                for o, g in leads.groupby('optimizer', sort=False))}).
+{num(leads["lead"].min(), 2)}–{num(leads["lead"].max(), 2)}; per optimizer and noise ratio, as the
+claim judges them, mean ± 95% interval over seeds:
+{listing(f"{o} at α = {a:g} {pm(Estimate.of(g['lead']), 2)}"
+         for (o, a), g in leads.groupby(['optimizer', 'alpha'], sort=False))}).
 The paper reports the noisy labels first for every optimizer.
 """))
 
@@ -273,7 +277,7 @@ for i, name in enumerate(datasets):
         reference_line(ax, 10, "chance (10 classes)")
         ax.set(title=f"{name}, α = {alpha:g}", xlabel="epoch", ylim=(-3, 103))
         ax.set_ylabel("train accuracy (%)" if j == 0 else "")
-axes[0, -1].legend(fontsize=6)
+axes[0, -1].legend(fontsize="small")
 savefig(fig, "fig_learning_order_images", STUDY, scale)
 image_first = pd.DataFrame([{"dataset": name, "alpha": alpha, "seed": seed, **noisy_first(
     run, alpha)} for (name, alpha, seed), run in images.groupby(["dataset", "alpha", "seed"])])
@@ -334,7 +338,7 @@ for i, alpha in enumerate(ff_alphas):
         ax.tick_params(axis="x", labelrotation=20, labelsize=6)
         if (i, j) != (0, 2):
             ax.get_legend().remove()
-axes[0, 2].legend(fontsize=6, loc="upper right")
+axes[0, 2].legend(fontsize="small", loc="upper right")
 savefig(fig, "fig_frequency_filtering", STUDY, scale)
 ff_table = parts.pivot_table(index=["alpha", "part", "activation"], columns="subset",
                              values="acc")[list(SUBSETS)].reset_index()
@@ -407,7 +411,7 @@ sns.boxplot(phase, x="alpha", y="phase_error", ax=ax, color="C0", fliersize=1)
 medians = phase.groupby("alpha")["phase_error"].median()
 reference_line(ax, np.pi / 2, "random phases (π/2 mean)")
 ax.set(xlabel="noise rate α", ylabel="phase error |φa + φb − φc|,\nwrapped to [0, π] (rad)")
-ax.legend(fontsize=6)
+ax.legend(fontsize="small")
 savefig(fig, "fig_phase_error", STUDY, scale)
 save_table(medians.rename("median_phase_error").reset_index(), "phase_error", STUDY, scale)
 medians.round(3)
@@ -489,7 +493,7 @@ for ax, score in zip(axes, ("ipr", "strength"), strict=True):
     ax.set(title=f"{score} (evaluated with x²), α = {part_alpha:g}",
            xlabel="fraction of neurons kept γ", ylim=(-3, 103))
 axes[0].set_ylabel("accuracy (%)")
-axes[1].legend(fontsize=5.5, loc="center right")
+axes[1].legend(fontsize="small", loc="center right")
 savefig(fig, "fig_partition_ipr_strength", STUDY, scale)
 best_partition = (frame[(frame["variant"] == "top") & (frame["gamma"] < 1)
                         & (frame["subset"] == "test")]
@@ -547,7 +551,7 @@ handles = ([Line2D([], [], color=f"C{i}", label=f"α = {a:g}")
               for i, wd in enumerate(config.sweep_weight_decays)]
            + [Line2D([], [], color="0.3", marker="o", linestyle="", label="FF (G)"),
               Line2D([], [], color="0.3", marker="x", linestyle="", label="raw")])
-axes[0].legend(handles=handles, fontsize=6, loc="upper left")
+axes[0].legend(handles=handles, fontsize="small", loc="upper left")
 savefig(fig, "fig_width_sweep", STUDY, scale)
 raw_train = sweep[(sweep["part"] == "raw")].pivot_table(
     index=["activation", "weight_decay", "width", "alpha"], columns="subset", values="acc")
@@ -607,17 +611,23 @@ results["analytic"]
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/02_modular_arithmetic_noise.py --set "alphas=[0.0,0.8,0.9,0.95]"
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect the phase error of section 3 to keep growing with $\alpha$ and the filtered net
 #    $G$ of section 2 to lose test accuracy once so few clean pairs remain that the rule is
 #    no longer learned underneath the memorization.
+#    </details>
 # 2. **Subtraction instead of addition.** The same Fourier circuit computes $a - b$, with
 #    $\phi_a - \phi_b \approx \phi_c$.
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/02_modular_arithmetic_noise.py --set operation=sub
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect the same picture as for addition: noisy labels fitted first, and a filtered net
 #    that recovers the rule while the raw net memorizes.
+#    </details>
 # 3. **A longer budget with stronger weight decay.** Raw-output generalization needs
 #    $\mathrm{lr}\cdot\mathrm{wd}\cdot\mathrm{steps} \gg 1$ (here $10^{-3}\cdot 0.1 \cdot 600$
 #    is far below 1); this run takes several times longer than the default.
@@ -625,9 +635,12 @@ results["analytic"]
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/02_modular_arithmetic_noise.py --set weight_decay=1.0 --set epochs=5000
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect the raw net's test accuracy in the training curves to climb late in training
 #    (grokking) at low noise, while the noisy labels stay fitted for a while: the coexistence
 #    of memorization and generalization the paper describes.
+#    </details>
 
 # %% [markdown]
 # ## Claims
@@ -659,4 +672,4 @@ results["analytic"]
 measured = measure(results, config)
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
-table
+display(Markdown(claims_markdown(table)))

@@ -16,21 +16,29 @@
 # For example $i$ with last-layer input $h_i\in\mathbb{R}^d$, logits $z_i$ and the label
 # as trained $y_i$ (noisy), the cross-entropy gradient of the last affine layer is, in
 # closed form,
+#
 # $$g_i = r_i \otimes \tilde h_i,\qquad r_i=\mathrm{softmax}(z_i)-e_{y_i},\quad
 # \tilde h_i=[h_i;1]\in\mathbb{R}^{d+1}.$$
+#
 # Since $\mathbf 1^\top r_i=0$, the $g_i$ span at most $(C-1)(d+1)$ of the $D=C(d+1)$
 # dimensions. With $c_i=g_i-\bar g$ and $S=\sum_i c_ic_i^\top$ with eigenvalues
 # $\lambda_k$ and $p_k=\lambda_k/\sum_j\lambda_j$,
+#
 # $$\mathrm{er}(S)=\exp\Big(-\sum_k p_k\log p_k\Big).$$
+#
 # Removing example $i$ *from the statistic* (not from training; this is not influence)
 # and recentring gives exactly $S_{-i}=S-\alpha\,c_ic_i^\top$ with $\alpha=n/(n-1)$, so
 # with $z=V^\top c_i$ the eigenvalues of $S_{-i}$ are the roots $t$ of the secular equation
+#
 # $$1-\alpha\sum_k \frac{z_k^2}{\lambda_k-t}=0,$$
+#
 # one between each pair of consecutive $\lambda_k$. We solve it for every example from
 # one eigendecomposition (LAPACK dlaed4's rational interpolation, in a small C kernel) and
 # get the exact $\Delta_i=\mathrm{er}(S)-\mathrm{er}(S_{-i})$; the first-order version is
+#
 # $$\Delta_i^{(1)}=\alpha\sum_k\beta_k z_k^2,\qquad
 # \beta_k=\frac{\partial\,\mathrm{er}}{\partial\lambda_k}=\frac{\mathrm{er}}{T}(-\log p_k-H),$$
+#
 # which sums to zero over examples. er is tracked every epoch on a fixed scatter set of
 # training examples (eval mode, no augmentation, noisy labels); the peak is the argmax over
 # epochs $\geq 1$ (epoch 0 is inflated by the random initialisation) and attribution is
@@ -94,13 +102,13 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from memlib.claims import Estimate, describe, evaluate, write
+from memlib.claims import Estimate, evaluate, write
 from memlib.config import from_namespace
 from memlib.data import resolve
 from memlib.fisher import CLAIMS, Config, collapse_gap, measure
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import listing, num, pct, pct_span, pm, span, spread_phrase
+from memlib.prose import claims_markdown, listing, num, pct, pct_span, pm, span, spread_phrase
 from memlib.tables import save_table
 
 STUDY = "03_fisher_rank_inflation"
@@ -148,8 +156,8 @@ axes[0].set(xlabel="epoch", ylabel="effective rank er(S)", title="er of last-lay
 reference_line(axes[1], 0.1, "chance")
 axes[1].set(xlabel="epoch", ylabel="accuracy / fraction", title="fit of noisy labels and test")
 # Legends under the panels, never on the curves.
-axes[0].legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-axes[1].legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
+axes[0].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+axes[1].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
 fig.set_figheight(4.2)
 savefig(fig, "fig1_inflation_collapse", STUDY, scale, data=resolve(config.dataset))
 
@@ -210,7 +218,7 @@ ax.errorbar(peaks.index * 100, peaks["mean"], yerr=peaks["std"], marker="o", cap
             label=f"ours ({config.model}, {config.dataset})")
 ax.plot([0, 60], [28.88, 97.09], "s", color="0.35", label="paper (clean, 60%)")
 ax.set(xlabel="corruption (%)", ylabel="peak er", title="peak effective rank")
-ax.legend(fontsize=7)
+ax.legend(fontsize="small")
 savefig(fig, "fig2_peak_er_vs_corruption", STUDY, scale, data=resolve(config.dataset))
 peaks.round(2)
 
@@ -309,7 +317,7 @@ ax.axvspan(0.6, 0.8, facecolor="C2", alpha=0.25, edgecolor="C2", hatch="//", lin
            label="paper's AUROC range (0.6–0.8)", zorder=3)
 ax.set(xlabel="AUROC for the corrupted examples", xlim=(0, 1),
        title=f"label-error signals, {config.attribution_corruption:.0%} noise (seed mean)")
-ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
 savefig(fig, "fig4_signals", STUDY, scale, data=resolve(config.dataset))
 
 # %% tags=["remove-input"]
@@ -440,23 +448,33 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set attribution_corruption=0.2
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect the corrupted examples to stay enriched at the top of the attribution, with a
 #    lower precision@100 than at 40% (fewer corrupted examples to find), and a lower peak er.
-# 2. **Train until the noise is fitted.** The paper's collapse comes once the corrupted labels
-#    are memorized; 50 epochs leave part of them unfitted.
+#    </details>
+# 2. **Train longer after the fit.** Each run stops a few epochs after it has fitted its
+#    labels (`epochs_after_fit`); the paper's collapse continues while training goes on.
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/03_fisher_rank_inflation.py --set epochs=150
+#        notebooks/03_fisher_rank_inflation.py --set epochs_after_fit=40
 #    ```
-#    Expect the dotted fit curves of Fig. 1 to approach 1 and er to keep falling after its
-#    peak, so that the `inflation_collapse` precondition can be met.
+#    <details><summary>Answer</summary>
+#
+#    Expect the epochs up to the fit, and with them the er peak and the attribution at the
+#    peak, to stay as they are (the same seeds train the same way), and er to keep falling
+#    after the fit, so the collapse of Fig. 1 deepens.
+#    </details>
 # 3. **Weight decay, which delays memorization.**
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set weight_decay=5e-4
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect a later and lower er peak and slower fitting of the corrupted labels: within a
 #    fixed budget the collapse may not show at all (the paper's caveat on regularization).
+#    </details>
 
 # %% [markdown]
 # ## Claims
@@ -493,9 +511,6 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 
 # %%
 measured = measure(results, config)
-{claim: describe(value) for claim, value in measured.items()}
-
-# %%
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
-table
+display(Markdown(claims_markdown(table)))

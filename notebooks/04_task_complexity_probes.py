@@ -36,8 +36,11 @@
 # (background $-1$), Adam (lr 0.01, reached by a linear warmup over the first 5 steps),
 # cosine annealing over 10 epochs, batch 128. Task
 # difficulty is the mean structural dissimilarity of random image pairs,
-# $d(A, B) = \tfrac12\left(\mathbb E_{a \in A, b \in B}[1 - \mathrm{SSIM}(a, b)]
-# + \mathbb E_{b \in B, a \in A}[1 - \mathrm{SSIM}(b, a)]\right)$; the most *similar* pair is
+#
+# $$d(A, B) = \tfrac12\left(\mathbb E_{a \in A, b \in B}[1 - \mathrm{SSIM}(a, b)]
+# + \mathbb E_{b \in B, a \in A}[1 - \mathrm{SSIM}(b, a)]\right);$$
+#
+# the most *similar* pair is
 # the hard one. Every probe acts on a copy, separately on each tensor of each layer
 # ($N$ entries):
 #
@@ -150,7 +153,7 @@ from memlib.config import from_namespace
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.probes import CLAIMS, Config, measure
-from memlib.prose import listing, num, pm, span
+from memlib.prose import claims_markdown, listing, num, pm, span
 from memlib.tables import save_table
 
 STUDY = "04_task_complexity_probes"
@@ -194,7 +197,7 @@ for ax, name in zip(axes, datasets, strict=True):
         ax.plot([r.b, r.a], [r.a, r.b], "o" if r.task == "easy" else "x", color="red", ms=8,
                 mew=2, mfc="none", label=f"{r.task}: d = {r.distance:.3f}")
     ax.set_title(f"{name}: mean 1 - SSIM")
-    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.35), fontsize=7)
+    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.35), fontsize="small")
     fig.colorbar(image, ax=ax, shrink=0.7, label="1 - SSIM")
 savefig(fig, "difficulty_ssim_matrix", STUDY, scale)
 print(pairs)
@@ -257,7 +260,7 @@ def fig1(dataset):
     axes[0].set_ylabel("test accuracy (%)")
     axes[0].set_ylim(30, 101)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7)
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize="small")
     fig.suptitle(f"{dataset}: probes on every layer "
                  f"(mean and 95% t interval over {config.runs} runs)")
     return fig
@@ -359,7 +362,7 @@ for ax, name in zip(axes, datasets, strict=True):
     ax.axvline(0.7, color="0.6", lw=0.8, ls="--")
     reference_line(ax, 50, "chance")
     ax.set(title=f"{name}: signed accuracy vs pruning", xlabel="pruned fraction p (smallest |w|)")
-    ax.legend(fontsize=6, loc="lower right")
+    ax.legend(fontsize="small", loc="lower right")
 axes[0].set_ylabel("signed test accuracy (%)")
 savefig(fig, "fig1_phase_transition", STUDY, scale)
 transitions = pd.DataFrame(transition_rows)
@@ -446,7 +449,7 @@ def fig_variants(dataset):
             ("float weights", FORM_STYLES["float"]), ("sign(w)", FORM_STYLES["signed"]),
             ("mean|w|·sign(w) (ours)", FORM_STYLES["scaled"]))]
         + [Line2D([], [], color="0.35", linestyle="--", lw=1, label="chance")])
-    fig.legend(handles=handles, loc="outside right center", fontsize=7)
+    fig.legend(handles=handles, loc="outside right center", fontsize="small")
     fig.suptitle(f"{dataset}: probe variants (mean and 95% t interval over {config.runs} runs)")
     return fig
 
@@ -497,7 +500,7 @@ for row, name in enumerate(datasets):
         ax.set_xlabel("pruned fraction p")
         ax.set_title(f"{name}: {label[(name, task)]}", fontsize=8)
     axes[row, 0].set_ylabel("test accuracy (%)")
-axes[0, 0].legend(fontsize=6)
+axes[0, 0].legend(fontsize="small")
 savefig(fig, "fig2_prune_randomize_B", STUDY, scale)
 
 # %% tags=["remove-input"]
@@ -541,7 +544,7 @@ for ax, name in zip(axes[:, 0], datasets, strict=True):
     ax.set_title(name, fontsize=8)
     ax.set_xlabel("")
     ax.set_ylabel("test accuracy (%)")
-    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1, 1))
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1, 1))
 axes[-1, 0].set_xlabel("null model (A all, B by sign, C/D per in/out node, E/F per node and "
                        "sign, G rewired)")
 savefig(fig, "fig3_null_models", STUDY, scale)
@@ -596,8 +599,8 @@ for name in datasets:
         for r in h.itertuples():
             grid[r.a, r.b] = grid[r.b, r.a] = getattr(r, column)
         image = ax.imshow(grid, cmap="magma" if column == "acc" else "viridis")
-        ax.set_xticks(range(k), classes[name][:k], rotation=90, fontsize=6)
-        ax.set_yticks(range(k), classes[name][:k], fontsize=6)
+        ax.set_xticks(range(k), classes[name][:k], rotation=90, fontsize="small")
+        ax.set_yticks(range(k), classes[name][:k], fontsize="small")
         ax.set_title(title, fontsize=8)
         fig.colorbar(image, ax=ax, shrink=0.9, label="%" if column == "acc" else "points")
     rho_rand = h["delta_bin"].corr(h["delta_rand"], method="spearman")
@@ -664,10 +667,10 @@ shown = standin.assign(probe=[p if p in ("float", "sign", "A", "B") else f"{p} {
 sns.barplot(data=shown, x="matrix", y="metric", hue="probe", ax=ax, palette="tab20")
 reference_line(ax, 10, "chance")
 ax.set_xticks(ax.get_xticks(), [m.removesuffix(".weight").replace(".mlp.", "\nmlp.")
-                                for m in dict.fromkeys(standin["matrix"])], fontsize=7)
+                                for m in dict.fromkeys(standin["matrix"])], fontsize="small")
 ax.set_xlabel("probed matrix (one at a time)")
 ax.set_ylabel("test accuracy (%) - ViT stand-in")
-ax.legend(fontsize=5, ncol=2, loc="upper left", bbox_to_anchor=(1, 1))
+ax.legend(fontsize="small", ncol=2, loc="upper left", bbox_to_anchor=(1, 1))
 savefig(fig, "fig5_layerwise_vit_standin", STUDY, scale)
 standin.pivot_table(index="matrix", columns=["probe", "level"], values="metric",
                     sort=False).round(1)
@@ -733,24 +736,36 @@ if results["distilbert"] is not None:
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/04_task_complexity_probes.py --set pair_choice=ssim
 #    ```
-#    The hard pair becomes the most similar pair and the easy pair the least similar. Expect
-#    the paper's picture to sharpen: the binarized hard model nearer chance, the easy one
-#    nearer its full accuracy, and a larger gap between them under null model B.
+#    The hard pair becomes the most similar pair and the easy pair the least similar.
+#    <details><summary>Answer</summary>
+#
+#    Expect the paper's picture to sharpen: the binarized hard model nearer chance, the easy
+#    one nearer its full accuracy, and a larger gap between them under null model B.
+#    </details>
 # 2. **The authors' probe scripts, biases left at their random initialisation.**
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/04_task_complexity_probes.py --set reinit_biases=true
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect lower accuracies under every probe, most of all for the hard pair, whose
 #    decision boundary depends on fine adjustments the trained biases provide; the qualitative
 #    picture (sign structure suffices for easy tasks, not for hard ones) should remain.
-# 3. **The paper's number of runs per pair.**
+#    </details>
+# 3. **The paper's number of runs per pair, 20.**
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/04_task_complexity_probes.py --set runs=20
+#        notebooks/04_task_complexity_probes.py \
+#        --set "seeds=[$(seq -s, 100 119)]"
 #    ```
-#    About four times the compute. Expect narrower interquartile bands and smaller standard
-#    errors, so that claims now *within noise* get decided one way or the other.
+#    The twelve runs per pair of this notebook load from the cache; eight more are trained.
+#    <details><summary>Answer</summary>
+#
+#    Expect narrower 95% intervals (the shaded bands and the ± of every claim), so that
+#    claims now *within noise* get decided one way or the other, and means that move
+#    within today's intervals.
+#    </details>
 
 # %% [markdown]
 # ## Claims
@@ -796,4 +811,4 @@ if results["distilbert"] is not None:
 measured = measure(results)
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
-table
+display(Markdown(claims_markdown(table)))

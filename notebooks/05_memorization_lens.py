@@ -31,9 +31,9 @@
 # `memlib.rlp.train_run`, on Fashion-MNIST and on MNIST (the bundled 5,000-digit subset,
 # `mnist-5k`, when the full set is not on disk), at the symmetric label-noise rates of
 # `noise_rates` below (at the small scale only study 1's 40%, the rate every question is
-# asked at), five seeds each. While it trains, a callback watches it through the other studies' public
-# functions; watching only evaluates (eval mode, no random draws), so the training is
-# study 1's bit for bit (checked below against study 1's own cached runs). The
+# asked at), five seeds each. While it trains, a callback watches it through the other
+# studies' public functions; watching only evaluates (eval mode, no random draws), so the
+# training is study 1's bit for bit (checked below against study 1's own cached runs). The
 # frozen-initialisation baselines come from study 1's code too; they do not depend on the
 # label noise, so every noise rate shares one per seed (on Fashion-MNIST, study 1's own).
 #
@@ -108,11 +108,11 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from memlib import lens, rlp
-from memlib.claims import describe, evaluate, write
+from memlib.claims import evaluate, write
 from memlib.config import from_namespace, to_dict
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import listing, num, span
+from memlib.prose import claims_markdown, listing, markdown_table, num, span
 from memlib.tables import save_table
 
 STUDY = "05_memorization_lens"
@@ -125,7 +125,8 @@ DATA = list(dict.fromkeys(runs["dataset"]))
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
 spec = results["specs"][0].run
-{k: v for k, v in to_dict(spec).items() if k not in ("dataset", "noise", "seed")}
+setting = [(k, v) for k, v in to_dict(spec).items() if k not in ("dataset", "noise", "seed")]
+display(Markdown(markdown_table(pd.DataFrame(setting, columns=["setting", "value"]))))
 
 # %% [markdown]
 # The training setting above is study 1's preset at this scale, read from its parameter
@@ -188,16 +189,16 @@ for ax, dataset in zip(axes[0], DATA):
                          extent=(n - 0.5, n + 0.5, n - 0.5, -0.5))
     for (i, j), value in np.ndenumerate(rho):
         ax.text(j, i, "" if np.isnan(value) else f"{value:.2f}", ha="center", va="center",
-                fontsize=7, color="white" if abs(value) > 0.6 else "black")
+                fontsize="small", color="white" if abs(value) > 0.6 else "black")
     for i, value in enumerate(au[:, 0]):
         ax.text(n, i, "" if np.isnan(value) else f"{value:.2f}", ha="center", va="center",
-                fontsize=7, color="white" if value > 0.85 else "black")
+                fontsize="small", color="white" if value > 0.85 else "black")
     ax.axvline(n - 0.5, color="black", linewidth=2)
     ax.set_xlim(-0.5, n + 0.5)
     ax.set_ylim(n - 0.5, -0.5)
     ax.set_xticks(range(n + 1), [*scores, "AUROC\n(corrupted)"], rotation=60, ha="right",
-                  fontsize=7)
-    ax.set_yticks(range(n), scores, fontsize=7)
+                  fontsize="small")
+    ax.set_yticks(range(n), scores, fontsize="small")
     ax.set_title(f"{dataset}, {NOISE:.0%} noise: Spearman ρ and AUROC")
     ax.grid(False)
 fig.colorbar(rho_image, ax=axes[0].tolist(), shrink=0.6, label="Spearman ρ")
@@ -279,7 +280,7 @@ for ax, dataset in zip(axes[0], DATA):
     ax.axhline(0, color="0.6", linewidth=0.8)
     ax.set(xlabel="hidden layer (depth)", ylabel="value / its largest |value|",
            title=f"{dataset}, {NOISE:.0%} noise", xticks=sorted(d["depth"].unique()))
-    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.2))
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2))
 fig.set_figheight(4.4)
 savefig(fig, "fig2_layer_agreement", STUDY, scale)
 layer_table = layers.groupby(["dataset", "noise", "layer", "depth"], sort=False)[
@@ -331,12 +332,13 @@ for ax, dataset in zip(axes[0], DATA):
     for name, column in signals.items():
         v = mean[column].dropna()
         ax.plot(v.index, (v - v.min()) / (v.max() - v.min() or 1.0), label=name)
-    peak = lens.er_peak_epoch(mean.reset_index())
-    reference_line(ax, peak, "er peak", axis="x")
+    # each seed's own er peak, as the text and the timing table below read it
+    peaks = [lens.er_peak_epoch(s) for _, s in c.groupby("seed")]
+    reference_line(ax, float(np.mean(peaks)), "er peak (mean over seeds)", axis="x")
     ax.set(xlabel="epoch", ylabel="rescaled to [0, 1]",
-           title=f"{dataset}, {NOISE:.0%} noise (er peak: epoch {peak})")
+           title=f"{dataset}, {NOISE:.0%} noise (er peak: epoch {span(peaks, 0)})")
 fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=6,
-           fontsize=7)
+           fontsize="small")
 savefig(fig, "fig3_over_training", STUDY, scale)
 timing = []
 for (dataset, noise, seed), c in curves[curves["noise"] > 0].groupby(["dataset", "noise",
@@ -390,24 +392,33 @@ record of memorization that has already happened.
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/05_memorization_lens.py --set "noise_rates=[0.0,0.4,0.6]"
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect a higher and later er peak (study 3's peak grows with corruption), more of the
 #    corrupted labels to find, and the per-example agreement at the highest rate to show
 #    whether the families of section 1 survive.
+#    </details>
 # 2. **Study 1's preset, changed.** `study1_sets` passes `key=value` changes to the watched
 #    model, here a shallower MLP.
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/05_memorization_lens.py --set 'study1_sets=["widths=[256,256,256]"]'
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect fewer layers in section 2 and, as in study 1's pilot, a smaller random-label
 #    excess at depth; whether the probes' fragile layer moves with it is the question.
+#    </details>
 # 3. **er measured every epoch**, as study 3 does (about twice the lens cost).
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/05_memorization_lens.py --set measure_every=1
 #    ```
+#    <details><summary>Answer</summary>
+#
 #    Expect the same ordering over training with a sharper er peak: the peak epoch can only
 #    move by the measurement interval.
+#    </details>
 
 # %% [markdown]
 # ## Claims
@@ -432,12 +443,9 @@ record of memorization that has already happened.
 
 # %%
 measured = lens.measure(results)
-{claim: describe(value) for claim, value in measured.items()}
-
-# %%
 claims_table = evaluate(lens.claims(config), measured)
 write(claims_table, STUDY, scale)
-claims_table
+display(Markdown(claims_markdown(claims_table)))
 
 # %% [markdown]
 # ## What the agreement means, and what it cannot say

@@ -7,15 +7,19 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+from book_render import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    browser,
+    claims_problems,
+    page_problems,
+    pages,
+    text_problems,
+)
 from test_notebooks import NOTEBOOKS
 
 from memlib import book
 from memlib.claims import collect
-
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1280,900")
 
 
 def tiny_notebook(*cells):
@@ -58,20 +62,6 @@ def test_a_book_without_executed_notebooks_says_what_to_run(tmp_path):
 # --- the built site in a browser -------------------------------------------------------------
 
 
-def browser(profile: Path):
-    """Headless Chromium through the system's chromedriver, with a fresh profile and nothing
-    that would reach the network by itself."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (*FLAGS, f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-
-
 BROKEN_IMAGES = "return [...document.images].filter(i => !(i.complete && i.naturalWidth > 0))" \
                 ".map(i => i.src);"
 LINKS = "return [...document.querySelectorAll('a[href]')].map(a => a.href);"
@@ -101,13 +91,53 @@ def test_broken_links_are_missing_files_and_missing_anchors(tmp_path):
     assert broken_links(hrefs) == [hrefs[2], hrefs[3]]
 
 
-def page_problems(driver, page: Path) -> list[str]:
+def load_problems(driver, page: Path) -> list[str]:
     driver.get(page.as_uri())
     problems = [f"image did not load: {src}" for src in driver.execute_script(BROKEN_IMAGES)]
     problems += [f"broken link: {href}" for href in broken_links(driver.execute_script(LINKS))]
     problems += [f"console: {entry['message']}" for entry in driver.get_log("browser")
                  if entry["level"] == "SEVERE"]
     return [f"{page.name}: {p}" for p in problems]
+
+
+PLANTED = {  # one defect each, as the render check must see it
+    "raw TeX": "<p>At $\\alpha = 0.8$ the filtered net</p>",
+    "TeX command": "<p>with \\mathbf{1}^\\top r_i = 0</p>",
+    "machine path": "<pre>{root}/figures/x.png</pre>",
+    "PosixPath": "<pre>[PosixPath('figures/x.pdf')]</pre>",
+    "Estimate repr": "<pre>{'excess': Estimate(mean=4.1000000000000005, se=1.7, n=3)}</pre>",
+    "literal Markdown link": "<p>see [fig2_layerwise_rlp](01_random_label_heads/fig2.png</p>",
+    "cut claims table": "<table><tr><th>id</th><th>verdict</th></tr>"
+                        "<tr><td>x</td><td>precondition failed: last layer's RLP excess o…"
+                        "</td></tr></table>",
+    "page wider than a phone": '<div style="width: 700px">a wide box</div>',
+    "image shrunk below half": '<img style="width: 200px" width="1000" src="data:image/png;'
+                               'base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQV'
+                               'R42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==">',
+}
+
+
+def test_the_render_check_reads_text_as_a_reader_would():
+    root = "/home/someone/memlib"
+    assert text_problems("At 0.8 the net fits 95% (n=3).", "plain", [root]) == []
+    for prose in ("At $\\alpha = 0.8$", "with \\mathbf{1}", "see [a](b.png)", "see [a](b.pn"):
+        assert text_problems(prose, "", [root]), prose
+    for text in (f"{root}/figures/x.png", "[PosixPath('x')]", "Estimate(mean=1, se=2, n=3)",
+                 "figures/.03_fisher.t9_w4bhv.run/x"):
+        assert text_problems("", text, [root]), text
+    assert claims_problems(["holds", "precondition failed: the model"]) == []
+    assert claims_problems(["precondition failed: last layer's RLP excess o…"])
+    assert claims_problems(["precondition failed: last layer's RLP excess o..."])
+
+
+def plant(page: Path, defect: str, root: str) -> Path:
+    """A copy of `page` beside it with `defect` placed at the top of its article."""
+    html = page.read_text()
+    start = html.index("<article")
+    start = html.index(">", start) + 1
+    planted = page.with_name(f"planted-{defect.replace(' ', '-')}-{page.name}")
+    planted.write_text(html[:start] + PLANTED[defect].replace("{root}", root) + html[start:])
+    return planted
 
 
 @pytest.mark.notebook
@@ -126,17 +156,145 @@ def test_the_book_of_the_smoke_runs_opens_in_a_browser(smoke_runs, tmp_path):
         collect("smoke")
         index = book.build("smoke")
     html = index.parent
-    first = NOTEBOOKS[0].stem  # the notebook with the most figures
-    pages = [index, html / "figures" / "CLAIMS.html", html / "glossary.html",
-             html / "figures" / first / f"{first}.html"]
+    root = str(Path(__file__).resolve().parent.parent)
+    machine = [root, str(smoke_runs.figures), str(smoke_runs.build), str(Path.home())]
     driver = browser(tmp_path / "profile")
     try:
-        problems = [p for page in pages for p in page_problems(driver, page)]
+        every = pages(html)
+        problems = [p for page in every for p in load_problems(driver, page)]
+        problems += [p for page in every for p in page_problems(driver, page, machine)]
+        # the check sees each defect planted into a notebook's page
+        first = NOTEBOOKS[0].stem
+        page = html / "figures" / first / f"{first}.html"
+        unseen = [defect for defect in PLANTED
+                  if not page_problems(driver, plant(page, defect, root), machine)]
     finally:
         driver.quit()
     assert not problems, "\n".join(problems)
+    assert not unseen, f"the render check missed: {unseen}"
+    assert {p.name for p in every} >= {"index.html", "glance.html", "glossary.html",
+                                       "CLAIMS.html", f"{first}.html"}
     landing = index.read_text()
+    article = landing[landing.index("<article"):]  # the page's text, after its side bars
+    assert article.index('class="glance"') < article.index("Reading order")  # results first
     for notebook in NOTEBOOKS:  # each notebook's cold runtime, from its manifest
         manifest = json.loads((smoke_runs.figures / "smoke" / notebook.stem
                                / "manifest.json").read_text())
         assert book.duration(book.cold_seconds(manifest)) in landing
+
+
+# --- results at a glance, figure links, exercises ---------------------------------------------
+
+
+def claim(**fields):
+    return {"id": "c", "verdict": "holds", "rule": "r > 0", "ours": "", "where": "",
+            "headline": "1 ± 0.5 (n=3)", **fields}
+
+
+def test_each_claim_names_its_dataset_from_its_values_id_figure_or_notebook():
+    one, two = {"data": {"fashion_mnist": "x"}}, {"data": {"mnist": "x", "fashion_mnist": "y"}}
+    assert book.dataset_of(claim(ours="data=mnist-5k, rho=0.9"), two).startswith("mnist-5k")
+    assert book.dataset_of(claim(id="phase_transition_fashion_mnist"), two) == "Fashion-MNIST"
+    assert book.dataset_of(claim(where="fig1_variants_fashion_mnist"), two) == "Fashion-MNIST"
+    assert book.dataset_of(claim(), one) == "Fashion-MNIST"
+    assert book.dataset_of(claim(), two) == "see notebook"
+
+
+def test_the_glance_colours_each_claim_by_its_verdict_and_links_its_figure():
+    studies = {"03_fisher_rank_inflation": ("Fisher", [
+        claim(id="a", where="fig1_x"), claim(id="b", verdict="within noise"),
+        claim(id="c", verdict="precondition failed: the model did not fit")])}
+    grid = book.glance_grid(studies)
+    assert grid.count("verdict-holds") == 2  # the cell and the legend
+    assert 'class="glance-cell verdict-precondition"' in grid
+    assert 'href="glance.html#claim-03-b"' in grid
+    page = book.glance_page(studies, {"03_fisher_rank_inflation": {}}, "smoke")
+    assert ('<a href="figures/03_fisher_rank_inflation/03_fisher_rank_inflation.html'
+            '#fig-fig1-x">fig1_x</a>') in page
+    assert "the model did not fit" in page and "r &gt; 0" in page
+    worked = book.worked_verdicts(studies)
+    assert [kind in worked for kind in ("*holds*", "*within noise*", "*precondition failed*")
+            ] == [True, True, True]
+
+
+def test_figure_links_open_the_figure_in_its_notebook_page():
+    nb = tiny_notebook(("code", {}, 'savefig(fig, "fig2_a", STUDY, scale)'),
+                       ("code", {}, 'for n in d:\n    savefig(f(n), f"fig4_b_{n}", STUDY)'),
+                       ("code", {}, 'save_table(results["h"], "lambda_sweep", STUDY, scale)'))
+    anchored = book.with_anchors(nb, ["fig2_a", "fig4_b_mnist-5k", "lambda_sweep", "gone"])
+    targets = [c["source"] for c in anchored["cells"] if c["cell_type"] == "markdown"]
+    assert targets == ["(fig-fig2-a)=", "(fig-fig4-b-mnist-5k)=", "(fig-lambda-sweep)="]
+    report = "| holds | x | [fig2_a](01_random_label_heads/fig2_a.png) |"
+    assert book.claims_page(report) == ('| holds | x | <a href="01_random_label_heads/'
+                                        '01_random_label_heads.html#fig-fig2-a">fig2_a</a> |')
+
+
+def test_exercises_state_their_run_time_from_the_manifest():
+    nb = tiny_notebook(("markdown", {}, "## Try this\n1. **x**"), ("markdown", {}, "## Claims"))
+    manifest = {"wall_seconds": 9, "compute_seconds": 398.0, "cache_entries": 199,
+                "scale": "small", "device": "cpu (x86_64, 2 threads)"}
+    shown = book.with_exercise_costs(nb, manifest)
+    assert len(shown["cells"]) == 3
+    assert "7 min at the `small` scale on cpu (x86_64, 2 threads), about 2 s per result" in (
+        shown["cells"][1]["source"])
+
+
+def test_a_damaged_claims_table_is_named(tmp_path):
+    bad = tmp_path / "claims.csv"
+    bad.write_bytes(b"id,verdict\n\xff\xfe")
+    with pytest.raises(book.DamagedFileError, match="claims.csv"):
+        book.read_claims(bad)
+    bad.write_text("x,y\n1,2\n")
+    with pytest.raises(book.DamagedFileError, match="lacks the id"):
+        book.read_claims(bad)
+    assert book.read_claims(tmp_path / "none.csv") == []
+
+
+def test_published_notebooks_carry_no_machine_paths():
+    from memlib.pipeline import relative_papermill_paths
+
+    executed = {"metadata": {"papermill": {
+        "input_path": "/home/x/build/small/.03.abc.run/input.ipynb",
+        "output_path": "/home/x/build/small/.03.abc.run/output.ipynb", "duration": 3}}}
+    shown = relative_papermill_paths(executed, "03_fisher.py", "03_fisher.ipynb")
+    assert shown["metadata"]["papermill"] == {"input_path": "03_fisher.py",
+                                              "output_path": "03_fisher.ipynb", "duration": 3}
+    assert "/home/x" not in json.dumps(shown)
+
+
+def test_the_claims_report_colours_verdicts_and_never_cuts_a_link(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from memlib import claims
+
+    monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path))
+    (tmp_path / "smoke" / "04_task_complexity_probes").mkdir(parents=True)
+    (tmp_path / "smoke" / "04_task_complexity_probes" / "fig1_variants_fashion_mnist.png"
+     ).write_bytes(b"png")
+
+    assert claims.verdict_cell("precondition failed: x") == (
+        '<span class="verdict verdict-precondition">precondition failed</span>')
+    row = SimpleNamespace(id="measures_agree_mnist", ours="data=mnist-5k, rho=1",
+                          statement="s" * 300, verdict="precondition failed: " + "w" * 300,
+                          caveat="", where="")
+    assert claims.claim_cell(row).endswith("… (data: mnist-5k)")
+    assert claims.note_cell(row, "04_task_complexity_probes", "smoke").endswith("…")
+    long_caveat = SimpleNamespace(**{**vars(row), "caveat": "c" * 190,
+                                     "where": "fig1_variants_fashion_mnist"})
+    assert claims.note_cell(long_caveat, "04_task_complexity_probes", "smoke").endswith(
+        "[fig1_variants_fashion_mnist](04_task_complexity_probes/"
+        "fig1_variants_fashion_mnist.png)")
+
+
+def test_claims_tables_show_every_cell_in_full_as_markdown():
+    import pandas as pd
+
+    from memlib.prose import claims_markdown, markdown_table
+
+    long = "precondition failed: last layer's RLP excess over the frozen baseline " * 3
+    table = pd.DataFrame([{"id": "a|b", "headline": float("nan"), "verdict": long,
+                           "rule": "x\ny", "scope": "paper"}])
+    text = claims_markdown(table)
+    assert text.splitlines()[0] == "| id | headline | verdict | rule |"
+    assert f"| a\\|b |  | {long} | x y |" in text
+    assert markdown_table(table[["id"]]).splitlines() == ["| id |", "|---|", "| a\\|b |"]

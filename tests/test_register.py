@@ -128,7 +128,7 @@ def test_a_new_confirmatory_run_keeps_the_old_verdicts_beside_the_new(tmp_path, 
            "100-101, whose verdicts stay in the details: the recipe trains longer." in text
     assert "| pilot (seeds 0-1) | earlier run (seeds 100-101) |" in text
     assert "| x | v1 (" in text and "| — | holds (v1) | — |" in text
-    assert "**does not hold**" in text
+    assert '<span class="verdict verdict-fails">does not hold</span>' in text
     with pytest.raises(ValueError, match="fresh"):  # the replaced run's seeds stay used
         new_confirmatory_run(study, [100, 300], "again", "2026-01-03")
 

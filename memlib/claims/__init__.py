@@ -41,7 +41,17 @@ from memlib.claims.register import (
     with_versions,
     write,
 )
-from memlib.claims.report import collect, counts, decided_by_interval, pilot_verdicts
+from memlib.claims.report import (
+    VERDICT_CSS,
+    claim_cell,
+    claim_dataset,
+    collect,
+    counts,
+    decided_by_interval,
+    note_cell,
+    pilot_verdicts,
+    verdict_cell,
+)
 from memlib.claims.rules import (
     FAILS,
     HOLDS,
@@ -96,4 +106,5 @@ __all__ = [
     "parse_seeds", "pilot_verdicts", "read_register", "read_results", "register",
     "register_path", "registered_versions", "replicates_needed", "some_beyond_noise",
     "t_quantile", "text_fingerprint", "verdict", "with_versions", "write",
+    "VERDICT_CSS", "claim_cell", "claim_dataset", "note_cell", "verdict_cell",
 ]

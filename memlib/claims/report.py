@@ -3,6 +3,7 @@ against the register, with the pilot's verdicts, earlier rule versions and repla
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 import pandas as pd
@@ -17,7 +18,15 @@ from memlib.claims.register import (
     read_register,
     read_results,
 )
-from memlib.claims.rules import FAILS, HOLDS, MIN_REPLICATES, VERDICTS
+from memlib.claims.rules import (
+    FAILS,
+    HOLDS,
+    MIN_REPLICATES,
+    NOT_RUN,
+    PRECONDITION,
+    VERDICTS,
+    WITHIN_NOISE,
+)
 from memlib.claims.stats import ALPHA, LEVEL, MAX_REPLICATES
 from memlib.process import atomic_write_bytes
 
@@ -55,20 +64,48 @@ def _cell(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _note(row, notebook: str, scale: str) -> str:
-    """The caveat, why the row was not decided, and a link to the figure that shows it (the
-    link is kept whole: a cut link would show as text)."""
-    note = _cell(" ".join(t for t in (row.caveat, row.note) if t), 300)
+# ---- the report's cells: what a reader sees in one row --------------------------------------
+
+VERDICT_CSS = {HOLDS: "holds", FAILS: "fails", WITHIN_NOISE: "noise",
+               PRECONDITION: "precondition", NOT_RUN: "notrun"}
+
+
+def verdict_cell(verdict: str) -> str:
+    """The verdict's kind alone, coloured by the book's style sheet (a code host shows the
+    word); the reason of a failed precondition goes to the note."""
+    kind = verdict.split(":")[0].strip()
+    return f'<span class="verdict verdict-{VERDICT_CSS.get(kind, "notrun")}">{kind}</span>'
+
+
+def claim_dataset(claim_id: str, ours: str) -> str:
+    """The dataset a claim was judged on, as its measured values (`data=…`) or its id name
+    it; "" when neither does."""
+    named = re.search(r"\bdata=([\w-]+)", ours or "")
+    if named:
+        return named.group(1)
+    suffix = re.search(r"_(fashion_mnist|mnist-5k|mnist|cifar100|cifar10)$", claim_id)
+    return suffix.group(1) if suffix else ""
+
+
+def claim_cell(row) -> str:
+    """The paper's statement, with the dataset when the claim is judged once per dataset."""
+    dataset = getattr(row, "dataset", "") or claim_dataset(row.id, row.ours)
+    return _cell(row.statement) + (f" (data: {dataset})" if dataset else "")
+
+
+def note_cell(row, notebook: str, scale: str) -> str:
+    """Why the row was not decided (a failed precondition, too few or too noisy replicates)
+    and the caveat, each capped, then a link to the figure that shows it, never cut (a cut
+    link would show as text)."""
+    reason = row.verdict.partition(":")[2].strip()
+    note = " ".join(_cell(text) for text in (reason, getattr(row, "note", ""), row.caveat)
+                    if text)
     shown = [f"{row.where}{ext}" for ext in (".png", ".md")
              if row.where and (paths.figures_dir(notebook, scale) / f"{row.where}{ext}"
                                ).exists()]
     if shown:  # relative to CLAIMS.md, which sits beside the notebooks' folders
         note = f"{note} [{row.where}]({notebook}/{shown[0]})".strip()
     return note
-
-
-def _statement(row) -> str:
-    return f"{row.statement} ({row.dataset})" if row.dataset else row.statement
 
 
 def _with_register(table: pd.DataFrame, study: str, code: Mapping[str, str] | None
@@ -92,9 +129,9 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
              "|---|---|---|---|---|---|"]
     for row in table.itertuples():
         lines.append("| " + " | ".join((
-            f"**{_cell(row.verdict)}**", _cell(row.holm or "—"), _cell(_statement(row)),
+            verdict_cell(row.verdict), _cell(row.holm or "—"), claim_cell(row),
             _cell(row.paper or "qualitative"), _cell(row.headline),
-            _note(row, notebook, scale))) + " |")
+            note_cell(row, notebook, scale))) + " |")
     earlier = earlier_runs(reg)
     pilot_seeds = _span(reg.get("pilot_seeds", []))
     details = ["| id | rule version | register check | pilot"
@@ -109,14 +146,14 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
     seeds = reg.get("seeds", [])
     runs = "".join(f" It replaces an earlier confirmatory run on seeds {span}, whose verdicts "
                    f"stay in the details: {reason.rstrip('.')}." for span, reason, _ in earlier)
-    heading = (f"Confirmatory seeds {_span(seeds)}.{runs} " if seeds else "")
+    heading = (f"Confirmatory seeds {_span(seeds)}.{runs}\n\n" if seeds else "")
     flagged = table[table["register"] != ""]
     warning = "" if flagged.empty else (
         f"**Register check: {len(flagged)} of {len(table)} rules are unregistered or changed "
         f"since registration** ({', '.join(flagged['id'])}); see the details.\n\n")
     rules = "\n".join(f"- **{row.id}**: measure: {row.measure}. Rule: {row.rule}. "
                       f"Ours: {row.ours or 'not run'}." for row in table.itertuples())
-    return (f"{warning}{heading}\n\n{counts(table)}.\n\n" + "\n".join(lines)
+    return (f"**{counts(table)}.**\n\n{warning}{heading}" + "\n".join(lines)
             + "\n\n<details><summary>Rule versions, register check, pilot and earlier "
             "verdicts, rules and every measured value</summary>\n\n" + "\n".join(details)
             + "\n\n" + rules + "\n\n</details>\n")
