@@ -37,7 +37,17 @@ from torch import nn
 
 from memlib import data as datasets
 from memlib import fisher, imagenet, probes, rlp
-from memlib.claims import Cases, Claim, Estimate, all_of, correlations, declare, margin, paired
+from memlib.claims import (
+    Cases,
+    Claim,
+    Estimate,
+    all_of,
+    correlations,
+    declare,
+    earlier_version,
+    margin,
+    paired,
+)
 from memlib.config import (
     SEED_MAX,
     AtLeast,
@@ -651,7 +661,21 @@ def _dataset_claims(dataset: str) -> list[Claim]:
     ], _DECIDERS, dataset)
 
 
+def _with_first_words(claims: list[Claim]) -> list[Claim]:
+    """er_peaks_first's first registered version timed the deepest head against chance, not
+    against its frozen-initialisation curve, without study 1's memorization precondition."""
+    first = dict(
+        statement="er peaks no later than the deepest head's random-label accuracy reaches "
+                  "half its final excess over chance.",
+        measure="epoch at which the deepest RLP head reaches half its final excess over chance "
+                "minus the er peak epoch" + OVER_SEEDS,
+        preconditions=(MEMORIZED, INTERIOR,
+                       ("the deepest head rises above chance in every run", RISES[1])))
+    return [earlier_version(c, **first) if c.id.startswith("er_peaks_first_") else c
+            for c in claims]
+
+
 def claims(config: Config) -> list[Claim]:
     """The claims of the datasets the config runs ("mnist" also answers for mnist-5k)."""
     keys = dict.fromkeys(probes.claim_dataset(datasets.resolve(d)) for d in config.datasets)
-    return [claim for key in keys for claim in _dataset_claims(key)]
+    return _with_first_words([claim for key in keys for claim in _dataset_claims(key)])

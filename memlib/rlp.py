@@ -26,7 +26,7 @@ from torch import nn
 
 from memlib import data as datasets
 from memlib import distributed, imagenet
-from memlib.claims import Cases, Claim, Estimate, all_of, any_of, margin, paired
+from memlib.claims import Cases, Claim, Estimate, all_of, any_of, earlier_version, margin, paired
 from memlib.config import (
     SEED_MAX,
     AtLeast,
@@ -1211,7 +1211,7 @@ def measure_claims(results: dict) -> dict:
     measured["all_layers"] = {**pre, **judged, **all_judged, "shifted": _rises(shift),
                               "changes": {n: everywhere[n] for n in _rises(shift)}}
     measured["all_layers_test"] = {
-        **all_judged,
+        **judged, **all_judged,
         "change": None if all_lam is None else _change(sweep, "test_acc", "all", all_lam),
         "last_layer_change": None if lam is None else _change(sweep, "test_acc", "last", lam)}
 
@@ -1555,3 +1555,41 @@ CLAIMS = [
           unit="points", headline=lambda v: v["change"],
           caveat="full scale only (CIFAR-100 arm, GPUs)", where="lambda_sweep"),
 ]
+
+
+# The first registered versions of the rules whose words changed, evaluated beside the new
+# ones (register/01_random_label_heads.yaml gives the reasons): the sweep moved to the
+# SmallCNN, all-layer regularization got its own λ, early_rise subtracts the frozen head's
+# own rise, the sampling experiment got clean-label runs of its own, and the memorization
+# target says what it checks.
+_AT_THAT_LAMBDA = (f"all-layer regularization at that λ still trains (every seed >= "
+                   f"{TRAINS:.0%})", lambda v: v["all_train"] is not None
+                   and v["all_train"] >= TRAINS)
+_FIRST_WORDS = {
+    "depth": dict(preconditions=(("some model interpolates with an RLP excess >= 10 points "
+                                  "beyond noise", lambda v: bool(_memorizing(v))),)),
+    "early_rise": dict(measure="per seed at λ = 0: first epoch with train − test accuracy > "
+                       "5 points minus the epoch at which last-layer RLP accuracy reaches "
+                       "half its final excess over chance (epochs, the lead)"),
+    "all_layers": dict(
+        measure="RLP accuracy change under all-layer regularization, judged λ vs λ = 0, of "
+                "each earlier layer that rose beyond noise under last-layer regularization at "
+                "the same λ" + SEEDS,
+        preconditions=(INTERPOLATES, MEMORIZES, STILL_TRAINS,
+                       ("last-layer regularization shifts memorization (some earlier layer "
+                        "rises beyond noise at that λ)", lambda v: bool(v["shifted"])),
+                       _AT_THAT_LAMBDA)),
+    "all_layers_test": dict(
+        measure="test accuracy with all layers regularized at the judged λ minus at λ = 0, "
+                + AT_TRAINED + SEEDS,
+        preconditions=(STILL_TRAINS, _AT_THAT_LAMBDA)),
+    "sampling": dict(
+        measure="test-accuracy change from best λ vs λ = 0 on the full training set and on "
+                "the smallest fraction; " + CHOSEN + SEEDS,
+        preconditions=(("interpolation (train acc >= 99%, worst seed)",
+                        lambda v: v["train"] >= 0.99),)),
+    "tails": dict(measure="test-accuracy change from best λ vs λ = 0, mean over the rarer vs "
+                          "commoner half of classes in a long-tailed subset; " + CHOSEN + SEEDS),
+}
+CLAIMS = [earlier_version(c, **_FIRST_WORDS[c.id]) if c.id in _FIRST_WORDS else c
+          for c in CLAIMS]

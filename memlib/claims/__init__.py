@@ -68,6 +68,7 @@ from memlib.claims.rules import (
     any_of,
     declare,
     describe,
+    earlier_version,
     estimates,
     evaluate,
     fingerprint,
@@ -106,5 +107,5 @@ __all__ = [
     "parse_seeds", "pilot_verdicts", "read_register", "read_results", "register",
     "register_path", "registered_versions", "replicates_needed", "some_beyond_noise",
     "t_quantile", "text_fingerprint", "verdict", "with_versions", "write",
-    "VERDICT_CSS", "claim_cell", "claim_dataset", "note_cell", "verdict_cell",
+    "VERDICT_CSS", "earlier_version", "claim_cell", "claim_dataset", "note_cell", "verdict_cell",
 ]

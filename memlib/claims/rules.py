@@ -412,6 +412,16 @@ def evaluate(claims: Sequence[Claim], measured: Mapping[str, Any]) -> pd.DataFra
 Deciders = Mapping[str, tuple[tuple[Callable, ...], tuple[str, ...]]]
 
 
+def earlier_version(claim: Claim, **registered: Any) -> Claim:
+    """`claim` with an earlier registered version of itself kept in `previous`: the same
+    claim with the fields (words, preconditions) as they were registered, evaluated beside
+    it on the same measured value so that the change stays visible in the report."""
+    import dataclasses
+
+    old = dataclasses.replace(claim, previous=(), **registered)
+    return dataclasses.replace(claim, previous=(*claim.previous, old))
+
+
 def declare(claims: Iterable[Claim], deciders: Deciders, dataset: str = "") -> list[Claim]:
     """`claims` with `decided_by` and `preset_keys` set from `deciders` (claim id, or for a
     per-dataset claim the id before its "_<dataset>" suffix -> (functions, preset keys)) and
