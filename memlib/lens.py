@@ -661,6 +661,9 @@ def _dataset_claims(dataset: str) -> list[Claim]:
     ], _DECIDERS, dataset)
 
 
+_ABOVE_CHANCE = "the deepest head rises above chance in every run"
+
+
 def _with_first_words(claims: list[Claim]) -> list[Claim]:
     """er_peaks_first's first registered version timed the deepest head against chance, not
     against its frozen-initialisation curve, without study 1's memorization precondition."""
@@ -669,8 +672,14 @@ def _with_first_words(claims: list[Claim]) -> list[Claim]:
                   "half its final excess over chance.",
         measure="epoch at which the deepest RLP head reaches half its final excess over chance "
                 "minus the er peak epoch" + OVER_SEEDS,
-        preconditions=(MEMORIZED, INTERIOR,
-                       ("the deepest head rises above chance in every run", RISES[1])))
+        preconditions=(MEMORIZED, INTERIOR, (_ABOVE_CHANCE, RISES[1])),
+        cases=Cases(holds={**_FIT, **_PEAKED, **_DEEP, "lead": _e(80.0, 3.0)},
+                    fails={**_FIT, **_PEAKED, **_DEEP, "lead": _e(-20.0, 3.0)},
+                    preconditions={
+                        MEMORIZED[0]: {**_UNFIT, **_PEAKED, **_DEEP, "lead": _e(80.0)},
+                        INTERIOR[0]: {**_FIT, **_STILL_RISING, **_DEEP, "lead": _e(80.0)},
+                        _ABOVE_CHANCE: {**_FIT, **_PEAKED, **_DEEP, "rlp_rises": False,
+                                        "lead": Estimate.of([])}}))
     return [earlier_version(c, **first) if c.id.startswith("er_peaks_first_") else c
             for c in claims]
 

@@ -1578,11 +1578,25 @@ _FIRST_WORDS = {
         preconditions=(INTERPOLATES, MEMORIZES, STILL_TRAINS,
                        ("last-layer regularization shifts memorization (some earlier layer "
                         "rises beyond noise at that λ)", lambda v: bool(v["shifted"])),
-                       _AT_THAT_LAMBDA)),
+                       _AT_THAT_LAMBDA),
+        cases=Cases(holds=_all_layers({"act2": _e(-4.0)}), fails=_all_layers({"act2": _e(3.0)}),
+                    preconditions={
+                        INTERPOLATES[0]: _all_layers({}, fitted=False),
+                        MEMORIZES[0]: _all_layers({}, last_excess=_e(0.5, 1.0)),
+                        STILL_TRAINS[0]: _all_layers({}, lam=None),
+                        "last-layer regularization shifts memorization (some earlier layer "
+                        "rises beyond noise at that λ)": _all_layers({}, shifted={}),
+                        _AT_THAT_LAMBDA[0]: _all_layers({}, all_train=0.3)})),
     "all_layers_test": dict(
         measure="test accuracy with all layers regularized at the judged λ minus at λ = 0, "
                 + AT_TRAINED + SEEDS,
-        preconditions=(STILL_TRAINS, _AT_THAT_LAMBDA)),
+        preconditions=(STILL_TRAINS, _AT_THAT_LAMBDA),
+        cases=Cases(holds={**_JUDGED, **_ALL_JUDGED, "change": _e(-2.0)},
+                    fails={**_JUDGED, **_ALL_JUDGED, "change": _e(3.0)},
+                    preconditions={STILL_TRAINS[0]: {"lam": None, "all_train": None,
+                                                     "change": None},
+                                   _AT_THAT_LAMBDA[0]: {**_JUDGED, "all_train": 0.3,
+                                                        "change": _e(-20.0)}})),
     "sampling": dict(
         measure="test-accuracy change from best λ vs λ = 0 on the full training set and on "
                 "the smallest fraction; " + CHOSEN + SEEDS,

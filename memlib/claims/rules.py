@@ -414,10 +414,20 @@ Deciders = Mapping[str, tuple[tuple[Callable, ...], tuple[str, ...]]]
 
 def earlier_version(claim: Claim, **registered: Any) -> Claim:
     """`claim` with an earlier registered version of itself kept in `previous`: the same
-    claim with the fields (words, preconditions) as they were registered, evaluated beside
-    it on the same measured value so that the change stays visible in the report."""
+    claim with the fields (words, preconditions, cases) as they were registered, evaluated
+    beside it on the same measured value so that the change stays visible in the report.
+    Renamed preconditions keep their cases, matched by position."""
     import dataclasses
 
+    old_names = [name for name, _ in registered.get("preconditions", claim.preconditions)]
+    new_names = [name for name, _ in claim.preconditions]
+    if "cases" not in registered and claim.cases is not None and old_names != new_names:
+        if len(old_names) != len(new_names):
+            raise ValueError(f"{claim.id}: an earlier version with other preconditions needs "
+                             "its own cases")
+        renamed = {old: claim.cases.preconditions[new]
+                   for old, new in zip(old_names, new_names, strict=True)}
+        registered["cases"] = dataclasses.replace(claim.cases, preconditions=renamed)
     old = dataclasses.replace(claim, previous=(), **registered)
     return dataclasses.replace(claim, previous=(*claim.previous, old))
 
