@@ -1,0 +1,165 @@
+"""Where study 2's seconds go, and the evaluation path's speedup over the previous one.
+
+Part 1 profiles `memlib.modarith.run` at a reduced default scale that keeps every code path
+(one seed, the main and variant runs at 200 epochs, the sweep at 100, the image runs
+shortened; the learning-order runs as in the preset), one CPU thread, into a fresh cache,
+and prints the top entries by cumulative and by own time and the shares of the stages.
+
+Part 2 times, in this process, a learning-order-like workload (4 runs, P = 59, M = 513,
+AdamW, full batch, evaluated every 2 epochs) and the main runs' analysis (FF parts under
+four activations, IPR/strength partitions under two), the previous way (kept below: one
+pass per activation, hidden layer gathered over dim 1 of transposed copies, new tensors for
+the sum and the activation) against memlib's, checks that both give the same results bit
+for bit, and prints `speedup: X` (previous / current wall time).
+
+Usage: python benchmarks/modarith_profile.py [--skip-profile] [--epochs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import dataclasses
+import io
+import os
+import pstats
+import tempfile
+import time
+
+import pandas as pd
+import torch
+
+from memlib import modarith as ma
+from memlib.presets import preset_of
+from memlib.train import TrainSpec
+
+REDUCED = {"seeds": (300,), "epochs": 200, "sweep_epochs": 100, "digits_epochs": 100,
+           "image_epochs": 30, "parallel_runs": 1}
+STAGES = {  # function name in modarith.py -> stage shown
+    "train_main": "main runs (training)", "learning_order": "learning order (training)",
+    "width_sweep": "width sweep (training + FF)", "variant_parts": "variants (training + FF)",
+    "image_order": "image learning order", "analyse_main": "analysis of the main runs",
+    "analytic_check": "analytic x^2 check"}
+DETAIL = {"run_backward": "backward passes", "subset_accuracies": "evaluations (any)",
+          "log": "evaluations during training", "partition_curves": "partitions",
+          "evaluate_parts": "FF parts", "wrapper": "optimizer steps"}
+
+
+# --------------------------------------------------------------------------- the previous way
+def old_forward(weights, pairs, activation="relu"):
+    U, V, W, mu = weights["U"], weights["V"], weights["W"], weights["mu"]
+    hidden = (U.transpose(1, 2).contiguous().index_select(1, pairs[:, 0])
+              + V.transpose(1, 2).contiguous().index_select(1, pairs[:, 1]))
+    return torch.baddbmm(mu[:, None, :], ma.ACTIVATIONS[activation](hidden), W.transpose(1, 2))
+
+
+def old_subset_accuracies(weights, task, noisy, mask, activation="relu"):
+    with torch.no_grad():
+        predicted = old_forward(weights, task.pairs, activation).argmax(-1)
+    return ma.accuracy_table(predicted, task, noisy, mask)
+
+
+def old_accuracy_tables(weights, task, noisy, mask, activations):
+    return [old_subset_accuracies(weights, task, noisy, mask, act) for act in activations]
+
+
+class previous_way:
+    """Within it, memlib.modarith evaluates and trains the previous way."""
+
+    PATCH = {"forward": old_forward, "subset_accuracies": old_subset_accuracies,
+             "accuracy_tables": old_accuracy_tables}
+
+    def __enter__(self):
+        self.saved = {name: getattr(ma, name) for name in self.PATCH}
+        for name, fn in self.PATCH.items():
+            setattr(ma, name, fn)
+
+    def __exit__(self, *exc):
+        for name, fn in self.saved.items():
+            setattr(ma, name, fn)
+
+
+# --------------------------------------------------------------------------- part 1
+def profile_run(top: int = 25) -> None:
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["MEMLIB_CACHE"] = cache
+        config = dataclasses.replace(preset_of(ma.Config, "modarith", "small"), **REDUCED)
+        profiler = cProfile.Profile()
+        start = time.perf_counter()
+        profiler.runcall(ma.run, config)
+        total = time.perf_counter() - start
+    stats = pstats.Stats(profiler)
+    for order in ("cumulative", "tottime"):
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(top)
+        print(f"--- top {top} by {order}\n" + out.getvalue().split("\n\n", 2)[-1])
+    cumulative = {}
+    for (file, _, name), (_, _, _, cum, _) in stats.stats.items():
+        key = name if file.endswith("modarith.py") or name in DETAIL else None
+        if key is not None:
+            cumulative[key] = max(cumulative.get(key, 0.0), cum)
+    print(f"run: {total:.1f} s")
+    for table in (STAGES, DETAIL):
+        for name, label in table.items():
+            seconds = cumulative.get(name, 0.0)
+            print(f"  {label}: {seconds:.1f} s ({seconds / total:.0%})")
+
+
+# --------------------------------------------------------------------------- part 2
+def workload(epochs: int) -> dict:
+    """Order-like training evaluated every 2 epochs, then the main runs' analysis."""
+    task = ma.make_task(59)
+    spec = TrainSpec(epochs=epochs, batch_size=None, optimizer="adamw", lr=1e-3,
+                     weight_decay=0.1)
+    out = ma.train_runs(task, [0.2, 0.2, 0.5, 0.5], [0, 1, 0, 1], 513, spec, log_every=2)
+    args = (out["weights"], task, out["noisy"], out["mask"])
+    parts = ma.evaluate_parts(*args, ("relu", "quadratic", "abs", "reverse_relu"))
+    partition = ma.partition_curves(*args, (0.1, 0.5, 1.0), ("relu", "quadratic"))
+    return {**out, "parts": parts, "partition": partition}
+
+
+def same(a: dict, b: dict) -> bool:
+    def equal(x, y):
+        if isinstance(x, dict):
+            return x.keys() == y.keys() and all(equal(x[k], y[k]) for k in x)
+        if isinstance(x, pd.DataFrame):
+            return x.equals(y)
+        return torch.equal(x, y)
+    return equal(a, b)
+
+
+def compare(epochs: int) -> float:
+    timings, results = {}, {}
+    for name in ("previous", "current", "previous ", "current "):
+        start = time.perf_counter()
+        if name.strip() == "previous":
+            with previous_way():
+                results[name] = workload(epochs)
+        else:
+            results[name] = workload(epochs)
+        timings[name] = time.perf_counter() - start
+        print(f"{name.strip()}: {timings[name]:.2f} s ({epochs} epochs of 4 runs evaluated "
+              "every 2, then FF parts and partitions)")
+    print("results identical (weights, labels, histories, FF parts, partitions):",
+          same(results["previous"], results["current"]))
+    best_old = min(timings["previous"], timings["previous "])
+    best_new = min(timings["current"], timings["current "])
+    speedup = best_old / best_new
+    print(f"threads: {torch.get_num_threads()}; best of 2 each")
+    print(f"speedup: {speedup:.2f}")
+    return speedup
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-profile", action="store_true")
+    parser.add_argument("--epochs", type=int, default=20)
+    args = parser.parse_args()
+    torch.set_num_threads(1)  # as the study's worker processes
+    if not args.skip_profile:
+        profile_run()
+    compare(args.epochs)
+
+
+if __name__ == "__main__":
+    main()
