@@ -128,24 +128,60 @@ def same(a: dict, b: dict) -> bool:
     return equal(a, b)
 
 
-def compare(epochs: int) -> float:
-    timings, results = {}, {}
-    for name in ("previous", "current", "previous ", "current "):
+def best(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
         start = time.perf_counter()
-        if name.strip() == "previous":
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def components(repeats: int) -> None:
+    """One training step (forward + backward) and one evaluation of 4 runs, each way,
+    interleaved; the fastest of `repeats`."""
+    task = ma.make_task(59)
+    net = ma.ModularNet(59, 513, [0, 1, 2, 3])
+    pairs, labels = task.pairs[task.train_idx], task.labels[task.train_idx].expand(4, -1)
+    weights = {k: v.detach() for k, v in net.weights().items()}
+    mask = torch.zeros_like(labels, dtype=torch.bool)
+
+    def step():
+        net.zero_grad(set_to_none=True)
+        ma.per_run_cross_entropy(net(pairs), labels).backward()
+
+    def evaluation():
+        ma.subset_accuracies(weights, task, labels, mask)
+
+    for name, fn in (("training step", step), ("evaluation", evaluation)):
+        old, new = [], []
+        for _ in range(repeats):
             with previous_way():
+                old.append(best(fn, 1))
+            new.append(best(fn, 1))
+        print(f"{name}: previous {min(old):.3f} s, current {min(new):.3f} s "
+              f"({min(old) / min(new):.2f}x)")
+
+
+def compare(epochs: int, repeats: int) -> float:
+    components(5)
+    timings, results = {"previous": [], "current": []}, {}
+    for _ in range(repeats):
+        for name in timings:
+            start = time.perf_counter()
+            if name == "previous":
+                with previous_way():
+                    results[name] = workload(epochs)
+            else:
                 results[name] = workload(epochs)
-        else:
-            results[name] = workload(epochs)
-        timings[name] = time.perf_counter() - start
-        print(f"{name.strip()}: {timings[name]:.2f} s ({epochs} epochs of 4 runs evaluated "
-              "every 2, then FF parts and partitions)")
+            timings[name].append(time.perf_counter() - start)
+    for name, times in timings.items():
+        print(f"{name}: {', '.join(f'{t:.2f}' for t in times)} s ({epochs} epochs of 4 runs "
+              "evaluated every 2, then FF parts and partitions)")
     print("results identical (weights, labels, histories, FF parts, partitions):",
           same(results["previous"], results["current"]))
-    best_old = min(timings["previous"], timings["previous "])
-    best_new = min(timings["current"], timings["current "])
-    speedup = best_old / best_new
-    print(f"threads: {torch.get_num_threads()}; best of 2 each")
+    speedup = min(timings["previous"]) / min(timings["current"])
+    print(f"threads: {torch.get_num_threads()}; fastest of {repeats} each, interleaved")
     print(f"speedup: {speedup:.2f}")
     return speedup
 
@@ -153,12 +189,13 @@ def compare(epochs: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-profile", action="store_true")
-    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(1)  # as the study's worker processes
     if not args.skip_profile:
         profile_run()
-    compare(args.epochs)
+    compare(args.epochs, args.repeats)
 
 
 if __name__ == "__main__":
