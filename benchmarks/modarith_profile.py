@@ -12,7 +12,8 @@ pass per activation, hidden layer gathered over dim 1 of transposed copies, new 
 the sum and the activation) against memlib's, checks that both give the same results bit
 for bit, and prints `speedup: X` (previous / current wall time).
 
-Usage: python benchmarks/modarith_profile.py [--skip-profile] [--epochs N]
+Usage: python benchmarks/modarith_profile.py [--skip-profile | --from-profile FILE]
+[--epochs N] [--repeats N]
 """
 
 from __future__ import annotations
@@ -40,9 +41,12 @@ STAGES = {  # function name in modarith.py -> stage shown
     "width_sweep": "width sweep (training + FF)", "variant_parts": "variants (training + FF)",
     "image_order": "image learning order", "analyse_main": "analysis of the main runs",
     "analytic_check": "analytic x^2 check"}
-DETAIL = {"run_backward": "backward passes", "subset_accuracies": "evaluations (any)",
+DETAIL = {"forward": "forward passes (training and evaluation)",
+          "_engine_run_backward": "backward passes", "wrapper": "optimizer steps",
+          "subset_accuracies": "subset_accuracies (previously every evaluation)",
+          "predictions": "predictions (every evaluation)",
           "log": "evaluations during training", "partition_curves": "partitions",
-          "evaluate_parts": "FF parts", "wrapper": "optimizer steps"}
+          "evaluate_parts": "FF parts"}
 
 
 # --------------------------------------------------------------------------- the previous way
@@ -80,25 +84,28 @@ class previous_way:
 
 
 # --------------------------------------------------------------------------- part 1
-def profile_run(top: int = 25) -> None:
+def profile_run() -> pstats.Stats:
     with tempfile.TemporaryDirectory() as cache:
         os.environ["MEMLIB_CACHE"] = cache
         config = dataclasses.replace(preset_of(ma.Config, "modarith", "small"), **REDUCED)
         profiler = cProfile.Profile()
-        start = time.perf_counter()
         profiler.runcall(ma.run, config)
-        total = time.perf_counter() - start
-    stats = pstats.Stats(profiler)
+    return pstats.Stats(profiler)
+
+
+def report(stats: pstats.Stats, top: int = 25) -> None:
+    """The top entries by cumulative and own time, and the shares of `ma.run`'s time."""
     for order in ("cumulative", "tottime"):
         out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats(order).print_stats(top)
+        stats.stream = out
+        stats.sort_stats(order).print_stats(top)
         print(f"--- top {top} by {order}\n" + out.getvalue().split("\n\n", 2)[-1])
     cumulative = {}
     for (file, _, name), (_, _, _, cum, _) in stats.stats.items():
-        key = name if file.endswith("modarith.py") or name in DETAIL else None
-        if key is not None:
-            cumulative[key] = max(cumulative.get(key, 0.0), cum)
-    print(f"run: {total:.1f} s")
+        if file.endswith("modarith.py") or name in DETAIL:
+            cumulative[name] = max(cumulative.get(name, 0.0), cum)
+    total = cumulative["run"]
+    print(f"modarith.run: {total:.1f} s")
     for table in (STAGES, DETAIL):
         for name, label in table.items():
             seconds = cumulative.get(name, 0.0)
@@ -189,12 +196,17 @@ def compare(epochs: int, repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-profile", action="store_true")
+    parser.add_argument("--from-profile", metavar="FILE",
+                        help="report this saved profile (python -m cProfile -o FILE -m memlib "
+                             "run modarith ...) instead of making one")
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     torch.set_num_threads(1)  # as the study's worker processes
-    if not args.skip_profile:
-        profile_run()
+    if args.from_profile:
+        report(pstats.Stats(args.from_profile))
+    elif not args.skip_profile:
+        report(profile_run())
     compare(args.epochs, args.repeats)
 
 
