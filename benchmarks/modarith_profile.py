@@ -8,9 +8,8 @@ and prints the top entries by cumulative and by own time and the shares of the s
 Part 2 times, in this process, a learning-order-like workload (4 runs, P = 59, M = 513,
 AdamW, full batch, evaluated every 2 epochs) and the main runs' analysis (FF parts under
 four activations, IPR/strength partitions under two), the previous way (kept below: one
-pass per activation, hidden layer gathered over dim 1 of transposed copies, new tensors for
-the sum and the activation) against memlib's, checks that both give the same results bit
-for bit, and prints `speedup: X` (previous / current wall time).
+pass per activation, new tensors for the sum and the activation) against memlib's, checks
+that both give the same results bit for bit, and prints `speedup: X` (previous / current wall time).
 
 Usage: python benchmarks/modarith_profile.py [--skip-profile | --from-profile FILE]
 [--epochs N] [--repeats N]
@@ -205,7 +204,8 @@ def main() -> None:
     torch.set_num_threads(1)  # as the study's worker processes
     if args.from_profile:
         report(pstats.Stats(args.from_profile))
-    elif not args.skip_profile:
+        return
+    if not args.skip_profile:
         report(profile_run())
     compare(args.epochs, args.repeats)
 
