@@ -158,14 +158,55 @@ def label_noise(labels: Tensor, pairs: Tensor, alpha: float, p: int, kind: str =
 
 
 # --------------------------------------------------------------------------- model
-def forward(weights: Weights, pairs: Tensor, activation: str = "relu") -> Tensor:
-    """Logits (R, N, P) of every run for `pairs` (N, 2): W phi(U e_a + V e_b) + mu."""
-    U, V, W, mu = weights["U"], weights["V"], weights["W"], weights["mu"]
+def pre_activations(weights: Weights, pairs: Tensor) -> Tensor:
+    """U e_a + V e_b of every run for `pairs` (N, 2): a new (R, N, M) tensor."""
+    U, V = weights["U"], weights["V"]
     # Rows gathered from token-major copies: contiguous M-vectors, ~2x faster than indexing the
     # transposed views; the copies are R x M x P, small next to the R x N x M activations.
-    hidden = (U.transpose(1, 2).contiguous().index_select(1, pairs[:, 0])
-              + V.transpose(1, 2).contiguous().index_select(1, pairs[:, 1]))
-    return torch.baddbmm(mu[:, None, :], ACTIVATIONS[activation](hidden), W.transpose(1, 2))
+    # Summed in place, into the first gathered copy (no further R x N x M tensor); neither is
+    # a view, which would make autograd's backward of the in-place ops slow.
+    return (U.transpose(1, 2).contiguous().index_select(1, pairs[:, 0])
+            .add_(V.transpose(1, 2).contiguous().index_select(1, pairs[:, 1])))
+
+
+# in-place forms whose backward reads only their result: valid under autograd too
+RESULT_ONLY: dict[str, Callable[[Tensor], Tensor]] = {
+    "relu": torch.relu_,
+    "leaky_relu": F.leaky_relu_,
+    "reverse_relu": lambda x: torch.relu_(x.neg_()),
+}
+IN_PLACE = {**RESULT_ONLY, "quadratic": torch.square_, "abs": torch.abs_}  # no autograd
+
+
+def activate(hidden: Tensor, activation: str, reuse: bool = True) -> Tensor:
+    """phi(hidden), written over `hidden` when `reuse` and autograd allows it (the same
+    values, without another R x N x M tensor)."""
+    tracked = torch.is_grad_enabled() and hidden.requires_grad
+    in_place = RESULT_ONLY if tracked else IN_PLACE
+    if reuse and activation in in_place:
+        return in_place[activation](hidden)
+    return ACTIVATIONS[activation](hidden)
+
+
+def readout(weights: Weights, activated: Tensor) -> Tensor:
+    """Logits (R, N, P): W phi + mu."""
+    return torch.baddbmm(weights["mu"][:, None, :], activated, weights["W"].transpose(1, 2))
+
+
+def forward(weights: Weights, pairs: Tensor, activation: str = "relu") -> Tensor:
+    """Logits (R, N, P) of every run for `pairs` (N, 2): W phi(U e_a + V e_b) + mu."""
+    return readout(weights, activate(pre_activations(weights, pairs), activation))
+
+
+def predictions(weights: Weights, pairs: Tensor, activations: Sequence[str]
+                ) -> dict[str, Tensor]:
+    """Predicted classes (R, N) of every run under each activation, the hidden
+    pre-activations computed once for all of them."""
+    with torch.inference_mode():
+        hidden = pre_activations(weights, pairs)
+        last = len(activations) - 1
+        return {act: readout(weights, activate(hidden, act, reuse=i == last)).argmax(-1)
+                for i, act in enumerate(activations)}
 
 
 def init_weights(p: int, width: int, seed: int) -> Weights:
@@ -207,8 +248,20 @@ def per_run_cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
 def subset_accuracies(weights: Weights, task: Task, noisy: Tensor, mask: Tensor,
                       activation: str = "relu") -> pd.DataFrame:
     """Accuracy of every run on the four subsets: one row per (run, subset)."""
-    with torch.no_grad():
-        predicted = forward(weights, task.pairs, activation).argmax(-1)  # (R, P^2)
+    return accuracy_table(predictions(weights, task.pairs, (activation,))[activation], task,
+                          noisy, mask)
+
+
+def accuracy_tables(weights: Weights, task: Task, noisy: Tensor, mask: Tensor,
+                    activations: Sequence[str]) -> list[pd.DataFrame]:
+    """subset_accuracies under each activation (one pass up to the hidden layer)."""
+    predicted = predictions(weights, task.pairs, activations)
+    return [accuracy_table(predicted[act], task, noisy, mask) for act in activations]
+
+
+def accuracy_table(predicted: Tensor, task: Task, noisy: Tensor, mask: Tensor) -> pd.DataFrame:
+    """Accuracy of every run's predictions (R, P^2) on the four subsets: one row per
+    (run, subset)."""
     true = task.labels
     train_pred = predicted[:, task.train_idx]
     rows = []
@@ -387,9 +440,9 @@ def evaluate_parts(weights: Weights, task: Task, noisy: Tensor, mask: Tensor,
     g, residual = frequency_filter(weights)
     frames = []
     for part, w in (("raw", weights), ("G", g), ("R", residual)):
-        for act in activations:
-            frames.append(subset_accuracies(w, task, noisy, mask, act)
-                          .assign(part=part, activation=act))
+        for act, frame in zip(activations, accuracy_tables(w, task, noisy, mask, activations),
+                              strict=True):
+            frames.append(frame.assign(part=part, activation=act))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -405,9 +458,10 @@ def partition_curves(weights: Weights, task: Task, noisy: Tensor, mask: Tensor,
             bottom = select_neurons(weights, top_fraction(score, gamma, largest=False))
             variants = {"top": top, "bottom": bottom, "top + FF": frequency_filter(top)[0]}
             for variant, w in variants.items():
-                for act in activations:
-                    frames.append(subset_accuracies(w, task, noisy, mask, act).assign(
-                        score=score_name, gamma=gamma, variant=variant, activation=act))
+                tables = accuracy_tables(w, task, noisy, mask, activations)
+                for act, frame in zip(activations, tables, strict=True):
+                    frames.append(frame.assign(score=score_name, gamma=gamma, variant=variant,
+                                               activation=act))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -640,8 +694,8 @@ def width_sweep(config: Config) -> pd.DataFrame:
                                      config.sweep_epochs)
                     g, _ = frequency_filter(out["weights"])
                     raw = subset_accuracies(out["weights"], task, out["noisy"], out["mask"], act)
-                    ff = subset_accuracies(g, task, out["noisy"], out["mask"], act)
-                    ffq = subset_accuracies(g, task, out["noisy"], out["mask"], "quadratic")
+                    ff, ffq = accuracy_tables(g, task, out["noisy"], out["mask"],
+                                              (act, "quadratic"))
                     frames = [raw.assign(part="raw", eval_activation=act),
                               ff.assign(part="G", eval_activation=act),
                               ffq.assign(part="G", eval_activation="quadratic")]

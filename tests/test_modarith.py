@@ -111,6 +111,30 @@ def test_forward_matches_one_hot_formula():
             assert torch.allclose(logits[r, n], w["W"][r] @ hidden + w["mu"][r], atol=1e-5)
 
 
+@pytest.mark.parametrize("activation", list(ma.ACTIVATIONS))
+def test_activate_in_place_gives_the_same_values_and_gradients(activation):
+    x = torch.tensor([-2.0, -0.5, 0.0, 0.25, 1.5])
+    plain = x.clone().requires_grad_()
+    expected = ma.ACTIVATIONS[activation](plain * 1.0)
+    expected.sum().backward()
+    leaf = x.clone().requires_grad_()
+    got = ma.activate(leaf * 1.0, activation)  # a fresh non-leaf, as the hidden layer is
+    got.sum().backward()
+    assert torch.equal(got.detach(), expected.detach())
+    assert torch.equal(leaf.grad, plain.grad)
+    with torch.no_grad():
+        hidden = x.clone()
+        assert torch.equal(ma.activate(hidden, activation), ma.ACTIVATIONS[activation](x))
+
+
+def test_predictions_share_the_hidden_layer_without_changing_it():
+    w, pairs = random_weights(p=7, m=5, runs=3), ma.make_task(7).pairs
+    acts = tuple(ma.ACTIVATIONS)
+    predicted = ma.predictions(w, pairs, acts)
+    for act in acts:
+        assert torch.equal(predicted[act], ma.forward(w, pairs, act).argmax(-1))
+
+
 def test_batched_runs_have_independent_gradients():
     p, pairs = 7, ma.make_task(7).pairs
     labels = torch.randint(0, p, (2, len(pairs)), generator=torch.Generator().manual_seed(0))
