@@ -26,7 +26,17 @@ from torch import nn
 
 from memlib import data as datasets
 from memlib import distributed, imagenet
-from memlib.claims import Cases, Claim, Estimate, all_of, any_of, earlier_version, margin, paired
+from memlib.claims import (
+    Cases,
+    Claim,
+    Estimate,
+    all_of,
+    any_of,
+    declare,
+    earlier_version,
+    margin,
+    paired,
+)
 from memlib.config import (
     SEED_MAX,
     AtLeast,
@@ -1607,3 +1617,31 @@ _FIRST_WORDS = {
 }
 CLAIMS = [earlier_version(c, **_FIRST_WORDS[c.id]) if c.id in _FIRST_WORDS else c
           for c in CLAIMS]
+
+# what decides each claim besides its rule: the functions that compute its value (with the
+# memlib functions and constants they name) and the preset values they read, all in the
+# claim's fingerprint. Every value passes through measure_claims, which reads the runs' final
+# rows and histories; the sweep's settings decide which runs those are.
+_RECIPE = ("model", "epochs", "noise", "train_samples", "measure_every", "fit_train_acc",
+           "fit_flipped_acc")
+_SWEEP = (*_RECIPE, "lambdas", "all_lambdas")
+_SAMPLING = (*_RECIPE, "lambdas", "sampling_experiment", "sampling_noise", "fractions",
+             "long_tail_ratio")
+CLAIMS = declare(CLAIMS, {
+    "depth": ((measure_claims, memorization), (*_RECIPE, "layer_models",
+                                                "layer_model_epochs")),
+    "early_rise": ((measure_claims, rise_and_gap, onset_epoch, gap_epoch), _RECIPE),
+    "regularizers": ((measure_claims,), (*_RECIPE, "dropouts", "weight_decays",
+                                         "label_smoothings")),
+    "regularizer_works": ((measure_claims, trained_lambda), _SWEEP),
+    "shift": ((measure_claims, trained_lambda, layer_changes), _SWEEP),
+    "all_layers": ((measure_claims, trained_lambda, layer_changes), _SWEEP),
+    "all_layers_test": ((measure_claims, trained_lambda), _SWEEP),
+    "noise": ((measure_claims, best_lambda), (*_RECIPE, "noise_rates", "noise_lambdas")),
+    "sampling": ((measure_claims, sampling_claims, best_lambda), _SAMPLING),
+    "tails": ((measure_claims, sampling_claims, head_tail_change, best_lambda), _SAMPLING),
+    "imagenet": ((measure_claims, best_lambda), _SWEEP),
+    "imagenet_rlp": ((measure_claims, best_lambda), _SWEEP),
+    "cifar100_small_lambda": ((measure_claims,), _SWEEP),
+    "cifar100_train_stable": ((measure_claims, trained_lambda), _SWEEP),
+})
