@@ -80,7 +80,7 @@ def test_lens_on_cifar10(cifar_root):
 
     sets = ["train_samples=40", "test_samples=20", "validation_samples=20", "widths=[16, 16]",
             "head_project=4",
-            "epochs=4", "layer_models=[mlp]", "measure_every=1", "fit_train_acc=0.01",
+            "epochs=4", "model=mlp", "layer_models=[mlp]", "measure_every=1", "fit_train_acc=0.01",
             "fit_flipped_acc=0.01", "epochs_after_fit=1"]
     config = lens.Config(setting="small", study1_sets=tuple(sets), datasets=("cifar10",),
                          noise_rates=(0.4,), seeds=(0,), scatter_samples=20, null_draws=1,

@@ -112,7 +112,7 @@ def test_rlp_runner_under_torchrun_matches_one_process(tmp_path, monkeypatch):
     from memlib.config import build
     from memlib.presets import params_file, read_params
 
-    sets = ["train_samples=256", "test_samples=128", "layer_models=[mlp]", "epochs=2",
+    sets = ["train_samples=256", "test_samples=128", "model=mlp", "layer_models=[mlp]", "epochs=2",
             "batch_size=32", "fractions=[1.0]", "seeds=[0]"]
     ddp_dir, one_dir = run_in_two_processes_and_one("rlp", sets, tmp_path, monkeypatch)
     params = read_params(params_file(Path("01_random_label_heads.py"), "smoke"))
