@@ -500,11 +500,12 @@ def loo_exact(lam: torch.Tensor, z: torch.Tensor, spectrum: str = "eig", chunk: 
 
     S_-i (recentred without i) = S - alpha c_i c_i^T with alpha = n / (n - 1); in the
     eigenbasis of S that is diag(lam) - alpha z_i z_i^T, whose eigenvalues are the roots
-    of the secular equation, solved in chunks of rows on `device` (default: z's; a CUDA
-    device solves them there) and returned on z's device.
+    of the secular equation, solved in chunks of rows on `device` (default: z's; "auto":
+    this rank's GPU when there is one, else the CPU) and returned on z's device.
     """
     home = z.device
-    device = torch.device(device) if device is not None else home
+    device = (distributed.device() if device == "auto"
+              else torch.device(device) if device is not None else home)
     lam, z = lam.to(device), z.to(device)
     n = len(z)
     alpha = n / (n - 1)
@@ -786,7 +787,7 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
     lam, coords = decompose(h, z, ys, config.bias)
     timings["decompose"] = time.perf_counter() - start
     start = time.perf_counter()
-    exact = loo_exact(lam, coords, config.spectrum)
+    exact = loo_exact(lam, coords, config.spectrum, device="auto")
     timings["loo_exact"] = time.perf_counter() - start + timings["decompose"]
     start = time.perf_counter()
     first = loo_first_order(lam, coords, config.spectrum)
@@ -805,7 +806,7 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
         direct_error = (direct - exact[pick]).abs().max().item()
     # the same attribution at the last epoch, after the noise has been (partly) fitted
     lam_last, coords_last = decompose(state["h_last"], state["z_last"], ys, config.bias)
-    exact_last = loo_exact(lam_last, coords_last, config.spectrum)
+    exact_last = loo_exact(lam_last, coords_last, config.spectrum, device="auto")
     examples = pd.DataFrame({
         "index": scatter.numpy(), "true": true[scatter].numpy(), "label": ys.numpy(),
         "flipped": flip_s.numpy(), "delta_exact": exact.numpy(), "delta_first": first.numpy(),
