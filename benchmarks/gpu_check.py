@@ -143,13 +143,14 @@ def shrunk(study: str, device: str, epochs: int, tiny: bool) -> dict:
     steps = 10 if tiny else 200
     changes = {
         "modarith": dict(alphas=[0.0, 0.4], seeds=[0], epochs=steps, log_every=steps // 2,
-                         sweep_widths=[65, 1025], sweep_alphas=[0.5], sweep_activations=["relu"],
+                         sweep_widths=[17, 65] if tiny else [65, 1025],
+                         sweep_alphas=[0.5], sweep_activations=["relu"],
                          sweep_weight_decays=[0.1], sweep_epochs=steps, order_alphas=[0.5],
                          order_optimizers=["adamw"], order_lrs=[1.0e-3],
                          order_weight_decays=[0.1], order_epochs=steps, order_log_every=steps // 2,
                          variants=[], digits_alphas=[0.2], digits_epochs=steps,
                          image_samples=300 if tiny else 60_000, image_epochs=steps,
-                         **(dict(p=31, width=65, sweep_widths=[17, 65], spectra_neurons=16,
+                         **(dict(p=31, width=65, spectra_neurons=16,
                                  digits_width=64, partition_fractions=[0.5, 1.0],
                                  eval_activations=["relu"]) if tiny else {})),
         "rlp": rlp,
@@ -161,7 +162,8 @@ def shrunk(study: str, device: str, epochs: int, tiny: bool) -> dict:
                                    **({"image_size": 32} if tiny else {})),
         "fisher": dict(seeds=[0], corruptions=[0.0, 0.4], epochs=epochs, arch_models=[],
                        arch_epochs=epochs, human_label_sets=[], direct_checks=2,
-                       early_epoch=1, **({"n_scatter": 300} if tiny else {})),
+                       early_epoch=1, **(dict(n_scatter=300, cnn_channels=[8, 8, 8],
+                                              synthetic_n=50) if tiny else {})),
         "probes": dict(seeds=[100], epochs=epochs, heatmap_runs=1, heatmap_epochs=epochs,
                        standin_epochs=epochs, distilbert=False, null_draws=1,
                        heatmap_null_draws=1, curveball_trades=2,
@@ -315,9 +317,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{sizes.cifar_train} CIFAR images)")
         for study in studies:
             r = run_one(study, args.device, args.epochs, tiny, sizes)
+            hours = "-" if tiny else f"{r['projected_hours']:.3g}"  # tiny models: no projection
             print(f"{study:13} {r['seconds_per_epoch']:8.2f} {r['busy']:6.0%} "
-                  f"{r['peak_gb']:8.1f} {r['longest_idle_s']:7.1f} "
-                  f"{r['projected_hours']:18.3g}   ({r['seconds']:.0f} s)", flush=True)
+                  f"{r['peak_gb']:8.1f} {r['longest_idle_s']:7.1f} {hours:>18}   "
+                  f"({r['seconds']:.0f} s)", flush=True)
         print(f"check done in {time.perf_counter() - started:.0f} s")
     finally:
         if args.work is None:
