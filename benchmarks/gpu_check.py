@@ -285,13 +285,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--studies", default=",".join(STUDIES),
                         help=f"comma-separated, from: {', '.join(STUDIES)}")
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--tiny", action="store_true",
+                        help="tiny data and models on a GPU too (always on the CPU)")
     parser.add_argument("--work", type=Path, help="folder for the fake data, cache and results "
                         "(default: a temporary one, removed after)")
     args = parser.parse_args(argv)
     studies = [s for s in args.studies.split(",") if s]
     bad = [s for s in studies if s not in STUDIES]
     if bad or not studies:
-        parser.error(f"unknown study {bad[:1] or studies}; choose from: {', '.join(STUDIES)}")
+        parser.error(f"unknown study {(bad or [''])[0]!r}; choose from: {', '.join(STUDIES)}")
     if args.epochs < 1:
         parser.error("--epochs must be at least 1")
     import torch
@@ -300,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no CUDA device here; use --device cpu for the tiny check")
     if not (args.device.startswith("cuda") or args.device == "cpu"):
         parser.error(f"--device {args.device!r}: use cuda, cuda:N or cpu")
-    tiny = args.device == "cpu"
+    tiny = args.tiny or args.device == "cpu"
     sizes = CPU_SIZES if tiny else GPU_SIZES
     work = args.work or Path(tempfile.mkdtemp(prefix="memlib-gpu-check-"))
     try:
@@ -311,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fake data written in {time.perf_counter() - started:.0f} s under {data}")
         os.environ.update(MEMLIB_DATA=str(data), MEMLIB_RESULTS=str(work / "results"),
                           MEMLIB_CACHE=str(work / "cache"))
-        device = torch.cuda.get_device_name() if not tiny else "cpu"
+        device = torch.cuda.get_device_name() if args.device != "cpu" else "cpu"
         print(f"{'study':13} {'s/epoch':>8} {'busy':>6} {'peak GB':>8} {'idle s':>7} "
               f"{'full preset GPU-h':>18}   ({device}, {args.epochs} epochs, "
               f"{sizes.cifar_train} CIFAR images)")

@@ -51,10 +51,12 @@ def math_attention_only() -> None:
 
 
 def nondeterministic_warning(message: str) -> str | None:
-    """The kernel a torch warning names as non-deterministic (its first sentence), or None."""
+    """The kernel a torch warning names as non-deterministic ("<op> does not have a
+    deterministic implementation, ..."; else the warning's first sentence), or None."""
     if not _NONDETERMINISTIC.search(message):
         return None
-    return message.strip().split(". ")[0].split("\n")[0][:200]
+    named = message.strip().split(" does not have a deterministic")[0]
+    return named.split(". ")[0].split("\n")[0][:200]
 
 
 def record_nondeterministic_warnings() -> None:
