@@ -294,9 +294,11 @@ def main(argv: list[str] | None = None) -> int:
     bad = [s for s in studies if s not in STUDIES]
     if bad or not studies:
         parser.error(f"unknown study {(bad or [''])[0]!r}; choose from: {', '.join(STUDIES)}")
-    if args.epochs < 1:
-        parser.error("--epochs must be at least 1")
+    if args.epochs < 2:
+        parser.error("--epochs must be at least 2 (study 3 needs two)")
     import torch
+
+    from memlib.config import ConfigError
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("no CUDA device here; use --device cpu for the tiny check")
@@ -318,7 +320,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{'full preset GPU-h':>18}   ({device}, {args.epochs} epochs, "
               f"{sizes.cifar_train} CIFAR images)")
         for study in studies:
-            r = run_one(study, args.device, args.epochs, tiny, sizes)
+            try:
+                r = run_one(study, args.device, args.epochs, tiny, sizes)
+            except ConfigError as err:
+                print(f"gpu_check: {study}: {err}", file=sys.stderr)
+                return 2
             hours = "-" if tiny else f"{r['projected_hours']:.3g}"  # tiny models: no projection
             print(f"{study:13} {r['seconds_per_epoch']:8.2f} {r['busy']:6.0%} "
                   f"{r['peak_gb']:8.1f} {r['longest_idle_s']:7.1f} {hours:>18}   "

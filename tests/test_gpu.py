@@ -84,7 +84,7 @@ def check(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
 
 def test_gpu_check_runs_tiny_on_the_cpu(tmp_path):
     start = time.perf_counter()
-    run = check("--device", "cpu", "--studies", "modarith,fisher", "--epochs", "1",
+    run = check("--device", "cpu", "--studies", "modarith,fisher",
                 "--work", str(tmp_path))
     assert run.returncode == 0, run.stderr[-3000:]
     rows = {line.split()[0]: line.split() for line in run.stdout.splitlines()
@@ -107,7 +107,7 @@ def test_gpu_check_refuses_bad_input_in_one_line():
 
 @needs_cuda
 def test_tiny_cuda_run_of_every_study(tmp_path):
-    run = check("--device", "cuda", "--tiny", "--epochs", "1", "--work", str(tmp_path))
+    run = check("--device", "cuda", "--tiny", "--work", str(tmp_path))
     assert run.returncode == 0, run.stderr[-3000:]
     for study in ("modarith", "rlp", "rlp_imagenet", "fisher", "probes", "lens"):
         assert any(line.startswith(study + " ") for line in run.stdout.splitlines()), study
