@@ -9,8 +9,9 @@ full preset with one seed, few conditions and --epochs epochs, and prints: secon
 epoch of the training set, the GPU's busy share (sampled every 0.2 s), its peak memory,
 the longest stretch the GPU sat idle (CPU work), and the full preset's projected GPU-hours:
 the measured seconds scaled by the full preset's training FLOPs over the check's
-(benchmarks/gpu_hours.py counts both). Fake data trains at the speed of real data; the
-scores it gives mean nothing.
+(benchmarks/gpu_hours.py counts both; the check's fixed costs, such as analyses and
+sub-experiments gpu_hours.py leaves out, scale up with it, so it errs high). Fake data
+trains at the speed of real data; the scores it gives mean nothing.
 
     python benchmarks/gpu_check.py                       # one GPU: at most ~8 minutes
     python benchmarks/gpu_check.py --device cpu --studies modarith,fisher   # tiny, on CPU
@@ -140,7 +141,7 @@ def shrunk(study: str, device: str, epochs: int, tiny: bool) -> dict:
                layer_models=["wrn"], device=device)
     if tiny:
         rlp |= dict(wrn_depth=10, wrn_width=1, validation_samples=100, batch_size=64)
-    steps = 10 if tiny else 200
+    steps = 10 if tiny else 2000  # full-batch steps: enough that the per-run costs amortise
     changes = {
         "modarith": dict(alphas=[0.0, 0.4], seeds=[0], epochs=steps, log_every=steps // 2,
                          sweep_widths=[17, 65] if tiny else [65, 1025],
@@ -183,10 +184,9 @@ def study_config(study: str, changes: dict):
     from memlib.presets import params_file, read_params
 
     module = importlib.import_module(f"memlib.{study.removesuffix('_imagenet')}")
-    stem = "01_random_label_heads" + (".imagenet" if study == "rlp_imagenet" else "")
-    if study == "rlp_imagenet":
-        base = read_params(params_file(Path("01_random_label_heads"), "full"))
-        base |= read_params(params_file(Path(stem), "full"))
+    if study == "rlp_imagenet":  # the CIFAR preset with the ImageNet arm's overrides
+        base = read_params(params_file(Path("01_random_label_heads.yaml"), "full"))
+        base |= read_params(params_file(Path("01_random_label_heads.imagenet.yaml"), "full"))
         config = build(module.Config, base)
     else:
         from memlib.presets import preset_config
