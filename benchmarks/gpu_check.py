@@ -27,6 +27,7 @@ import os
 import pickle
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 import threading
@@ -198,19 +199,31 @@ def study_config(study: str, changes: dict):
 # --------------------------------------------------------------------------- GPU sampling
 
 
+def utilization() -> int:
+    """The GPU's busy percentage now: NVML through torch, else nvidia-smi."""
+    import torch
+
+    try:
+        return torch.cuda.utilization()
+    except Exception:  # torch without pynvml
+        out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu",
+                              "--format=csv,noheader,nounits",
+                              f"--id={torch.cuda.current_device()}"],
+                             capture_output=True, text=True, timeout=10)
+        return int(out.stdout.split()[0])
+
+
 @dataclass
 class Sampler:
-    """The GPU's utilisation every `every` seconds, in a thread (torch.cuda.utilization)."""
+    """The GPU's utilisation every `every` seconds, in a thread."""
     every: float = 0.2
     samples: list[tuple[float, int]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
-        import torch
-
         while not self._stop.wait(self.every):
-            with contextlib.suppress(Exception):  # no NVML: nothing sampled
-                self.samples.append((time.perf_counter(), torch.cuda.utilization()))
+            with contextlib.suppress(Exception):  # neither NVML nor nvidia-smi: no samples
+                self.samples.append((time.perf_counter(), utilization()))
 
     def __enter__(self):
         self.thread = threading.Thread(target=self.run, daemon=True)
