@@ -342,6 +342,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{study:13} {r['seconds_per_epoch']:8.2f} {r['busy']:6.0%} "
                   f"{r['peak_gb']:8.1f} {r['longest_idle_s']:7.1f} {hours:>18}   "
                   f"({r['seconds']:.0f} s)", flush=True)
+        from memlib.seed import nondeterministic_kernels
+
+        print(f"kernels that warned they are non-deterministic: "
+              f"{', '.join(nondeterministic_kernels()) or 'none'}")
         print(f"check done in {time.perf_counter() - started:.0f} s")
     finally:
         if args.work is None:
