@@ -13,7 +13,7 @@ the measured seconds scaled by the full preset's training FLOPs over the check's
 sub-experiments gpu_hours.py leaves out, scale up with it, so it errs high). Fake data
 trains at the speed of real data; the scores it gives mean nothing.
 
-    python benchmarks/gpu_check.py                       # one GPU: at most ~8 minutes
+    python benchmarks/gpu_check.py                       # one GPU: sized for <= 8 minutes
     python benchmarks/gpu_check.py --device cpu --studies modarith,fisher   # tiny, on CPU
 """
 
