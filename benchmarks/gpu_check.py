@@ -141,7 +141,9 @@ def shrunk(study: str, device: str, epochs: int, tiny: bool) -> dict:
                fractions=[0.5, 1.0], noise_rates=[0.4], noise_lambdas=[100.0],
                layer_models=["wrn"], device=device)
     if tiny:
-        rlp |= dict(wrn_depth=10, wrn_width=1, validation_samples=100, batch_size=64)
+        # a long tail from 100 to 1 needs 100 images in the largest class
+        rlp |= dict(wrn_depth=10, wrn_width=1, validation_samples=100, batch_size=64,
+                    long_tail_ratio=2.0)
     steps = 10 if tiny else 2000  # full-batch steps: enough that the per-run costs amortise
     changes = {
         "modarith": dict(alphas=[0.0, 0.4], seeds=[0], epochs=steps, log_every=steps // 2,
@@ -159,6 +161,7 @@ def shrunk(study: str, device: str, epochs: int, tiny: bool) -> dict:
         "rlp_imagenet": rlp | dict(layer_models=["vit_base_patch32_224"], lambdas=[1000.0],
                                    fractions=[1.0], noise_lambdas=[1000.0], weight_decays=[0.3],
                                    validation_samples=20 if tiny else 500,
+                                   long_tail_ratio=2.0 if tiny else 10.0,
                                    measure_samples=40 if tiny else 1000,
                                    batch_size=8 if tiny else 256, workers=2 if tiny else 8,
                                    **({"image_size": 32} if tiny else {})),
