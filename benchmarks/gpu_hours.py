@@ -30,6 +30,7 @@ from memlib.models import build as build_model
 from memlib.studies import preset_config
 
 CIFAR, IMAGENET = (3, 32, 32), (3, 224, 224)
+IMAGENET_TRAIN = 1_281_167
 
 
 @dataclass
@@ -44,9 +45,9 @@ class Work:
     model_kwargs: dict | None = None
 
 
-def rlp_work() -> list[Work]:
-    c = preset_config("rlp", "full")
-    n = 50_000  # CIFAR-100 train
+def rlp_work(c, n: int = 50_000) -> list[Work]:
+    """n: CIFAR-100's training images, or ImageNet's when the config trains on it (then the
+    full ImageNet's when n is CIFAR's default)."""
     seeds = len(c.seeds)  # every condition runs once per seed
     full = seeds * (1 + len(c.dropouts) + len(c.weight_decays) + len(c.label_smoothings)
                     + len(c.lambdas) + 1  # λ sweep: last layer; all layers at the largest λ
@@ -55,6 +56,10 @@ def rlp_work() -> list[Work]:
     # 2 runs per seed on a long-tailed subset of 100 classes
     tail = seeds * 2 * sum(c.long_tail_ratio ** (-k / 99) for k in range(100)) / 100
     runs = full + seeds * (2 * len(c.fractions) - 1 + 2)
+    if c.dataset == "imagenet":
+        n = IMAGENET_TRAIN if n == 50_000 else n
+        return [Work("rlp (ImageNet)", c.model, (3, c.image_size, c.image_size), 1000, runs,
+                     n * c.epochs * (full + fractions + tail), c.batch_size)]
     main = Work("rlp (CIFAR-100)", c.model, CIFAR, 100, runs, n * c.epochs * (full + fractions
                                                                             + tail),
                 c.batch_size, dict(depth=c.wrn_depth, width=c.wrn_width))
@@ -62,13 +67,11 @@ def rlp_work() -> list[Work]:
                    c.batch_size, dict(cifar_stem=True) if m == "resnet18" else None)
               for m in c.layer_models if m != c.model]
     vit = Work("rlp (ImageNet, per run)", "vit_base_patch32_224", IMAGENET, 1000, 1,
-               1_281_167 * 90, 1024)
+               IMAGENET_TRAIN * 90, 1024)
     return [main, *others, vit]
 
 
-def fisher_work() -> list[Work]:
-    c = preset_config("fisher", "full")
-    n = 50_000  # CIFAR-10 train
+def fisher_work(c, n: int = 50_000) -> list[Work]:  # n: CIFAR-10's training images
     grid = len(c.corruptions) * len(c.seeds) + len(c.human_label_sets)
     kwargs = {"smallcnn": dict(channels=c.cnn_channels), "resnet18": dict(cifar_stem=True)}
     work = [Work("fisher (CIFAR-10)", c.model, CIFAR, 10, grid, grid * n * c.epochs,
@@ -77,8 +80,7 @@ def fisher_work() -> list[Work]:
                         kwargs.get(m)) for m in c.arch_models if m != c.model]
 
 
-def modarith_work() -> list[Work]:
-    c = preset_config("modarith", "full")
+def modarith_work(c, n: int = 50_000) -> list[Work]:  # n: not used (no images)
     pairs = int(c.train_fraction * c.p ** 2)
     main = len(c.alphas) * len(c.seeds)
     work = [Work("modarith (main)", "modarith", (2 * c.p,), c.p, main,
@@ -89,9 +91,8 @@ def modarith_work() -> list[Work]:
     return work
 
 
-def probes_work() -> list[Work]:
-    c = preset_config("probes", "full")
-    per_pair = 12_000  # two MNIST classes
+def probes_work(c, n: int = 50_000) -> list[Work]:
+    per_pair = 12_000 * n // 50_000  # two MNIST classes (n: CIFAR's 50k, for scale)
     tasks = 2 * c.runs * len(c.datasets)  # easy and hard pair
     heatmap = 45 * c.heatmap_runs * len(c.datasets)
     return [Work("probes (pairs)", "mlp", (1, 28, 28), 2, tasks,
@@ -139,14 +140,23 @@ def measured_rate(w: Work, steps: int = 10) -> float:
     return steps * batch / (time.perf_counter() - start)
 
 
-def lens_work() -> list[Work]:
+def lens_work(c, n: int = 50_000) -> list[Work]:  # n: CIFAR-100's training images
     from memlib import lens
 
-    c = preset_config("lens", "full")
     s = lens.study1_config(c)  # the lens trains study 1's full setting, watched
     runs = len(c.datasets) * len(c.noise_rates) * len(c.seeds)
-    return [Work("lens (CIFAR-100)", s.model, CIFAR, 100, runs, runs * 50_000 * s.epochs,
+    return [Work("lens (CIFAR-100)", s.model, CIFAR, 100, runs, runs * n * s.epochs,
                  s.batch_size, dict(depth=s.wrn_depth, width=s.wrn_width))]
+
+
+WORK = {"rlp": rlp_work, "modarith": modarith_work, "fisher": fisher_work,
+        "probes": probes_work, "lens": lens_work}
+
+
+def works(study: str, config=None, n: int = 50_000) -> list[Work]:
+    """The training work of `config` (default: the study's full preset), with n images in
+    the CIFAR training set."""
+    return WORK[study](config or preset_config(study, "full"), n)
 
 
 def main() -> None:
@@ -163,8 +173,7 @@ def main() -> None:
     print(f"{'study':26} {'model':22} {'runs':>5} {'sample-passes':>14} {'GFLOP/ex':>9} "
           f"{'hours':>9}")
     totals: dict[str, float] = {}
-    for work in (*rlp_work(), *modarith_work(), *fisher_work(), *probes_work(),
-                 *lens_work()):
+    for work in (w for study in WORK for w in works(study)):
         flops = forward_flops(work)
         if args.measure:
             hours = work.passes / measured_rate(work) / 3600

@@ -6,9 +6,10 @@ that torch will use (see memlib.process): the same seed then gives the same bits
 x86-64 machine with AVX2, in this process and in the workers and notebook kernels it starts.
 """
 
-from memlib.process import pin_cpu_dispatch
+from memlib.process import cuda_determinism_env, pin_cpu_dispatch
 
 pin_cpu_dispatch()  # first: before anything can initialise torch
+cuda_determinism_env()  # before CUDA initialises
 
 __version__ = "0.1.0"
 

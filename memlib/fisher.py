@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -348,7 +349,7 @@ def _load_kernel(library: Path):
     weights = torch.tensor([[0.1, 0.2, 0.3, 0.4]], dtype=torch.float64)
     out = torch.empty_like(weights)
     status = lib.downdate_roots(1, 4, poles.data_ptr(), weights.data_ptr(), out.data_ptr())
-    ok = status == 0 and torch.allclose(out[0], _roots_torch(poles, weights[0]), rtol=1e-9)
+    ok = status == 0 and torch.allclose(out[0], _roots_torch(poles, weights)[0], rtol=1e-9)
     return lib if ok else None
 
 
@@ -371,88 +372,143 @@ def _runs_in_a_child(library: Path) -> bool:
     return child.returncode == 0
 
 
-def _roots_torch(p: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """The C kernel's iteration for one problem, vectorised over its roots (fallback)."""
-    out = p.clone()
-    total = w.sum()
-    scale = max(p[-1].abs().item(), total.item()) * 2 * torch.finfo(torch.float64).eps
-    live = w * total > scale**2
-    p, w = p[live], w[live]
-    m = len(p)
-    if m == 0:
+def _previous_live(live: torch.Tensor) -> torch.Tensor:
+    """For each pole of each row, the index of the nearest live pole to its left (-1: none)."""
+    index = torch.arange(live.shape[1], device=live.device).expand_as(live)
+    marked = torch.where(live, index, -1).cummax(1).values
+    return torch.cat([torch.full_like(marked[:, :1], -1), marked[:, :-1]], 1)
+
+
+def _roots_torch(p: torch.Tensor, w: torch.Tensor, block: int | None = None) -> torch.Tensor:
+    """The C kernel's iteration on w's device, vectorised over every (row, root) pair of
+    w (n x K) at once. Pairs go in blocks of at most `block` // K (bounding each n-by-K
+    temporary to `block` float64 values), and each iteration drops the pairs that have
+    converged, so a few slow roots do not keep the whole block iterating."""
+    n, k_poles = w.shape
+    out = p.expand(n, k_poles).clone()
+    if out.numel() == 0:
         return out
-    a = torch.cat([p[:1] - w.sum(), p[:-1]])
-    b = p
+    eps = torch.finfo(torch.float64).eps
+    total = w.sum(1, keepdim=True)
+    scale = torch.maximum(p[-1].abs(), total) * 2 * eps
+    live = w * total > scale**2  # the rest deflate: their eigenvalue stays
+    live_w = torch.where(live, w, 0)
+    kept = live_w.sum(1)
+    previous = _previous_live(live)
+    rows, roots = live.nonzero(as_tuple=True)
+    block = block or (2**26 if w.is_cuda else 2**22)
+    size = max(1, block // k_poles)
+    for start in range(0, len(rows), size):
+        r, k = rows[start:start + size], roots[start:start + size]
+        left_of = previous[r, k]
+        a = torch.where(left_of >= 0, p[left_of.clamp(min=0)], p[k] - kept[r])
+        out[r, k] = _solve_pairs(p, live_w, live, r, k, a, p[k])
+    return out
+
+
+def _solve_pairs(p, live_w, live, r, k, a, b) -> torch.Tensor:
+    """Root k of row r's secular equation in (a, b) for every pair (r, k): secular_root's
+    steps in float64, each pair stopping as the C kernel's loop does."""
+    eps = torch.finfo(torch.float64).eps
     mid = (a + b) / 2
-    f = 1 - (w / (p[None, :] - mid[:, None])).sum(1)
+    f = 1 - torch.where(live[r], live_w[r] / (p - mid[:, None]), 0).sum(1)
     right_side = f > 0
     origin = torch.where(right_side, b, a)
     lo = torch.where(right_side, mid, a) - origin
     hi = torch.where(right_side, b, mid) - origin
     tau = mid - origin
-    shifted = p[None, :] - origin[:, None]
-    left_mask = (torch.arange(m)[None, :] < torch.arange(m)[:, None]).double()
     da0, db0 = a - origin, b - origin
-    eps = torch.finfo(torch.float64).eps
-    done = torch.zeros(m, dtype=torch.bool)
+    poles = torch.arange(len(p), device=p.device)
+    active = torch.arange(len(r), device=p.device)
     for _ in range(100):
-        inv = 1 / (shifted - tau[:, None])
-        t = w * inv
+        ra, ka, ta = r[active], k[active], tau[active]
+        inv = torch.where(live[ra], 1 / ((p - origin[active, None]) - ta[:, None]), 0)
+        t = live_w[ra] * inv
         t2 = t * inv
-        left, left2 = (t * left_mask).sum(1), (t2 * left_mask).sum(1)
-        right, right2 = (t * (1 - left_mask)).sum(1), (t2 * (1 - left_mask)).sum(1)
+        on_left = poles < ka[:, None]
+        left, left2 = torch.where(on_left, t, 0).sum(1), torch.where(on_left, t2, 0).sum(1)
+        right, right2 = torch.where(on_left, 0, t).sum(1), torch.where(on_left, 0, t2).sum(1)
         f = 1 - left - right
-        lo = torch.where(~done & (f > 0), tau, lo)
-        hi = torch.where(~done & (f < 0), tau, hi)
-        da, db = da0 - tau, db0 - tau
-        sl, sr = left2 * da * da, right2 * db * db
+        lo_a = torch.where(f > 0, ta, lo[active])
+        hi_a = torch.where(f > 0, hi[active], ta)
+        da, db = da0[active] - ta, db0[active] - ta
         c = 1 - (left - left2 * da) - (right - right2 * db)
-        bq, cq = c * (da + db) - sl - sr, f * da * db
+        bq, cq = c * (da + db) - left2 * da * da - right2 * db * db, f * da * db
         disc = (bq * bq - 4 * c * cq).clamp(min=0).sqrt()
         eta = torch.where(bq >= 0, 2 * cq / (bq + disc), 2 * cq / (bq - disc))
         eta = torch.where(c == 0, cq / bq, eta)
-        nxt = tau + eta
-        nxt = torch.where((nxt > lo) & (nxt < hi), nxt, (lo + hi) / 2)
-        nxt = torch.where(done | (f == 0), tau, nxt)
-        converged = ((nxt - tau).abs() <= 2 * eps * nxt.abs()) | (hi - lo <= 2 * eps * nxt.abs())
-        tau = nxt
-        done = done | converged | (f == 0)
-        if bool(done.all()):
+        nxt = ta + eta
+        nxt = torch.where((nxt > lo_a) & (nxt < hi_a), nxt, (lo_a + hi_a) / 2)
+        solved = f == 0
+        nxt = torch.where(solved, ta, nxt)
+        small = 2 * eps * nxt.abs()
+        done = solved | ((nxt - ta).abs() <= small) | (hi_a - lo_a <= small)
+        tau[active], lo[active], hi[active] = nxt, lo_a, hi_a
+        active = active[~done]
+        if len(active) == 0:
             break
-    out[live] = origin + tau
+    return origin + tau
+
+
+def _kernel_rows(lib, lam: torch.Tensor, weights: torch.Tensor, threads: int) -> torch.Tensor:
+    """The compiled kernel over the rows of `weights`, split into `threads` contiguous blocks
+    solved at once (ctypes lets go of the GIL): every row is solved alone, so the result is
+    the same bits for any number of threads."""
+    out = torch.empty_like(weights)
+    n, k_poles = weights.shape
+    bounds = [n * i // threads for i in range(threads + 1)]
+    step = weights.element_size() * k_poles
+
+    def solve(lo_hi):
+        lo, hi = lo_hi
+        return lib.downdate_roots(hi - lo, k_poles, lam.data_ptr(), weights.data_ptr() + lo * step,
+                                  out.data_ptr() + lo * step) if hi > lo else 0
+
+    blocks = list(zip(bounds[:-1], bounds[1:], strict=True))
+    if threads == 1:
+        statuses = [solve(b) for b in blocks]
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            statuses = list(pool.map(solve, blocks))
+    if any(statuses):
+        raise MemoryError("secular kernel could not allocate its work arrays")
     return out
 
 
 def downdated_eigenvalues(lam: torch.Tensor, weights: torch.Tensor, backend: str = "auto"
                           ) -> torch.Tensor:
-    """Eigenvalues of diag(lam) - u u^T for each row of `weights` = u^2 (n x K), float64.
+    """Eigenvalues of diag(lam) - u u^T for each row of `weights` = u^2 (n x K), float64, on
+    the tensors' device.
 
-    lam must be ascending and distinct up to round-off. backend: "c" (compiled kernel),
-    "torch" (vectorised fallback) or "auto" (C when a compiler is available).
+    lam must be ascending and distinct up to round-off. backend: "c" (compiled kernel, CPU,
+    on torch.get_num_threads() threads), "torch" (vectorised, any device) or "auto" (the C
+    kernel for CPU tensors when a compiler is available, else torch).
     """
     lam = lam.double().contiguous()
     weights = weights.double().contiguous()
-    lib = _kernel() if backend in ("auto", "c") else None
+    on_cpu = weights.device.type == "cpu"
+    lib = _kernel() if backend in ("auto", "c") and on_cpu else None
     if backend == "c" and lib is None:
-        raise RuntimeError("no C compiler found for the secular kernel; use backend='torch'")
+        raise RuntimeError("the secular kernel needs CPU tensors and a C compiler; use "
+                           "backend='torch'")
     if lib is None:
-        return torch.stack([_roots_torch(lam, w) for w in weights]) if len(weights) else weights
-    out = torch.empty_like(weights)
-    status = lib.downdate_roots(len(weights), len(lam), lam.data_ptr(), weights.data_ptr(),
-                                out.data_ptr())
-    if status:
-        raise MemoryError("secular kernel could not allocate its work arrays")
-    return out
+        return _roots_torch(lam.to(weights.device), weights)
+    return _kernel_rows(lib, lam, weights, max(1, min(torch.get_num_threads(), len(weights))))
 
 
 def loo_exact(lam: torch.Tensor, z: torch.Tensor, spectrum: str = "eig", chunk: int = 512,
-              backend: str = "auto") -> torch.Tensor:
+              backend: str = "auto", device: str | torch.device | None = None) -> torch.Tensor:
     """Exact leave-one-out attribution Delta_i = er(S) - er(S_-i) for every row of z.
 
     S_-i (recentred without i) = S - alpha c_i c_i^T with alpha = n / (n - 1); in the
     eigenbasis of S that is diag(lam) - alpha z_i z_i^T, whose eigenvalues are the roots
-    of the secular equation, solved in chunks of rows.
+    of the secular equation, solved in chunks of rows on `device` (default: z's; "auto":
+    this rank's GPU when there is one, else the CPU) and returned on z's device.
     """
+    home = z.device
+    device = (distributed.device() if device == "auto"
+              else torch.device(device) if device is not None else home)
+    lam, z = lam.to(device), z.to(device)
     n = len(z)
     alpha = n / (n - 1)
     full = effective_rank(lam, spectrum)
@@ -460,7 +516,7 @@ def loo_exact(lam: torch.Tensor, z: torch.Tensor, spectrum: str = "eig", chunk: 
     for start in range(0, n, chunk):
         roots = downdated_eigenvalues(lam, alpha * z[start:start + chunk].double() ** 2, backend)
         out.append(full - effective_rank(roots, spectrum))
-    return torch.cat(out) if out else torch.empty(0, dtype=torch.float64)
+    return (torch.cat(out) if out else torch.empty(0, dtype=torch.float64, device=device)).to(home)
 
 
 def first_order_weights(lam: torch.Tensor, spectrum: str = "eig") -> torch.Tensor:
@@ -733,7 +789,7 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
     lam, coords = decompose(h, z, ys, config.bias)
     timings["decompose"] = time.perf_counter() - start
     start = time.perf_counter()
-    exact = loo_exact(lam, coords, config.spectrum)
+    exact = loo_exact(lam, coords, config.spectrum, device="auto")
     timings["loo_exact"] = time.perf_counter() - start + timings["decompose"]
     start = time.perf_counter()
     first = loo_first_order(lam, coords, config.spectrum)
@@ -752,7 +808,7 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
         direct_error = (direct - exact[pick]).abs().max().item()
     # the same attribution at the last epoch, after the noise has been (partly) fitted
     lam_last, coords_last = decompose(state["h_last"], state["z_last"], ys, config.bias)
-    exact_last = loo_exact(lam_last, coords_last, config.spectrum)
+    exact_last = loo_exact(lam_last, coords_last, config.spectrum, device="auto")
     examples = pd.DataFrame({
         "index": scatter.numpy(), "true": true[scatter].numpy(), "label": ys.numpy(),
         "flipped": flip_s.numpy(), "delta_exact": exact.numpy(), "delta_first": first.numpy(),

@@ -264,7 +264,7 @@ def example_scores(memo: dict, labels: torch.Tensor, flipped: torch.Tensor,
     lam, z = fisher.decompose(memo["h"], memo["z"], labels)
     return pd.DataFrame({
         "position": memo["pick"].numpy(), "flipped": flipped.numpy(),
-        "delta_exact": fisher.loo_exact(lam, z).numpy() if exact else math.nan,
+        "delta_exact": fisher.loo_exact(lam, z, device="auto").numpy() if exact else math.nan,
         "delta_first": fisher.loo_first_order(lam, z).numpy(),
         "final_loss": F.cross_entropy(memo["final_logits"].double(), labels,
                                       reduction="none").numpy(),

@@ -116,6 +116,17 @@ def pin_cpu_dispatch() -> str:
     return mode
 
 
+CUDA_DETERMINISM = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}  # cuBLAS's deterministic workspace
+
+
+def cuda_determinism_env() -> None:
+    """What CUDA reads from the environment for same-seed-same-bits runs, set unless the
+    caller set it: cuBLAS reads it once, when CUDA first initialises, so it is set on
+    importing memlib (inherited by workers and notebook kernels)."""
+    for key, value in CUDA_DETERMINISM.items():
+        os.environ.setdefault(key, value)
+
+
 def pinned_inductor_cache(current: str | None) -> str:
     """torch.compile's kernel cache for pinned processes, apart from the usual one
     (`current`, else torch's default): its cache keys leave out ATen's instruction set, and a

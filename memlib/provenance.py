@@ -55,6 +55,22 @@ def device() -> str:
     return f"cpu ({platform.machine()}, {torch.get_num_threads()} threads)"
 
 
+def gpu() -> dict[str, Any]:
+    """The GPU, CUDA and cuDNN a run used and the kernels it warned are non-deterministic:
+    "none" for each where there is no GPU (and for the kernels where none warned)."""
+    import torch
+
+    from memlib.seed import nondeterministic_kernels
+
+    warned = nondeterministic_kernels() or "none"
+    if not torch.cuda.is_available():
+        return {"name": "none", "cuda": "none", "cudnn": "none",
+                "nondeterministic_kernels": warned}
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {"name": torch.cuda.get_device_name(0), "cuda": torch.version.cuda or "none",
+            "cudnn": str(cudnn) if cudnn else "none", "nondeterministic_kernels": warned}
+
+
 def data_sources(parameters: dict[str, Any]) -> dict[str, str]:
     """For every dataset a parameter names: the data it resolves to and where that comes from
     ("mnist" without its IDX files is the bundled mnist-5k subset, with its split)."""
@@ -122,6 +138,7 @@ def manifest(study: str, scale: str, parameters: dict[str, Any], wall_seconds: f
         "git_sha": git_sha(),
         "versions": versions(),
         "device": device(),
+        "gpu": gpu(),
         "cpu": dispatch_record(),
         "wall_seconds": round(wall_seconds, 1),
         **compute_cost(ledger),

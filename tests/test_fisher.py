@@ -107,6 +107,53 @@ def test_fast_exact_loo_matches_direct(n, spectrum, backend):
     torch.testing.assert_close(fast, direct, rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("n", [80, 20, 300])  # D-space and Gram form
+@pytest.mark.parametrize("spectrum", ["eig", "sv"])
+def test_vectorised_loo_matches_the_compiled_kernel(n, spectrum):
+    """The torch path (the one a CUDA tensor takes) against the C kernel, to 1e-10."""
+    h, z, y = problem(n=n, width=8, num_classes=5)
+    lam, coords = fisher.decompose(h, z, y)
+    kernel = fisher.loo_exact(lam, coords, spectrum, backend="c")
+    vectorised = fisher.loo_exact(lam, coords, spectrum, backend="torch")
+    torch.testing.assert_close(vectorised, kernel, rtol=0, atol=1e-10)
+    assert not torch.equal(kernel, torch.zeros_like(kernel))
+
+
+def test_vectorised_roots_in_small_blocks_match_one_block():
+    g = torch.Generator().manual_seed(3)
+    lam = torch.sort(torch.rand(12, generator=g, dtype=torch.float64)).values + 1e-3
+    w = (torch.randn(9, 12, generator=g, dtype=torch.float64) * 0.3) ** 2
+    w[2, 4:9] = 0  # deflated poles inside a row: the brackets skip them
+    whole = fisher._roots_torch(lam, w)
+    torch.testing.assert_close(fisher._roots_torch(lam, w, block=12 * 5), whole, rtol=0,
+                               atol=1e-14)
+    torch.testing.assert_close(whole, fisher.downdated_eigenvalues(lam, w, "c"), rtol=0,
+                               atol=1e-13)
+
+
+def test_kernel_on_several_threads_gives_the_same_bits():
+    h, z, y = problem(n=301, width=8, num_classes=5)
+    lam, coords = fisher.decompose(h, z, y)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = fisher.loo_exact(lam, coords, chunk=1000)
+        torch.set_num_threads(3)
+        three = fisher.loo_exact(lam, coords, chunk=1000)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one, three)
+
+
+def test_loo_is_solved_on_the_device_asked_and_returned_on_z_s():
+    h, z, y = problem(n=40)
+    lam, coords = fisher.decompose(h, z, y)
+    out = fisher.loo_exact(lam, coords, device="cpu", backend="torch")
+    assert out.device == coords.device and out.dtype == torch.float64
+    with pytest.raises(RuntimeError, match="CPU tensors"):
+        fisher.downdated_eigenvalues(lam.to("meta"), coords.to("meta") ** 2, backend="c")
+
+
 @given(st.integers(0, 10_000), st.integers(2, 30), st.floats(0.01, 10))
 @settings(max_examples=30, deadline=None)
 def test_secular_roots_are_eigenvalues_of_the_downdate(seed, k, spread):
