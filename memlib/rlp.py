@@ -629,7 +629,10 @@ def _validation(s: RunSpec, full, held: torch.Tensor, device: torch.device):
     if s.dataset in FOLDER_DATASETS:
         dataset = imagenet.select(full, held, None, imagenet.transform(False, s.image_size))
         return eval_loader(dataset, s.batch_size, s.workers)
-    return full.x[held].to(device), full.y[held].to(device)
+    # scaled as the training and test samples are: unscaled validation images made "best λ"
+    # a choice on inputs the network never saw
+    x = datasets.scale_inputs(s.dataset, full.x[held], s.inputs)
+    return x.to(device), full.y[held].to(device)
 
 
 def _folder_sources(s: RunSpec, full, test, idx, y, test_idx, measured) -> dict:

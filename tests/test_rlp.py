@@ -323,6 +323,9 @@ def test_clean_train_acc_and_validation_accuracy_are_measured_every_epoch():
     held = rlp.validation_indices(s, data.load("digits", "train").y)
     assert not set(held.tolist()) & set(d["index"].tolist())  # never trained on
     assert len(d["validation"][1]) == 200
+    # validation images are scaled as the training ones are (standardized: mean near 0)
+    assert abs(float(d["validation"][0].mean()) - float(d["train"][0].mean())) < 0.1
+    assert abs(float(d["validation"][0].mean())) < 0.2
     h = rlp.train_run(s)["history"]
     assert h["clean_train_acc"].nunique() > 1  # one value per measured epoch
     assert h["clean_train_acc"].iloc[0] < h["clean_train_acc"].iloc[-1]
