@@ -193,7 +193,7 @@ def study_config(study: str, changes: dict):
         base |= read_params(params_file(Path("01_random_label_heads.imagenet.yaml"), "full"))
         config = build(module.Config, base)
     else:
-        from memlib.presets import preset_config
+        from memlib.studies import preset_config
 
         config = preset_config(study, "full")
     return module, build(module.Config, {**to_dict(config), **changes}), config

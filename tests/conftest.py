@@ -17,6 +17,14 @@ def isolated_outputs(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLIB_BUILD", str(tmp_path / "build"))
     monkeypatch.setenv("MEMLIB_PROGRESS", "0")
     torch.use_deterministic_algorithms(False)
+    # process-level memory starts afresh: a computation's code fingerprint taken while an
+    # earlier test had patched a module would otherwise outlive the patch, and a warning
+    # given once would not be given to the test that looks for it
+    from memlib import process, runs
+
+    for computation in runs.REGISTRY.values():
+        computation.__dict__.pop("code", None)
+    monkeypatch.setattr(process, "_WARNED", set())
     yield
 
 

@@ -90,7 +90,7 @@ def claim_dataset(claim_id: str, ours: str) -> str:
 def claim_cell(row) -> str:
     """The paper's statement, with the dataset when the claim is judged once per dataset."""
     dataset = getattr(row, "dataset", "") or claim_dataset(row.id, row.ours)
-    return _cell(row.statement) + (f" (data: {dataset})" if dataset else "")
+    return _cell(row.statement, limit=10_000) + (f" (data: {dataset})" if dataset else "")
 
 
 def note_cell(row, notebook: str, scale: str) -> str:
@@ -98,8 +98,9 @@ def note_cell(row, notebook: str, scale: str) -> str:
     and the caveat, each capped, then a link to the figure that shows it, never cut (a cut
     link would show as text)."""
     reason = row.verdict.partition(":")[2].strip()
-    note = " ".join(_cell(text) for text in (reason, getattr(row, "note", ""), row.caveat)
-                    if text)
+    # never cut: the reason a row was not decided is what a reader looks for
+    note = " ".join(_cell(text, limit=10_000) for text in (reason, getattr(row, "note", ""),
+                                                          row.caveat) if text)
     shown = [f"{row.where}{ext}" for ext in (".png", ".md")
              if row.where and (paths.figures_dir(notebook, scale) / f"{row.where}{ext}"
                                ).exists()]
