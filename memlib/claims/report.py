@@ -59,7 +59,7 @@ def pilot_verdicts(study: str) -> dict[str, str]:
     return dict(zip(pilot["id"], pilot["verdict"]))
 
 
-def _cell(text: str, limit: int = 200) -> str:
+def _cell(text: str, limit: int = 10_000) -> str:
     text = " ".join(str(text).split()).replace("|", "\\|")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
