@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib
 import math
 import os
@@ -267,11 +268,17 @@ def check_work(study: str, config, n: int):
             sum(w.passes for w in works))
 
 
-def run_one(study: str, device: str, epochs: int, tiny: bool, sizes: Sizes) -> dict:
-    """Run one study's shrunk preset; its timings, GPU samples and projection."""
+def run_one(study: str, device: str, epochs: int, tiny: bool, sizes: Sizes,
+            sets: dict | None = None) -> dict:
+    """Run one study's shrunk preset (with `sets` where its Config has them); its timings,
+    GPU samples and projection."""
     import torch
 
-    module, config, full = study_config(study, shrunk(study, device, epochs, tiny))
+    changes = shrunk(study, device, epochs, tiny)
+    module = importlib.import_module(f"memlib.{study.removesuffix('_imagenet')}")
+    names = {f.name for f in dataclasses.fields(module.Config)}
+    changes |= {k: v for k, v in (sets or {}).items() if k in names}
+    module, config, full = study_config(study, changes)
     cuda = device.startswith("cuda")
     if cuda:
         torch.cuda.reset_peak_memory_stats()
@@ -295,6 +302,62 @@ def run_one(study: str, device: str, epochs: int, tiny: bool, sizes: Sizes) -> d
             "projected_hours": seconds * full_flops / max(flops, 1.0) / 3600}
 
 
+def profile_rlp(device: str, tiny: bool, sets: dict, rows: int = 25) -> None:
+    """Two epochs of study 1's default full-preset run under torch.profiler: the operators
+    that take the device's time and the host's, so the next change aims at what they show."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from memlib import rlp
+
+    changes = shrunk("rlp", device, 2, tiny) | {k: v for k, v in sets.items()
+                                                 if k in {f.name for f in
+                                                          dataclasses.fields(rlp.Config)}}
+    _, config, _ = study_config("rlp", changes | {"measure_every": 1})
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA]
+                                           if device.startswith("cuda") else [])
+    start = time.perf_counter()
+    with profile(activities=activities) as prof:
+        rlp.train_run(rlp.spec(config))
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+    wall = time.perf_counter() - start
+    events = prof.key_averages()
+    key = "self_cuda_time_total" if device.startswith("cuda") else "self_cpu_time_total"
+    device_us = sum(getattr(e, "self_device_time_total", 0) or 0 for e in events)
+    print(f"profile: one study-1 run, 2 epochs measured every epoch, {wall:.1f} s wall; "
+          f"kernels {device_us / 1e6:.1f} s of device time ({device_us / 1e6 / wall:.0%})")
+    print(events.table(sort_by=key, row_limit=rows, max_name_column_width=60))
+
+
+def same_bits_rlp(device: str, tiny: bool, sets: dict) -> bool:
+    """Study 1's default full-preset run, two epochs, trained twice from the same seed: the
+    parameters that differ (none, on a deterministic setup) and the kernels that warned."""
+    import torch
+
+    from memlib import rlp
+    from memlib.seed import nondeterministic_kernels
+
+    changes = shrunk("rlp", device, 2, tiny) | {k: v for k, v in sets.items()
+                                                 if k in {f.name for f in
+                                                          dataclasses.fields(rlp.Config)}}
+    _, config, _ = study_config("rlp", changes)
+    states = []
+    for _ in range(2):
+        out = rlp.train_run(rlp.spec(config), observe=lambda *_: [])
+        states.append({**{f"model.{k}": v.detach().cpu() for k, v in
+                          out["model"].state_dict().items()},
+                       **{f"heads.{k}": v.detach().cpu() for k, v in
+                          out["heads"].state_dict().items()}})
+    different = [k for k in states[0] if not torch.equal(states[0][k], states[1][k])]
+    print(f"same seed twice (study 1's full run, 2 epochs): {len(states[0]) - len(different)}"
+          f" of {len(states[0])} tensors identical"
+          + (f"; differ: {', '.join(different[:5])}" if different else "")
+          + f"; kernels that warned: {', '.join(nondeterministic_kernels()) or 'none'}",
+          flush=True)
+    return not different
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda (real sizes) or cpu (tiny)")
@@ -303,6 +366,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--tiny", action="store_true",
                         help="tiny data and models on a GPU too (always on the CPU)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="change a value of every checked study's shrunk preset that has "
+                        "it, e.g. --set parallel_runs=1 (YAML values)")
+    parser.add_argument("--profile", action="store_true",
+                        help="after the check, profile two epochs of one study-1 run "
+                        "(torch.profiler: the kernels and host calls that take the time)")
+    parser.add_argument("--determinism", action="store_true",
+                        help="after the check, train study 1's default full-preset run for two "
+                        "epochs twice and compare the two models bit for bit")
     parser.add_argument("--work", type=Path, help="folder for the fake data, cache and results "
                         "(default: a temporary one, removed after)")
     args = parser.parse_args(argv)
@@ -320,6 +392,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no CUDA device here; use --device cpu for the tiny check")
     if not (args.device.startswith("cuda") or args.device == "cpu"):
         parser.error(f"--device {args.device!r}: use cuda, cuda:N or cpu")
+    sets = {}
+    for item in args.set:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            parser.error(f"--set {item!r}: use KEY=VALUE")
+        import yaml
+
+        sets[key] = yaml.safe_load(value)
     tiny = args.tiny or args.device == "cpu"
     sizes = CPU_SIZES if tiny else GPU_SIZES
     work = args.work or Path(tempfile.mkdtemp(prefix="memlib-gpu-check-"))
@@ -327,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         data = work / "data"
         real_fashion = not tiny and Path("/usr/share/datasets/fashion-mnist").is_dir()
         started = time.perf_counter()
-        write_data(data, sizes, studies, real_fashion)
+        write_data(data, sizes, studies + ["rlp"] * (args.profile or args.determinism),
+                   real_fashion)
         print(f"fake data written in {time.perf_counter() - started:.0f} s under {data}")
         os.environ.update(MEMLIB_DATA=str(data), MEMLIB_RESULTS=str(work / "results"),
                           MEMLIB_CACHE=str(work / "cache"))
@@ -337,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{sizes.cifar_train} CIFAR images)")
         for study in studies:
             try:
-                r = run_one(study, args.device, args.epochs, tiny, sizes)
+                r = run_one(study, args.device, args.epochs, tiny, sizes, sets)
             except ConfigError as err:
                 print(f"gpu_check: {study}: {err}", file=sys.stderr)
                 return 2
@@ -345,6 +426,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{study:13} {r['seconds_per_epoch']:8.2f} {r['busy']:6.0%} "
                   f"{r['peak_gb']:8.1f} {r['longest_idle_s']:7.1f} {hours:>18}   "
                   f"({r['seconds']:.0f} s)", flush=True)
+        if args.profile:
+            profile_rlp(args.device, tiny, sets)
+        if args.determinism:
+            same_bits_rlp(args.device, tiny, sets)
         from memlib.seed import nondeterministic_kernels
 
         print(f"kernels that warned they are non-deterministic: "

@@ -12,6 +12,7 @@ uses the head with *detached* parameters, so only the extractor learns to hide r
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -703,6 +704,10 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
     flipped = d["y"] != d["clean_y"]
     targets = {"clean": d["clean_y"], "flipped": torch.where(flipped, d["y"], -1)}
     latest: dict = {}
+    # measurements run at the training's precision: in fp32 a bf16 run's evaluation passes
+    # would take as long as its training steps on a GPU
+    precision = (torch.autocast(d["device"].type, dtype=torch.bfloat16)
+                 if s.precision == "bf16" else contextlib.nullcontext())
 
     def measured(epoch: int) -> bool:
         return epoch % s.measure_every == 0 or epoch == s.epochs
@@ -710,8 +715,9 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
     def train_scores(epoch: int) -> dict:
         if latest.get("epoch") != epoch:
             latest.clear()
-            latest.update(epoch=epoch, **measure(model, heads, d["train_eval"], d["random"],
-                                                 labels=targets))
+            with precision:
+                scores = measure(model, heads, d["train_eval"], d["random"], labels=targets)
+            latest.update(epoch=epoch, **scores)
         return latest
 
     def fit_scores(state) -> tuple[float, float | None] | None:
@@ -723,13 +729,15 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
     def record(state) -> None:
         if not measured(state.epoch) and not state.stop:
             return
-        test = measure(model, None, d["test"])
+        with precision:
+            test = measure(model, None, d["test"])
+            validation = measure(model, None, d["validation"])
         state.row.update(test_acc=test["acc"], test_loss=test["loss"])
         scores = dict(train_scores(state.epoch))
         state.row["train_acc"] = scores["acc"]
         state.row["clean_train_acc"] = scores["acc_clean"]
         state.row.update({metric: scores[metric] for metric, _, _ in heads.probes()})
-        state.row["val_acc"] = measure(model, None, d["validation"])["acc"]
+        state.row["val_acc"] = validation["acc"]
 
     memo: dict = {}
     fit = fit_tracker(fit_criterion(s), fit_scores, memo)
