@@ -992,6 +992,9 @@ def measure(results: dict, config: Config) -> dict:
                                      if phase["alpha"].nunique() >= 3 else None)
     measured["larger-is-better"] = larger_is_better(results["sweep"], config)
     measured["activation-maxima"] = activation_maxima(results["sweep"], config)
+    measured["regularization-delays-descent"] = regularization_delay(results["sweep"], config)
+    measured["second-descent"] = descent_past_threshold(results["sweep"], config)
+    measured["activation-peaks"] = activation_peaks(results["sweep"], config)
     variants = results.get("variants", pd.DataFrame())
     for variant in ("leaky_relu", "mul"):
         frame = variants[variants["variant"] == variant] if len(variants) else variants
@@ -1060,6 +1063,96 @@ def larger_is_better(sweep: pd.DataFrame, config: Config) -> dict | None:
     return {**value, "chance": chance(config)}
 
 
+def train_accuracies(sweep: pd.DataFrame, weight_decay: float,
+                     activation: str = "relu") -> dict[float, pd.DataFrame]:
+    """Per sweep alpha, the train accuracy (labels as trained) of the raw nets trained with
+    `activation` and `weight_decay`: widths (rows, ascending) x seeds."""
+    raw = sweep[(sweep["activation"] == activation) & (sweep["part"] == "raw")
+                & np.isclose(sweep["weight_decay"], weight_decay)]
+    out = {}
+    for alpha, group in raw.groupby("alpha"):
+        accs = group.pivot_table(index=["width", "seed"], columns="subset", values="acc")
+        out[alpha] = ((1 - alpha) * accs["clean_train"] + alpha * accs["noisy_memorized"]
+                      ).unstack("seed").sort_index()
+    return out
+
+
+def interpolation_widths(train: pd.DataFrame) -> pd.Series:
+    """Each seed's interpolation threshold: the first width (rows of `train`, as from
+    `train_accuracies`) whose train accuracy is >= FIT; nan where no width reaches it."""
+    fits = train >= FIT
+    return pd.Series({seed: float(fits.index[fits[seed]][0]) if fits[seed].any() else math.nan
+                      for seed in train.columns}).sort_index()
+
+
+def regularization_delay(sweep: pd.DataFrame, config: Config) -> dict | None:
+    """Raw ReLU nets, per sweep alpha: how many octaves (log2 width) later each seed's net
+    interpolates under the strongest sweep weight decay than under the main one, paired by
+    seed; "unfitted" names each (weight decay, alpha) where a seed interpolates at no sweep
+    width, with the widest net's seed-mean train accuracy there."""
+    stronger = [wd for wd in config.sweep_weight_decays if wd > config.weight_decay]
+    if "relu" not in config.sweep_activations or not stronger or \
+            config.weight_decay not in config.sweep_weight_decays:
+        return None
+    decays = (config.weight_decay, max(stronger))
+    train = {wd: train_accuracies(sweep, wd) for wd in decays}
+    value = {"weight_decays": list(decays), "delay": {}, "unfitted": []}
+    for alpha in sorted(train[decays[0]]):
+        main, strong = (interpolation_widths(train[wd][alpha]) for wd in decays)
+        for wd, seeds in zip(decays, (main, strong), strict=True):
+            if seeds.isna().any():
+                widest = float(train[wd][alpha].iloc[-1].mean())
+                value["unfitted"].append(f"wd={wd:g}, α={alpha:g}: {int(seeds.isna().sum())} "
+                                         f"of {len(seeds)} seeds (widest net's train accuracy "
+                                         f"{widest:.2f})")
+        if not (main.isna().any() or strong.isna().any()):
+            value["delay"][f"{alpha:g}"] = paired(np.log2(strong.to_numpy()),
+                                                  np.log2(main.to_numpy()))
+    return value
+
+
+def descent_past_threshold(sweep: pd.DataFrame, config: Config) -> dict | None:
+    """Raw ReLU nets at the main weight decay, per sweep alpha: the widest sweep net's test
+    accuracy minus the test accuracy at the interpolation threshold (first width whose
+    seed-mean train accuracy is >= FIT), paired by seed, where two or more widths
+    interpolate."""
+    if "relu" not in config.sweep_activations or config.weight_decay not in \
+            config.sweep_weight_decays:
+        return None
+    value = {"fitted_widths": {}, "widest_train": {}, "descent": {}, "chance": chance(config)}
+    for alpha, accs, train_acc, widths in _interpolating(sweep, "relu", config):
+        key = f"{alpha:g}"
+        value["fitted_widths"][key] = widths
+        value["widest_train"][key] = float(train_acc.iloc[-1])
+        if len(widths) >= 2:
+            test = accs["test"].unstack("seed")
+            value["descent"][key] = paired(test.loc[widths[-1]].to_numpy(),
+                                           test.loc[widths[0]].to_numpy())
+    return value
+
+
+def activation_peaks(sweep: pd.DataFrame, config: Config) -> dict | None:
+    """x^2 and GeLU nets at the main weight decay, per sweep alpha: among the interpolating
+    widths below the widest one, the width with the highest seed-mean test accuracy (the
+    peak), and each seed's test accuracy there minus at the widest interpolating width (the
+    fall past the peak), where two or more widths interpolate."""
+    acts = [a for a in ("quadratic", "gelu") if a in config.sweep_activations]
+    if not acts or config.weight_decay not in config.sweep_weight_decays:
+        return None
+    value = {"fall": {}, "peak_width": {}, "fitted_widths": {}}
+    for act in acts:
+        for alpha, accs, _, widths in _interpolating(sweep, act, config):
+            key = f"{act}, α={alpha:g}"
+            value["fitted_widths"][key] = widths
+            if len(widths) >= 2:
+                test = accs["test"].unstack("seed")
+                peak = int(test.loc[widths[:-1]].mean(axis=1).idxmax())
+                value["peak_width"][key] = peak
+                value["fall"][key] = paired(test.loc[peak].to_numpy(),
+                                            test.loc[widths[-1]].to_numpy())
+    return value
+
+
 def _fit_at(alpha: float) -> tuple[str, Callable]:
     return (f"the net fitted its training labels at alpha = {alpha:g} (>= {FIT:.0%} on clean "
             "and on noisy labels)", lambda v: v["train_fit"] >= FIT)
@@ -1109,6 +1202,12 @@ WIDTH_CURVE = ("a width curve exists (>= 2 sweep widths at or above the interpol
 INTERPOLATES = ("every activation and alpha has a sweep width at or above the interpolation "
                 f"threshold (train accuracy >= {FIT:.0%})",
                 lambda v: all(len(w) >= 1 for w in v["fitted_widths"].values()))
+EVERY_SEED_INTERPOLATES = (
+    f"every seed's ReLU net interpolates (train accuracy >= {FIT:.0%}) at some sweep width "
+    "under the main and under the strongest sweep weight decay, at every sweep alpha",
+    lambda v: bool(v["delay"]) and not v["unfitted"])
+ACTIVATION_CURVES = ("every x^2 and GeLU net has a width curve (>= 2 sweep widths at or above "
+                     "the interpolation threshold, for every alpha)", WIDTH_CURVE[1])
 
 
 def _ff_claim(variant: str, what: str) -> Claim:
@@ -1307,6 +1406,81 @@ CLAIMS = [
           headline=lambda v: _points(_lowest(v["maxima"].values())) if v["maxima"] else None,
           caveat="headline: the lowest maximum over activations and noise ratios",
           where="fig_width_sweep"),
+    Claim("regularization-delays-descent",
+          "Stronger regularization delays the second descent in width: with a larger weight "
+          "decay the net needs more width to interpolate its noisy labels, so test accuracy "
+          "recovers only at larger widths", "weight decays swept over M = 17..4097",
+          "relu, per sweep alpha: each seed's interpolation threshold (first sweep width with "
+          "train accuracy >= 99%, labels as trained), where the second descent begins, under "
+          "the strongest sweep weight decay minus under weight_decay, in octaves (log2 width), "
+          "paired by seed, mean ± 95% t half-width",
+          "every alpha's delay > 0 octaves, beyond noise (the paper gives a direction, no "
+          "size)",
+          **all_of(lambda v: [margin(e, 0) for e in v["delay"].values()]),
+          preconditions=(EVERY_SEED_INTERPOLATES,),
+          cases=Cases(
+              holds={"weight_decays": [0.1, 1.0], "delay": {"0.5": _est(1.0, 0.1)},
+                     "unfitted": []},
+              fails={"weight_decays": [0.1, 1.0], "delay": {"0.5": _est(-1.0, 0.1)},
+                     "unfitted": []},
+              preconditions={EVERY_SEED_INTERPOLATES[0]: {
+                  "weight_decays": [0.1, 1.0], "delay": {},
+                  "unfitted": ["wd=1, α=0.5: 2 of 2 seeds (widest net's train accuracy "
+                               "0.40)"]}}),
+          unit="octaves of width",
+          headline=lambda v: _lowest(v["delay"].values()) if v["delay"] else None,
+          caveat="headline: the smallest delay over noise ratios; sweep widths are spaced "
+                 "an octave or more apart, so a delay is a whole number of steps",
+          where="fig_width_sweep"),
+    Claim("second-descent",
+          "Double descent in width: past the interpolation threshold, test error falls again "
+          "as the ReLU net grows", "P = 113, M = 17..4097, 200k epochs",
+          "relu, weight decay = weight_decay, per sweep alpha: the widest sweep net's raw test "
+          "accuracy minus the raw test accuracy at the interpolation threshold (first width "
+          "with seed-mean train accuracy >= 99%), paired by seed, mean ± 95% t half-width",
+          "every alpha's rise in test accuracy > 0 points, beyond noise ('falls again': the "
+          "descent itself, whose size the paper does not state)",
+          **all_of(lambda v: [margin(e, 0) for e in v["descent"].values()]),
+          preconditions=(WIDTH_CURVE,),
+          cases=Cases(
+              holds={"fitted_widths": {"0.5": [32, 128]}, "widest_train": {"0.5": 1.0},
+                     "descent": {"0.5": _est(0.3)}, "chance": 0.017},
+              fails={"fitted_widths": {"0.5": [32, 128]}, "widest_train": {"0.5": 1.0},
+                     "descent": {"0.5": _est(-0.3)}, "chance": 0.017},
+              preconditions={WIDTH_CURVE[0]: {"fitted_widths": {"0.5": []},
+                                              "widest_train": {"0.5": 0.6}, "descent": {},
+                                              "chance": 0.017}}),
+          unit="points",
+          headline=lambda v: _points(_lowest(v["descent"].values())) if v["descent"] else None,
+          caveat="headline: the smallest rise over noise ratios; larger-is-better asks that "
+                 "no step along the way falls, this row that the widest net ends higher",
+          where="fig_width_sweep"),
+    Claim("activation-peaks",
+          "Unlike ReLU's, the test-accuracy maxima of x^2 and GeLU nets peak as width grows: "
+          "past a width, wider nets generalize worse", "",
+          "x^2 and GeLU, weight decay = weight_decay, per sweep alpha: among the interpolating "
+          "widths (train accuracy >= 99%) below the widest, the one with the highest seed-mean "
+          "test accuracy (the peak); raw test accuracy there minus at the widest interpolating "
+          "width, paired by seed, mean ± 95% t half-width",
+          "every activation's and alpha's fall > 0 points, beyond noise (a peak: the paper "
+          "gives no size)",
+          **all_of(lambda v: [margin(e, 0) for e in v["fall"].values()]),
+          preconditions=(ACTIVATION_CURVES,),
+          cases=Cases(
+              holds={"fall": {"quadratic, α=0.5": _est(0.2)},
+                     "peak_width": {"quadratic, α=0.5": 32},
+                     "fitted_widths": {"quadratic, α=0.5": [32, 128]}},
+              fails={"fall": {"quadratic, α=0.5": _est(-0.2)},
+                     "peak_width": {"quadratic, α=0.5": 32},
+                     "fitted_widths": {"quadratic, α=0.5": [32, 128]}},
+              preconditions={ACTIVATION_CURVES[0]: {
+                  "fall": {}, "peak_width": {},
+                  "fitted_widths": {"quadratic, α=0.5": [128]}}}),
+          unit="points",
+          headline=lambda v: _points(_lowest(v["fall"].values())) if v["fall"] else None,
+          caveat="headline: the smallest fall; the peak is chosen on the same seeds' mean, "
+                 "which favours a fall; ReLU's side (no peak) is larger-is-better's rule",
+          where="fig_width_sweep"),
     _ff_claim("leaky_relu", "with LeakyReLU"),
     _ff_claim("mul", "for multiplication mod P (Fourier analysis in discrete-log "
                      "coordinates)"),
@@ -1330,6 +1504,16 @@ CLAIMS = declare(CLAIMS, {
     "activation-maxima": ((activation_maxima,), ("sweep_widths", "sweep_alphas",
                                                  "sweep_activations", "weight_decay",
                                                  "sweep_epochs")),
+    "regularization-delays-descent": ((regularization_delay, train_accuracies,
+                                       interpolation_widths),
+                                      ("sweep_widths", "sweep_alphas", "sweep_weight_decays",
+                                       "weight_decay", "sweep_epochs", "sweep_seeds")),
+    "second-descent": ((descent_past_threshold,), ("sweep_widths", "sweep_alphas",
+                                                   "sweep_weight_decays", "weight_decay",
+                                                   "sweep_epochs", "sweep_seeds")),
+    "activation-peaks": ((activation_peaks,), ("sweep_widths", "sweep_alphas",
+                                               "sweep_activations", "weight_decay",
+                                               "sweep_epochs", "sweep_seeds")),
     "ff-recovers-rule-leaky_relu": ((_ff_value, fitted), ("variants",)),
     "ff-recovers-rule-mul": ((_ff_value, fitted), ("variants",)),
 })

@@ -505,6 +505,11 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 #   noise is fitted) and `inflation_architectures` (the collapse gap per architecture, which
 #   needs two or more seeds per architecture: the full preset, with CIFAR-100 as the same
 #   notebook on `dataset: cifar100`; here it reads *not run at this scale*).
+# - Rows added after this confirmatory run, their thresholds taken from the paper's wording,
+#   all three at full scale only (here *not run at this scale*): `cifar10n_enrichment` (the
+#   enrichment row's bars on each CIFAR-10N label set), `first_order_vit` (each ViT's
+#   first-order Spearman below each CNN's, paired by seed) and `first_order_cifar100`
+#   (`first_order` on `dataset: cifar100`).
 #
 # Every interval is a 95% Student-t interval over seeds (it was ± 2 SE, which with three
 # seeds is less than half as wide).

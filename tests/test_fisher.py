@@ -321,6 +321,77 @@ def test_architectures_row_needs_two_seeded_architectures():
                                         ("smallcnn", "symmetric", 0.4, 1, 15)]
 
 
+def human_label_results(precision, seeds=(0,), peak_epoch=3):
+    """Summary and signals of CIFAR-10N runs (label sets worst and aggre) on `seeds`."""
+    summary, signals = [], []
+    for name in ("worst", "aggre"):
+        for seed in seeds:
+            run = {"model": "mlp", "noise": name, "corruption": math.nan, "seed": seed}
+            summary.append({**run, "peak_epoch": peak_epoch, "epochs_trained": 5})
+            signals.append({**run, "signal": "LOO er attribution (exact)",
+                            "precision_at_100": precision + 0.01 * seed,
+                            "enrichment": 2 * precision + 0.02 * seed})
+    return pd.DataFrame(summary), pd.DataFrame(signals)
+
+
+def test_cifar10n_row_reads_each_human_label_set():
+    config = build(fisher.Config, {"epochs": 5, "dataset": "cifar10",
+                                   "human_label_sets": ["worst", "aggre"]})
+    claim = {c.id: c for c in fisher.CLAIMS}["cifar10n_enrichment"]
+    # the full preset's one run per label set: no interval, so never "holds"
+    one = fisher._human_labels(*human_label_results(0.95), config)
+    assert set(one["precision_at_100"]) == {"worst", "aggre"}
+    assert one["precision_at_100"]["worst"].n == 1
+    row = evaluate([claim], {claim.id: one}).iloc[0]
+    assert row["verdict"] == WITHIN_NOISE and row["dataset"] == "cifar10n"
+    five = range(5)
+    assert verdict(claim, fisher._human_labels(*human_label_results(0.9, five), config)) == HOLDS
+    assert verdict(claim, fisher._human_labels(*human_label_results(0.4, five), config)) \
+        == "does not hold"
+    still_rising = fisher._human_labels(*human_label_results(0.9, five, peak_epoch=5), config)
+    assert verdict(claim, still_rising).startswith(
+        "precondition failed: er peaks inside training: every CIFAR-10N run")
+    small = build(fisher.Config, {"epochs": 5})  # no human label set: not run
+    assert fisher._human_labels(*human_label_results(0.9), small) is None
+
+
+def architecture_summary(vit_rho, seeds=range(5)):
+    return pd.DataFrame([{"model": model, "noise": "symmetric", "corruption": 0.4, "seed": seed,
+                          "spearman_exact_first": rho + 0.002 * seed}
+                         for model, rho in (("smallcnn", 0.97), ("vit_tiny", vit_rho),
+                                            ("mlp", 0.9))
+                         for seed in seeds])
+
+
+def test_vit_row_pairs_the_vit_with_each_cnn_by_seed(monkeypatch):
+    config = build(fisher.Config, {"epochs": 5})
+    claim = {c.id: c for c in fisher.CLAIMS}["first_order_vit"]
+    weaker = fisher._vit_gaps(architecture_summary(0.85), config)
+    assert list(weaker["gaps"]) == ["vit_tiny - smallcnn"]  # the MLP is no CNN
+    assert weaker["gaps"]["vit_tiny - smallcnn"].mean == pytest.approx(-0.12)
+    assert verdict(claim, weaker) == HOLDS
+    assert verdict(claim, fisher._vit_gaps(architecture_summary(0.99), config)) == "does not hold"
+    # the full preset's three seeds per extra architecture: within noise, and says so
+    three = evaluate([claim], {claim.id: fisher._vit_gaps(architecture_summary(0.85, range(3)),
+                                                          config)}).iloc[0]
+    assert three["verdict"] == WITHIN_NOISE and "fewer than the registered minimum" in three["note"]
+    no_vit = architecture_summary(0.85).query("model != 'vit_tiny'")
+    assert fisher._vit_gaps(no_vit, config) is None
+
+
+def test_cifar100_row_reads_first_order_only_on_cifar100():
+    config = build(fisher.Config, {"epochs": 5})
+    measured = fisher.measure(synthetic_results(config), config)
+    assert measured["first_order_cifar100"] is None
+    assert measured["cifar10n_enrichment"] is None and measured["first_order_vit"] is None
+    cifar100 = build(fisher.Config, {"epochs": 5, "dataset": "cifar100"})
+    measured = fisher.measure(synthetic_results(cifar100), cifar100)
+    assert measured["first_order_cifar100"] == measured["first_order"]
+    assert measured["first_order_cifar100"]["data"] == "cifar100"
+    claim = {c.id: c for c in fisher.CLAIMS}["first_order_cifar100"]
+    assert verdict(claim, measured["first_order_cifar100"]) == WITHIN_NOISE  # three seeds
+
+
 def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, monkeypatch):
     from parallel_runs_check import check_parallel_runs
 

@@ -346,15 +346,16 @@ def test_swap_needs_a_relu_net_above_chance(monkeypatch):
     assert evaluate([claim], {claim.id: above})["verdict"].item() == HOLDS
 
 
-def sweep_rows(train_acc: dict, test_acc: dict, alpha=0.5):
+def sweep_rows(train_acc: dict, test_acc: dict, alpha=0.5, activation="relu",
+               weight_decay=0.1):
     rows = []
     for width, train in train_acc.items():
         for seed in (0, 1):
             for subset, acc in (("clean_train", train), ("noisy_memorized", train),
                                 ("test", test_acc[width] + 0.01 * seed)):
-                rows.append({"activation": "relu", "part": "raw", "weight_decay": 0.1,
-                             "alpha": alpha, "width": width, "seed": seed, "subset": subset,
-                             "acc": acc})
+                rows.append({"activation": activation, "part": "raw",
+                             "weight_decay": weight_decay, "alpha": alpha, "width": width,
+                             "seed": seed, "subset": subset, "acc": acc})
     return pd.DataFrame(rows)
 
 
@@ -374,6 +375,87 @@ def test_larger_is_better_needs_a_width_curve(monkeypatch):
     assert grows["fitted_widths"] == {"0.5": [32, 128]}
     assert grows["steps"]["0.5"][0].mean == pytest.approx(0.3)
     assert evaluate([claim], {claim.id: grows})["verdict"].item() == HOLDS
+
+
+SWEEP_CONFIG = {"sweep_alphas": [0.5], "sweep_activations": ["relu"],
+                "sweep_weight_decays": [0.1, 1.0], "weight_decay": 0.1}
+FLAT_TEST = {8: 0.01, 32: 0.3, 128: 0.6}
+
+
+def claim_verdict(claim_id: str, value) -> pd.Series:
+    claim = {c.id: c for c in ma.CLAIMS}[claim_id]
+    return evaluate([claim], {claim.id: value}).iloc[0]
+
+
+def test_stronger_weight_decay_delays_interpolation(monkeypatch):
+    config = build(ma.Config, SWEEP_CONFIG)
+    early = sweep_rows({8: 0.3, 32: 1.0, 128: 1.0}, FLAT_TEST)
+    late = sweep_rows({8: 0.3, 32: 0.6, 128: 1.0}, FLAT_TEST, weight_decay=1.0)
+    train = ma.train_accuracies(late, 1.0)[0.5]
+    assert list(train.index) == [8, 32, 128] and list(train.columns) == [0, 1]
+    assert ma.interpolation_widths(train).tolist() == [128.0, 128.0]
+    delayed = ma.regularization_delay(pd.concat([early, late]), config)
+    assert delayed["weight_decays"] == [0.1, 1.0] and delayed["unfitted"] == []
+    assert delayed["delay"]["0.5"] == Estimate(2.0, 0.0, 2)  # 32 -> 128: two octaves
+    # two seeds, the small scale's sweep: within noise, with the replicates it needs
+    row = claim_verdict("regularization-delays-descent", delayed)
+    assert row["verdict"] == "within noise" and "fewer than the registered minimum of 5" \
+        in row["note"]
+    # two or three synthetic seeds exercise the rules; the registered minimum has its own test
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
+    assert claim_verdict("regularization-delays-descent", delayed)["verdict"] == HOLDS
+    earlier = ma.regularization_delay(pd.concat([
+        sweep_rows({8: 0.3, 32: 0.6, 128: 1.0}, FLAT_TEST),
+        sweep_rows({8: 0.3, 32: 1.0, 128: 1.0}, FLAT_TEST, weight_decay=1.0)]), config)
+    assert claim_verdict("regularization-delays-descent", earlier)["verdict"] == "does not hold"
+    # the stronger weight decay interpolates nowhere: the row says where and how far off
+    never = ma.regularization_delay(pd.concat([
+        early, sweep_rows({8: 0.3, 32: 0.6, 128: 0.9}, FLAT_TEST, weight_decay=1.0)]), config)
+    assert never["delay"] == {}
+    assert never["unfitted"] == ["wd=1, α=0.5: 2 of 2 seeds (widest net's train accuracy 0.90)"]
+    assert claim_verdict("regularization-delays-descent", never)["verdict"].startswith(
+        "precondition failed: every seed's ReLU net interpolates")
+    assert ma.regularization_delay(early, build(ma.Config, {
+        **SWEEP_CONFIG, "sweep_weight_decays": [0.1]})) is None  # no stronger decay swept
+
+
+def test_second_descent_is_the_rise_past_the_interpolation_threshold(monkeypatch):
+    # two or three synthetic seeds exercise the rules; the registered minimum has its own test
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
+    config = build(ma.Config, SWEEP_CONFIG)
+    rises = ma.descent_past_threshold(sweep_rows({8: 0.3, 32: 1.0, 128: 1.0}, FLAT_TEST), config)
+    assert rises["fitted_widths"] == {"0.5": [32, 128]}
+    assert rises["descent"]["0.5"].mean == pytest.approx(0.3)
+    assert claim_verdict("second-descent", rises)["verdict"] == HOLDS
+    falls = ma.descent_past_threshold(sweep_rows({8: 0.3, 32: 1.0, 128: 1.0},
+                                                 {8: 0.01, 32: 0.6, 128: 0.3}), config)
+    assert claim_verdict("second-descent", falls)["verdict"] == "does not hold"
+    none_fit = ma.descent_past_threshold(sweep_rows({8: 0.3, 32: 0.6, 128: 0.9}, FLAT_TEST),
+                                         config)
+    assert none_fit["descent"] == {} and none_fit["widest_train"]["0.5"] == 0.9
+    assert claim_verdict("second-descent", none_fit)["verdict"].startswith(
+        "precondition failed: a width curve exists")
+
+
+def test_activation_peaks_need_a_fall_past_the_best_width(monkeypatch):
+    # two or three synthetic seeds exercise the rules; the registered minimum has its own test
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
+    config = build(ma.Config, {**SWEEP_CONFIG, "sweep_activations": ["quadratic", "gelu"]})
+    fitted = {8: 1.0, 32: 1.0, 128: 1.0}
+
+    def both(train, test):
+        return pd.concat([sweep_rows(train, test, activation=a) for a in ("quadratic", "gelu")])
+
+    peaked = ma.activation_peaks(both(fitted, {8: 0.3, 32: 0.8, 128: 0.5}), config)
+    assert peaked["peak_width"] == {"quadratic, α=0.5": 32, "gelu, α=0.5": 32}
+    assert peaked["fall"]["gelu, α=0.5"].mean == pytest.approx(0.3)
+    assert claim_verdict("activation-peaks", peaked)["verdict"] == HOLDS
+    rising = ma.activation_peaks(both(fitted, {8: 0.3, 32: 0.5, 128: 0.8}), config)
+    assert claim_verdict("activation-peaks", rising)["verdict"] == "does not hold"
+    widest_only = ma.activation_peaks(both({8: 0.3, 32: 0.6, 128: 1.0}, FLAT_TEST), config)
+    assert widest_only["fall"] == {}
+    assert claim_verdict("activation-peaks", widest_only)["verdict"].startswith(
+        "precondition failed: every x^2 and GeLU net has a width curve")
 
 
 # ----------------------------------------------------------------------------- training

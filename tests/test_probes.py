@@ -496,6 +496,45 @@ def test_measure_on_a_synthetic_result(monkeypatch):
     assert v["transformer_layers_pruned_distilbert"] == NOT_RUN
 
 
+def test_pruning_improves_binarized_models_where_they_have_room(monkeypatch):
+    # three synthetic runs exercise the rules; the registered minimum has its own test
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    results = synthetic_results()
+    flat = probes.measure(results)["pruning_improves_binarized"]
+    # flat up to p = 0.3, the only pruned fraction between the ends: no gain
+    assert flat["fashion_mnist/hard"]["peak"] == 0.3
+    assert flat["fashion_mnist/hard"]["gain"] == Estimate(0.0, 0.0, 3)
+    assert verdicts({"pruning_improves_binarized": flat})["pruning_improves_binarized"] == FAILS
+    sweep = results["sweep"]
+    mid = ((sweep["probe"] == "prune") & (sweep["level"] == 0.3)).to_numpy()
+    gains = probes.measure({**results, "sweep": sweep.assign(
+        acc=np.where(mid, sweep["acc"] + 10, sweep["acc"]))})["pruning_improves_binarized"]
+    assert gains["fashion_mnist/easy"]["gain"].mean == 10
+    assert verdicts({"pruning_improves_binarized": gains})["pruning_improves_binarized"] == HOLDS
+    no_room = {k: {**v, "start": 97.0} for k, v in gains.items()}
+    assert verdicts({"pruning_improves_binarized": no_room})[
+        "pruning_improves_binarized"].startswith("precondition failed: a binarized model has room")
+
+
+def test_randomized_layer_rows_read_null_model_b():
+    results = synthetic_results()
+    assert probes.measure(results)["transformer_layers_randomized_standin"] is None  # no B probe
+    randomized = pd.DataFrame({"order": [0, 3, 4], "probe": "B", "level": 0.0,
+                               "metric": [20, 85, 88]})
+    standin = pd.concat([results["standin"], randomized], ignore_index=True)
+    measured = probes.measure({**results, "standin": standin})
+    value = measured["transformer_layers_randomized_standin"]
+    assert value == {"float": 90, "first": 70, "last_block_1": 5, "last_block_2": 2}
+    v = verdicts(measured)
+    assert v["transformer_layers_randomized_standin"] == WITHIN_NOISE  # one model: no interval
+    assert v["transformer_layers_randomized_distilbert"] == NOT_RUN
+    untrained = verdicts({"transformer_layers_randomized_standin": {**value, "float": 30.0}})
+    assert untrained["transformer_layers_randomized_standin"].startswith(
+        "precondition failed: the stand-in learned its task")
+    claim = {c.id: c for c in probes.CLAIMS}["transformer_layers_randomized_standin"]
+    assert claim.previous == ()  # added after the layer rows' first rule was replaced
+
+
 def test_pairs_of_the_bundled_subset_take_the_full_sets_steps():
     assert probes.pair_epochs("fashion_mnist", 10, None) == 10
     assert probes.pair_epochs("mnist", 10, None) == 10
