@@ -111,8 +111,8 @@ EXERCISES = "## Try this"
 
 
 def exercise_cost(manifest: dict) -> str:
-    """What an exercise costs at the notebook's scale, from its measured cold compute: an
-    exercise changes one value, so it recomputes at most every cached result."""
+    """What the exercises' run times rest on, from the notebook's measured cold compute: an
+    exercise recomputes only the cached results its change touches, at most all of them."""
     seconds, entries = cold_seconds(manifest), manifest.get("cache_entries") or 0
     each = f", about {duration(seconds / entries)} per result" if entries else ""
     count = f"all {entries} of them" if entries else "all of them"
@@ -120,7 +120,8 @@ def exercise_cost(manifest: dict) -> str:
             f"touches, at most {count}: this notebook's cold compute was {duration(seconds)} "
             f"at the `{manifest.get('scale', 'published')}` scale on "
             f"{manifest.get('device', 'an unrecorded device')}{each}; whatever did not change "
-            "loads from the cache in seconds.")
+            "loads from the cache in seconds. Each exercise's time is the measured cost of "
+            "the runs it adds, two at a time.")
 
 
 def with_exercise_costs(notebook: dict, manifest: dict) -> dict:
@@ -131,6 +132,88 @@ def with_exercise_costs(notebook: dict, manifest: dict) -> dict:
         if cell["cell_type"] == "markdown" and EXERCISES in "".join(cell["source"]):
             cells.append({"cell_type": "markdown", "id": f"cost-{len(cells)}", "metadata": {},
                           "source": exercise_cost(manifest)})
+    return {**notebook, "cells": cells}
+
+
+# Jargon a notebook page links to its glossary entry on first use: the term as the glossary
+# names it -> the forms a page writes it in, as regular expressions that Python and
+# JavaScript read alike (longest first; matched without regard to case)
+GLOSSARY_TERMS = {
+    "AUROC": ("AUROC",),
+    "precision@100": ("precision@100",),
+    "enrichment": ("enrichment", "enriched"),
+    "SSIM": ("SSIM",),
+    "Spearman ρ": ("Spearman ρ", "Spearman correlations?", "Spearman"),
+    # a network that fits its training set, not a numerical method's interpolation
+    "interpolation": ("(?<!rational )interpolation", "interpolates", "interpolate"),
+    "grokking": ("grokking",),
+    "double descent": ("double[ -]descent",),
+    "Curveball": ("Curveball",),
+    "stop-gradient": ("stop-gradient",),
+    "fingerprint": ("fingerprints?",),
+    "within noise": ("within noise",),
+    "precondition failed": ("precondition failed",),
+}
+
+
+def term_pattern(forms: tuple[str, ...]) -> str:
+    """A regular expression, valid in Python and in JavaScript, for any of `forms` as whole
+    words (not inside an identifier such as `auroc_last`)."""
+    return r"(?<![A-Za-z0-9_@-])(?:" + "|".join(forms) + r")(?![A-Za-z0-9_-])"
+
+
+# Markdown where a link cannot go: code, math, links, HTML blocks and tags, roles, headings,
+# targets
+UNLINKABLE = re.compile(r"```.*?```|\{[a-z:-]+\}`[^`]*`|`[^`\n]*`|\$\$.*?\$\$|\$[^$\n]*\$"
+                        r"|!?\[[^\]]*\]\([^)]*\)|^[ \t]*<[^\n]*(?:\n(?![ \t]*\n)[^\n]*)*"
+                        r"|<[^>\n]+>|^#[^\n]*|^\([^)\n]*\)=", re.S | re.M)
+
+
+def link_terms(text: str, pending: dict[str, str]) -> str:
+    """`text` (MyST Markdown) with the first use of each term in `pending` (term -> pattern)
+    linked to its glossary entry; the terms linked leave `pending`."""
+    spans, start = [], 0
+    for m in UNLINKABLE.finditer(text):
+        spans.append((text[start:m.start()], True))
+        spans.append((m.group(0), False))
+        start = m.end()
+    spans.append((text[start:], True))
+    out = []
+    for span, free in spans:
+        if free:
+            for term in list(pending):
+                found = re.search(pending[term], span, re.IGNORECASE)
+                if found:
+                    word = found.group(0)
+                    role = f"{{term}}`{word}`" if word == term else f"{{term}}`{word} <{term}>`"
+                    span = span[:found.start()] + role + span[found.end():]
+                    del pending[term]
+        out.append(span)
+    return "".join(out)
+
+
+def with_glossary_links(notebook: dict) -> dict:
+    """A copy of `notebook` whose Markdown (its text cells and the Markdown its code cells
+    display) links the first use of each term of GLOSSARY_TERMS to the glossary."""
+    pending = {term: term_pattern(forms) for term, forms in GLOSSARY_TERMS.items()}
+
+    def linked(source) -> str:
+        return link_terms("".join(source), pending)
+
+    cells = []
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            cell = {**cell, "source": linked(cell["source"])}
+        elif cell["cell_type"] == "code":
+            outputs = []
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                if "text/markdown" in data:
+                    output = {**output, "data": {**data,
+                                                 "text/markdown": linked(data["text/markdown"])}}
+                outputs.append(output)
+            cell = {**cell, "outputs": outputs}
+        cells.append(cell)
     return {**notebook, "cells": cells}
 
 
@@ -363,7 +446,8 @@ def source_tree(scale: str, src: Path) -> None:
         claims_rows = read_claims(folder / "claims.csv")
         stems = list(dict.fromkeys(c["where"] for c in claims_rows if c.get("where")))
         manifests[study] = json.loads((folder / "manifest.json").read_text())
-        shown = with_exercise_costs(with_anchors(hide_inputs(notebook), stems), manifests[study])
+        shown = with_glossary_links(with_exercise_costs(
+            with_anchors(hide_inputs(notebook), stems), manifests[study]))
         (folder / f"{study}.ipynb").write_text(json.dumps(shown, indent=1))
         rows.append(notebook_row(study, notebook, manifests[study]))
         devices.append(manifests[study].get("device", "an unrecorded device"))
