@@ -145,9 +145,9 @@ GLOSSARY_TERMS = {
     "SSIM": ("SSIM",),
     "Spearman ρ": ("Spearman ρ", "Spearman correlations?", "Spearman"),
     # a network that fits its training set, not a numerical method's interpolation
-    "interpolation": ("(?<!rational )interpolation", "interpolates", "interpolate"),
+    "interpolation": (r"(?<!rational\s)interpolation", "interpolates", "interpolate"),
     "grokking": ("grokking",),
-    "double descent": ("double[ -]descent",),
+    "double descent": (r"double[\s-]descent",),
     "Curveball": ("Curveball",),
     "stop-gradient": ("stop-gradient",),
     "fingerprint": ("fingerprints?",),
@@ -159,14 +159,16 @@ GLOSSARY_TERMS = {
 def term_pattern(forms: tuple[str, ...]) -> str:
     """A regular expression, valid in Python and in JavaScript, for any of `forms` as whole
     words (not inside an identifier such as `auroc_last`)."""
-    return r"(?<![A-Za-z0-9_@-])(?:" + "|".join(forms) + r")(?![A-Za-z0-9_-])"
+    words = (form.replace(" ", r"\s+") for form in forms)  # a term may wrap across lines
+    return r"(?<![A-Za-z0-9_@-])(?:" + "|".join(words) + r")(?![A-Za-z0-9_-])"
 
 
 # Markdown where a link cannot go: code, math, links, HTML blocks and tags, roles, headings,
 # targets
 UNLINKABLE = re.compile(r"```.*?```|\{[a-z:-]+\}`[^`]*`|`[^`\n]*`|\$\$.*?\$\$|\$[^$\n]*\$"
-                        r"|!?\[[^\]]*\]\([^)]*\)|^[ \t]*<[^\n]*(?:\n(?![ \t]*\n)[^\n]*)*"
-                        r"|<[^>\n]+>|^#[^\n]*|^\([^)\n]*\)=", re.S | re.M)
+                        r"|!?\[[^\]]*\]\([^)]*\)"
+                        r"|^[ \t]*<[A-Za-z/][^\n]*(?:\n(?![ \t]*\n)[^\n]*)*"
+                        r"|<[A-Za-z/][^>\n]*>|^#[^\n]*|^\([^)\n]*\)=", re.S | re.M)
 
 
 def link_terms(text: str, pending: dict[str, str]) -> str:
@@ -184,7 +186,7 @@ def link_terms(text: str, pending: dict[str, str]) -> str:
             for term in list(pending):
                 found = re.search(pending[term], span, re.IGNORECASE)
                 if found:
-                    word = found.group(0)
+                    word = " ".join(found.group(0).split())
                     role = f"{{term}}`{word}`" if word == term else f"{{term}}`{word} <{term}>`"
                     span = span[:found.start()] + role + span[found.end():]
                     del pending[term]
