@@ -617,7 +617,7 @@ widest_relu = relu_train.xs(sweep_table["width"].max(), level="width")
 # 99% of the labels as trained: the double-descent claim's interpolation threshold.
 interpolates = bool((relu_train >= 0.99).any())
 threshold = ("some width interpolates, so the curve from the interpolation threshold on can be "
-             "read in the figure" if interpolates else "no width of the sweep interpolates its "
+             "read in Figure 2.8" if interpolates else "no width of the sweep interpolates its "
              "noisy training set, so there is no curve \"from the interpolation threshold on\" "
              "and that claim's verdict is a precondition, not a measurement")
 display(Markdown(rf"""

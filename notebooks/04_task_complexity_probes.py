@@ -295,7 +295,7 @@ def means(name: str, task: str, probe: str, form: str, mode: str = "smallest") -
 
 
 def fig1_text(name: str) -> str:
-    """What Fig. 1 shows for one dataset, from the means over every run."""
+    """What Figure 4.2 shows for one dataset, from the means over every run."""
     runs = baseline.query("dataset == @name").groupby("task")["run"].nunique()
     parts = [f"*{name}* (mean over every run: easy {runs.get('easy', 0)}, hard "
              f"{runs.get('hard', 0)})."]
@@ -539,8 +539,8 @@ def b_text(name: str) -> str:
 display(Markdown(f"""
 Means over runs and draws of B(W) at $p = 0$: {listing(b_text(n) for n in datasets)}. Where
 B costs the hard pair more than the easy one, the hard task's magnitudes carry information that
-the sign structure alone does not, as the paper reports; the figure shows whether B(pruned W)
-recovers together with the signed curve as small weights are pruned.
+the sign structure alone does not, as the paper reports; Figure 4.5 shows whether
+B(pruned W) recovers together with the signed curve as small weights are pruned.
 """))
 
 # %% [markdown]

@@ -386,7 +386,7 @@ display(Markdown(f"""
 At {NOISE:.0%} noise, over seeds: {listing(timing_text(d) for d in DATA)} (the table gives
 every noise rate). In the mean over runs the order is
 {" → ".join(names[k] for k in order_of.index)}. While the corrupted labels are memorized, the
-fraction of corrupted examples still predicted as their *true* class falls (the figure).
+fraction of corrupted examples still predicted as their *true* class falls (Figure 5.3).
 
 Study 2 finds the rule surviving inside a network that memorizes (its frequency filter
 recovers it). Whether a filter could recover it here is a question for a method this lens does
