@@ -108,6 +108,20 @@ def with_anchors(notebook: dict, stems: list[str]) -> dict:
 
 
 EXERCISES = "## Try this"
+FIGURE_CAPTION = re.compile(r"\*\*Figure (\d+)\.(\d+)\.\*\*")  # opens the cell under a figure
+
+
+def figure_numbers(notebook: dict, stems: list[str]) -> dict[str, str]:
+    """Each of `stems` that a cell of `notebook` saves as a figure -> the number ("2.3") of
+    the caption in the cell under it."""
+    cells, numbers = notebook["cells"], {}
+    for cell, after in zip(cells, cells[1:]):
+        caption = FIGURE_CAPTION.match("".join(after["source"])) if (
+            cell["cell_type"] == "code" and after["cell_type"] == "markdown") else None
+        if caption:
+            source = "".join(cell["source"])
+            numbers.update({s: f"{caption[1]}.{caption[2]}" for s in stems if saves(source, s)})
+    return numbers
 
 
 def exercise_cost(manifest: dict) -> str:
@@ -302,12 +316,13 @@ def figure_anchor(where: str) -> str:
     return "fig-" + re.sub(r"[^a-z0-9]+", "-", where.lower()).strip("-")
 
 
-def figure_link(study: str, where: str, base: str = "") -> str:
-    """An HTML link from a page in `base` to the figure `where` in its notebook's page."""
+def figure_link(study: str, where: str, base: str = "", number: str = "") -> str:
+    """An HTML link from a page in `base` to the figure `where` in its notebook's page, named
+    by its `number` where it has one (a table by its name)."""
     if not where:
         return ""
     return (f'<a href="{base}figures/{study}/{study}.html#{figure_anchor(where)}">'
-            f"{html_text(where)}</a>")
+            f"{html_text(f'Figure {number}' if number else where)}</a>")
 
 
 def html_text(text: str) -> str:
@@ -342,16 +357,21 @@ def glance_grid(studies: dict[str, tuple[str, list[dict]]], base: str = "") -> s
                       f'<p class="glance-legend">{legend}</p>', "</div>", "```", ""])
 
 
-def glance_table(study: str, claims: list[dict], manifest: dict) -> str:
+def glance_table(study: str, claims: list[dict], manifest: dict,
+                 numbers: dict[str, str] | None = None) -> str:
     """Every claim of one notebook: the dataset, the verdict, the number that decides it
-    against the rule's threshold, and the figure that shows it."""
+    against the rule's threshold, and the figure that shows it (by its number, from
+    `numbers`: stem -> "N.k")."""
+    numbers = numbers or {}
     head = ("<tr><th>claim</th><th>data</th><th>verdict</th><th>ours</th><th>rule</th>"
             "<th>figure</th></tr>")
     body = "".join(
         f'<tr id="claim-{study[:2]}-{c["id"]}"><td><code>{html_text(c["id"])}</code></td>'
         f"<td>{html_text(dataset_of(c, manifest))}</td><td>{verdict_badge(c['verdict'])}"
         f"{reason(c['verdict'])}</td><td>{html_text(c.get('headline') or '—')}</td>"
-        f"<td>{html_text(c['rule'])}</td><td>{figure_link(study, c.get('where', ''))}</td>"
+        f"<td>{html_text(c['rule'])}</td><td>"
+        f"{figure_link(study, c.get('where', ''), number=numbers.get(c.get('where', ''), ''))}"
+        "</td>"
         "</tr>"
         for c in claims)
     return "\n".join(["```{raw} html", f'<table class="glance-table">{head}{body}</table>',
@@ -364,8 +384,10 @@ def reason(verdict: str) -> str:
 
 
 def glance_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str, dict],
-                scale: str) -> str:
-    sections = [f"## {study[:2]} {name}\n\n{glance_table(study, claims, manifests[study])}"
+                scale: str, numbers: dict[str, dict[str, str]] | None = None) -> str:
+    numbers = numbers or {}
+    sections = [f"## {study[:2]} {name}\n\n"
+                f"{glance_table(study, claims, manifests[study], numbers.get(study))}"
                 for study, (name, claims) in studies.items()]
     return "\n".join([
         "# Results at a glance", "",
@@ -380,11 +402,18 @@ def glance_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str,
 FIGURE_FILE_LINK = re.compile(r"\[([\w-]+)\]\((\d\d_\w+)/\1\.(?:png|md)\)")
 
 
-def claims_page(report: str) -> str:
+def claims_page(report: str, numbers: dict[str, dict[str, str]] | None = None) -> str:
     """The claims report with each link to a figure's or table's file turned into a link to
-    that figure in its notebook's page (CLAIMS.html sits beside the notebooks' folders)."""
-    return FIGURE_FILE_LINK.sub(
-        lambda m: f'<a href="{m[2]}/{m[2]}.html#{figure_anchor(m[1])}">{m[1]}</a>', report)
+    that figure in its notebook's page (CLAIMS.html sits beside the notebooks' folders),
+    named by the figure's number where `numbers` (study -> stem -> "N.k") has it."""
+    numbers = numbers or {}
+
+    def link(m: re.Match) -> str:
+        number = numbers.get(m[2], {}).get(m[1])
+        return (f'<a href="{m[2]}/{m[2]}.html#{figure_anchor(m[1])}">'
+                f"{f'Figure {number}' if number else m[1]}</a>")
+
+    return FIGURE_FILE_LINK.sub(link, report)
 
 
 def worked_verdicts(studies: dict[str, tuple[str, list[dict]]]) -> str:
@@ -440,7 +469,7 @@ def source_tree(scale: str, src: Path) -> None:
         raise BookError(f"no {missing[0]}; run `make figures SCALE={scale}` first (the book "
                         "shows the executed notebooks, it does not run them)")
     shutil.copytree(PAGES, src)
-    rows, devices, judged, manifests = [], [], {}, {}
+    rows, devices, judged, manifests, numbers = [], [], {}, {}, {}
     for study in studies:
         notebook = read_notebook(published_notebook(study, scale))
         folder = src / "figures" / study
@@ -448,14 +477,16 @@ def source_tree(scale: str, src: Path) -> None:
         claims_rows = read_claims(folder / "claims.csv")
         stems = list(dict.fromkeys(c["where"] for c in claims_rows if c.get("where")))
         manifests[study] = json.loads((folder / "manifest.json").read_text())
+        numbers[study] = figure_numbers(notebook, stems)
         shown = with_glossary_links(with_exercise_costs(
             with_anchors(hide_inputs(notebook), stems), manifests[study]))
         (folder / f"{study}.ipynb").write_text(json.dumps(shown, indent=1))
         rows.append(notebook_row(study, notebook, manifests[study]))
         devices.append(manifests[study].get("device", "an unrecorded device"))
         judged[study] = (title(notebook, study), claims_rows)
-    (src / "figures" / "CLAIMS.md").write_text(claims_page(claims.read_text(encoding="utf-8")))
-    (src / f"{GLANCE}.md").write_text(glance_page(judged, manifests, scale))
+    (src / "figures" / "CLAIMS.md").write_text(claims_page(claims.read_text(encoding="utf-8"),
+                                                          numbers))
+    (src / f"{GLANCE}.md").write_text(glance_page(judged, manifests, scale, numbers))
     generated = src / GENERATED
     generated.mkdir()
     (generated / "glance.md").write_text(glance_grid(judged))

@@ -20,6 +20,8 @@ import re
 import sys
 from pathlib import Path
 
+from memlib.book import FIGURE_CAPTION, GLOSSARY_TERMS, term_pattern
+
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -193,14 +195,11 @@ def numbering_problems(numbers: list[str]) -> list[str]:
 
 
 def glossary_terms() -> list[list[str]]:
-    from memlib.book import GLOSSARY_TERMS, term_pattern
-
     return [[term, term_pattern(forms)] for term, forms in GLOSSARY_TERMS.items()]
 
 
 # ---- the notebooks' sources -----------------------------------------------------------------
 
-CAPTION = re.compile(r"\*\*Figure (\d+)\.(\d+)\.\*\*")
 FIGURE_REFS = re.compile(r"\bFigures? (\d+\.\d+(?:(?:, | and | or | to )\d+\.\d+)*)")
 # a figure cited by a bare "Fig. 2": the paper's numbering unless it says so, or none at all
 BARE_FIG = re.compile(r"(?<!paper's )\bFigs?\.\s*\d+\w*")
@@ -237,7 +236,7 @@ def figure_problems(cells: list[dict], number: int) -> list[str]:
             continue
         k += 1
         after = cells[i + 1] if i + 1 < len(cells) else {"cell_type": "none"}
-        caption = CAPTION.match(text_of(after)) if after["cell_type"] == "markdown" else None
+        caption = FIGURE_CAPTION.match(text_of(after)) if after["cell_type"] == "markdown" else None
         if caption is None:
             problems.append(f"figure {found[1]} has no caption 'Figure {number}.{k}.' under it")
         elif (int(caption[1]), int(caption[2])) != (number, k):
@@ -248,7 +247,7 @@ def figure_problems(cells: list[dict], number: int) -> list[str]:
 
 def captions(cells: list[dict]) -> set[str]:
     return {f"{m[1]}.{m[2]}" for c in cells if c["cell_type"] == "markdown"
-            for m in CAPTION.finditer(text_of(c))}
+            for m in FIGURE_CAPTION.finditer(text_of(c))}
 
 
 def reference_problems(cells: list[dict], known: set[str]) -> list[str]:

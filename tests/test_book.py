@@ -441,3 +441,24 @@ def test_every_exercise_sets_values_its_study_accepts(notebook):
         config = cli.study_config(study, params)
         if study == "lens":
             lens.study1_config(config)  # its changes to study 1's preset are valid too
+
+
+def test_links_to_a_figure_name_it_by_its_number_and_a_table_by_its_name():
+    nb = tiny_notebook(("code", {}, 'savefig(fig, "fig2_a", STUDY, scale)'),
+                       ("markdown", {}, ["**Figure 1.1.** A caption."]),
+                       ("code", {}, 'savefig(fig, "fig3_b", STUDY, scale)'),
+                       ("markdown", {}, "No caption."),
+                       ("code", {}, 'save_table(t, "lambda_sweep", STUDY, scale)'))
+    numbers = book.figure_numbers(nb, ["fig2_a", "fig3_b", "lambda_sweep"])
+    assert numbers == {"fig2_a": "1.1"}
+    studies = {"01_random_label_heads": ("RLP", [claim(id="a", where="fig2_a"),
+                                                 claim(id="b", where="lambda_sweep")])}
+    page = book.glance_page(studies, {"01_random_label_heads": {}}, "smoke",
+                            {"01_random_label_heads": numbers})
+    assert '#fig-fig2-a">Figure 1.1</a>' in page and '#fig-lambda-sweep">lambda_sweep</a>' in page
+    report = ("[fig2_a](01_random_label_heads/fig2_a.png) "
+              "[lambda_sweep](01_random_label_heads/lambda_sweep.md)")
+    assert book.claims_page(report, {"01_random_label_heads": numbers}) == (
+        '<a href="01_random_label_heads/01_random_label_heads.html#fig-fig2-a">Figure 1.1</a> '
+        '<a href="01_random_label_heads/01_random_label_heads.html#fig-lambda-sweep">'
+        'lambda_sweep</a>')
