@@ -442,8 +442,8 @@ record of memorization that has already happened.
 #    time.
 #    <details><summary>Answer</summary>
 #
-#    Expect the same ordering over training (Figure 5.3) with a sharper er peak: the peak epoch can only
-#    move by the measurement interval.
+#    Expect the same ordering over training (Figure 5.3) with a sharper er peak: the peak
+#    epoch can only move by the measurement interval.
 #    </details>
 
 # %% [markdown]
