@@ -108,11 +108,25 @@ def with_anchors(notebook: dict, stems: list[str]) -> dict:
 
 
 EXERCISES = "## Try this"
+FIGURE_CAPTION = re.compile(r"\*\*Figure (\d+)\.(\d+)\.\*\*")  # opens the cell under a figure
+
+
+def figure_numbers(notebook: dict, stems: list[str]) -> dict[str, str]:
+    """Each of `stems` that a cell of `notebook` saves as a figure -> the number ("2.3") of
+    the caption in the cell under it."""
+    cells, numbers = notebook["cells"], {}
+    for cell, after in zip(cells, cells[1:]):
+        caption = FIGURE_CAPTION.match("".join(after["source"])) if (
+            cell["cell_type"] == "code" and after["cell_type"] == "markdown") else None
+        if caption:
+            source = "".join(cell["source"])
+            numbers.update({s: f"{caption[1]}.{caption[2]}" for s in stems if saves(source, s)})
+    return numbers
 
 
 def exercise_cost(manifest: dict) -> str:
-    """What an exercise costs at the notebook's scale, from its measured cold compute: an
-    exercise changes one value, so it recomputes at most every cached result."""
+    """What the exercises' run times rest on, from the notebook's measured cold compute: an
+    exercise recomputes only the cached results its change touches, at most all of them."""
     seconds, entries = cold_seconds(manifest), manifest.get("cache_entries") or 0
     each = f", about {duration(seconds / entries)} per result" if entries else ""
     count = f"all {entries} of them" if entries else "all of them"
@@ -120,7 +134,8 @@ def exercise_cost(manifest: dict) -> str:
             f"touches, at most {count}: this notebook's cold compute was {duration(seconds)} "
             f"at the `{manifest.get('scale', 'published')}` scale on "
             f"{manifest.get('device', 'an unrecorded device')}{each}; whatever did not change "
-            "loads from the cache in seconds.")
+            "loads from the cache in seconds. Each exercise's time is the measured cost of "
+            "the runs it adds, two at a time.")
 
 
 def with_exercise_costs(notebook: dict, manifest: dict) -> dict:
@@ -131,6 +146,90 @@ def with_exercise_costs(notebook: dict, manifest: dict) -> dict:
         if cell["cell_type"] == "markdown" and EXERCISES in "".join(cell["source"]):
             cells.append({"cell_type": "markdown", "id": f"cost-{len(cells)}", "metadata": {},
                           "source": exercise_cost(manifest)})
+    return {**notebook, "cells": cells}
+
+
+# Jargon a notebook page links to its glossary entry on first use: the term as the glossary
+# names it -> the forms a page writes it in, as regular expressions that Python and
+# JavaScript read alike (longest first; matched without regard to case)
+GLOSSARY_TERMS = {
+    "AUROC": ("AUROC",),
+    "precision@100": ("precision@100",),
+    "enrichment": ("enrichment", "enriched"),
+    "SSIM": ("SSIM",),
+    "Spearman ρ": ("Spearman ρ", "Spearman correlations?", "Spearman"),
+    # a network that fits its training set, not a numerical method's interpolation
+    "interpolation": (r"(?<!rational\s)interpolation", "interpolates", "interpolate"),
+    "grokking": ("grokking",),
+    "double descent": (r"double[\s-]descent",),
+    "Curveball": ("Curveball",),
+    "stop-gradient": ("stop-gradient",),
+    "fingerprint": ("fingerprints?",),
+    "within noise": ("within noise",),
+    "precondition failed": ("precondition failed",),
+}
+
+
+def term_pattern(forms: tuple[str, ...]) -> str:
+    """A regular expression, valid in Python and in JavaScript, for any of `forms` as whole
+    words (not inside an identifier such as `auroc_last`)."""
+    words = (form.replace(" ", r"\s+") for form in forms)  # a term may wrap across lines
+    return r"(?<![A-Za-z0-9_@-])(?:" + "|".join(words) + r")(?![A-Za-z0-9_-])"
+
+
+# Markdown where a link cannot go: code, math, links, HTML blocks and tags, roles, headings,
+# targets
+UNLINKABLE = re.compile(r"```.*?```|\{[a-z:-]+\}`[^`]*`|`[^`\n]*`|\$\$.*?\$\$|\$[^$\n]*\$"
+                        r"|!?\[[^\]]*\]\([^)]*\)"
+                        r"|^[ \t]*<[A-Za-z/][^\n]*(?:\n(?![ \t]*\n)[^\n]*)*"
+                        r"|<[A-Za-z/][^>\n]*>|^#[^\n]*|^\([^)\n]*\)=", re.S | re.M)
+
+
+def link_terms(text: str, pending: dict[str, str]) -> str:
+    """`text` (MyST Markdown) with the first use of each term in `pending` (term -> pattern)
+    linked to its glossary entry; the terms linked leave `pending`."""
+    spans, start = [], 0
+    for m in UNLINKABLE.finditer(text):
+        spans.append((text[start:m.start()], True))
+        spans.append((m.group(0), False))
+        start = m.end()
+    spans.append((text[start:], True))
+    out = []
+    for span, free in spans:
+        if free:
+            for term in list(pending):
+                found = re.search(pending[term], span, re.IGNORECASE)
+                if found:
+                    word = " ".join(found.group(0).split())
+                    role = f"{{term}}`{word}`" if word == term else f"{{term}}`{word} <{term}>`"
+                    span = span[:found.start()] + role + span[found.end():]
+                    del pending[term]
+        out.append(span)
+    return "".join(out)
+
+
+def with_glossary_links(notebook: dict) -> dict:
+    """A copy of `notebook` whose Markdown (its text cells and the Markdown its code cells
+    display) links the first use of each term of GLOSSARY_TERMS to the glossary."""
+    pending = {term: term_pattern(forms) for term, forms in GLOSSARY_TERMS.items()}
+
+    def linked(source) -> str:
+        return link_terms("".join(source), pending)
+
+    cells = []
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            cell = {**cell, "source": linked(cell["source"])}
+        elif cell["cell_type"] == "code":
+            outputs = []
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                if "text/markdown" in data:
+                    output = {**output, "data": {**data,
+                                                 "text/markdown": linked(data["text/markdown"])}}
+                outputs.append(output)
+            cell = {**cell, "outputs": outputs}
+        cells.append(cell)
     return {**notebook, "cells": cells}
 
 
@@ -217,12 +316,13 @@ def figure_anchor(where: str) -> str:
     return "fig-" + re.sub(r"[^a-z0-9]+", "-", where.lower()).strip("-")
 
 
-def figure_link(study: str, where: str, base: str = "") -> str:
-    """An HTML link from a page in `base` to the figure `where` in its notebook's page."""
+def figure_link(study: str, where: str, base: str = "", number: str = "") -> str:
+    """An HTML link from a page in `base` to the figure `where` in its notebook's page, named
+    by its `number` where it has one (a table by its name)."""
     if not where:
         return ""
     return (f'<a href="{base}figures/{study}/{study}.html#{figure_anchor(where)}">'
-            f"{html_text(where)}</a>")
+            f"{html_text(f'Figure {number}' if number else where)}</a>")
 
 
 def html_text(text: str) -> str:
@@ -257,16 +357,21 @@ def glance_grid(studies: dict[str, tuple[str, list[dict]]], base: str = "") -> s
                       f'<p class="glance-legend">{legend}</p>', "</div>", "```", ""])
 
 
-def glance_table(study: str, claims: list[dict], manifest: dict) -> str:
+def glance_table(study: str, claims: list[dict], manifest: dict,
+                 numbers: dict[str, str] | None = None) -> str:
     """Every claim of one notebook: the dataset, the verdict, the number that decides it
-    against the rule's threshold, and the figure that shows it."""
+    against the rule's threshold, and the figure that shows it (by its number, from
+    `numbers`: stem -> "N.k")."""
+    numbers = numbers or {}
     head = ("<tr><th>claim</th><th>data</th><th>verdict</th><th>ours</th><th>rule</th>"
             "<th>figure</th></tr>")
     body = "".join(
         f'<tr id="claim-{study[:2]}-{c["id"]}"><td><code>{html_text(c["id"])}</code></td>'
         f"<td>{html_text(dataset_of(c, manifest))}</td><td>{verdict_badge(c['verdict'])}"
         f"{reason(c['verdict'])}</td><td>{html_text(c.get('headline') or '—')}</td>"
-        f"<td>{html_text(c['rule'])}</td><td>{figure_link(study, c.get('where', ''))}</td>"
+        f"<td>{html_text(c['rule'])}</td><td>"
+        f"{figure_link(study, c.get('where', ''), number=numbers.get(c.get('where', ''), ''))}"
+        "</td>"
         "</tr>"
         for c in claims)
     return "\n".join(["```{raw} html", f'<table class="glance-table">{head}{body}</table>',
@@ -279,8 +384,10 @@ def reason(verdict: str) -> str:
 
 
 def glance_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str, dict],
-                scale: str) -> str:
-    sections = [f"## {study[:2]} {name}\n\n{glance_table(study, claims, manifests[study])}"
+                scale: str, numbers: dict[str, dict[str, str]] | None = None) -> str:
+    numbers = numbers or {}
+    sections = [f"## {study[:2]} {name}\n\n"
+                f"{glance_table(study, claims, manifests[study], numbers.get(study))}"
                 for study, (name, claims) in studies.items()]
     return "\n".join([
         "# Results at a glance", "",
@@ -295,11 +402,18 @@ def glance_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str,
 FIGURE_FILE_LINK = re.compile(r"\[([\w-]+)\]\((\d\d_\w+)/\1\.(?:png|md)\)")
 
 
-def claims_page(report: str) -> str:
+def claims_page(report: str, numbers: dict[str, dict[str, str]] | None = None) -> str:
     """The claims report with each link to a figure's or table's file turned into a link to
-    that figure in its notebook's page (CLAIMS.html sits beside the notebooks' folders)."""
-    return FIGURE_FILE_LINK.sub(
-        lambda m: f'<a href="{m[2]}/{m[2]}.html#{figure_anchor(m[1])}">{m[1]}</a>', report)
+    that figure in its notebook's page (CLAIMS.html sits beside the notebooks' folders),
+    named by the figure's number where `numbers` (study -> stem -> "N.k") has it."""
+    numbers = numbers or {}
+
+    def link(m: re.Match) -> str:
+        number = numbers.get(m[2], {}).get(m[1])
+        return (f'<a href="{m[2]}/{m[2]}.html#{figure_anchor(m[1])}">'
+                f"{f'Figure {number}' if number else m[1]}</a>")
+
+    return FIGURE_FILE_LINK.sub(link, report)
 
 
 def worked_verdicts(studies: dict[str, tuple[str, list[dict]]]) -> str:
@@ -355,7 +469,7 @@ def source_tree(scale: str, src: Path) -> None:
         raise BookError(f"no {missing[0]}; run `make figures SCALE={scale}` first (the book "
                         "shows the executed notebooks, it does not run them)")
     shutil.copytree(PAGES, src)
-    rows, devices, judged, manifests = [], [], {}, {}
+    rows, devices, judged, manifests, numbers = [], [], {}, {}, {}
     for study in studies:
         notebook = read_notebook(published_notebook(study, scale))
         folder = src / "figures" / study
@@ -363,13 +477,16 @@ def source_tree(scale: str, src: Path) -> None:
         claims_rows = read_claims(folder / "claims.csv")
         stems = list(dict.fromkeys(c["where"] for c in claims_rows if c.get("where")))
         manifests[study] = json.loads((folder / "manifest.json").read_text())
-        shown = with_exercise_costs(with_anchors(hide_inputs(notebook), stems), manifests[study])
+        numbers[study] = figure_numbers(notebook, stems)
+        shown = with_glossary_links(with_exercise_costs(
+            with_anchors(hide_inputs(notebook), stems), manifests[study]))
         (folder / f"{study}.ipynb").write_text(json.dumps(shown, indent=1))
         rows.append(notebook_row(study, notebook, manifests[study]))
         devices.append(manifests[study].get("device", "an unrecorded device"))
         judged[study] = (title(notebook, study), claims_rows)
-    (src / "figures" / "CLAIMS.md").write_text(claims_page(claims.read_text(encoding="utf-8")))
-    (src / f"{GLANCE}.md").write_text(glance_page(judged, manifests, scale))
+    (src / "figures" / "CLAIMS.md").write_text(claims_page(claims.read_text(encoding="utf-8"),
+                                                          numbers))
+    (src / f"{GLANCE}.md").write_text(glance_page(judged, manifests, scale, numbers))
     generated = src / GENERATED
     generated.mkdir()
     (generated / "glance.md").write_text(glance_grid(judged))

@@ -335,6 +335,11 @@ savefig(fig, "fig2_layerwise_rlp", STUDY, scale, data=results["dataset"])
 excess = {name: excess_by_layer(lw, name) for name in models_run}
 print(pd.DataFrame({name: {n: str(e) for n, e in ex.items()} for name, ex in excess.items()}))
 
+# %% [markdown]
+# **Figure 1.1.** Random-label accuracy on the training set at each probed layer, one panel
+# per model: the trained network (solid), the same heads on the frozen initialisation
+# (dashed), the capacity-matched heads (dotted) and chance; mean ± sd over seeds.
+
 # %% tags=["remove-input"]
 def depth_text(name: str) -> str:
     """How the excess (plain and capacity-matched heads) changes from the first to the last
@@ -390,6 +395,10 @@ axes[0][0].set_ylabel("tr Σ_within / tr Σ_between")
 axes[0][0].legend(fontsize="small")
 savefig(fig, "fig2b_class_collapse", STUDY, scale, data=results["dataset"])
 print(lw.groupby(["model", "layer"], sort=False)[["collapse", "frozen_collapse"]].mean().round(3))
+
+# %% [markdown]
+# **Figure 1.2.** Within- to between-class variance ratio of each probed layer's features
+# (log scale), trained and at initialisation, one panel per model; mean ± sd over seeds.
 
 # %% tags=["remove-input"]
 def collapse_text(name: str) -> str:
@@ -456,6 +465,12 @@ ax2.legend(handles, labels, fontsize="small", loc="upper center", bbox_to_anchor
 fig.set_figheight(6.0)  # room for the legends under the panels
 savefig(fig, "fig3_rlp_over_training", STUDY, scale, data=results["dataset"])
 
+# %% [markdown]
+# **Figure 1.3.** Over training, first seed: class accuracy (left) and each probed layer's
+# random-label accuracy (right; dashed: heads on the frozen initial features), with the
+# epoch at which train and test accuracy diverge and the epoch at which the last layer
+# reaches half its final excess.
+
 # %% tags=["remove-input"]
 peak = h.loc[h["test_acc"].idxmax()]
 if rise is None or gap is None:
@@ -505,6 +520,11 @@ ax2.set_ylabel("class accuracy (%)")
 savefig(fig, "fig4_standard_regularizers", STUDY, scale, data=results["dataset"])
 print(reg.groupby("setting", sort=False)[["train_acc", "test_acc", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
+
+# %% [markdown]
+# **Figure 1.4.** Standard regularizers: random-label accuracy per probed layer (left) and
+# train and test accuracy (right), without a regularizer and with each one; mean ± sd over
+# seeds.
 
 # %% tags=["remove-input"]
 drops = measured["regularizers"]
@@ -585,6 +605,12 @@ for ax, where in zip(axes[2:], ("last", "all"), strict=True):
 savefig(fig, "fig5_rlp_regularizer", STUDY, scale, data=results["dataset"])
 print(sweep.groupby(["regularize", "lam"])[["train_acc", "test_acc", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
+
+# %% [markdown]
+# **Figure 1.5.** The RLP regularizer against λ: train and test accuracy (top left), the
+# last layer's random-label accuracy (top right), and random-label accuracy per layer when
+# the last layer is regularized (bottom left) or all layers are (bottom right); mean ± sd
+# over seeds.
 
 # %% tags=["remove-input"]
 last_sweep = sweep[sweep["regularize"] == "last"]
@@ -702,6 +728,11 @@ else:
     savefig(fig, "fig6_sampling", STUDY, scale, data=results["dataset"])
     print(fr.groupby(["n_train", "lam"])[["train_acc", "test_acc"]].agg(["mean", "std"]).round(4))
 
+# %% [markdown]
+# **Figure 1.6.** Sampling, drawn only when `sampling_experiment` is on (not at this scale):
+# test-accuracy change from the best λ against the training-set size (left), and per class
+# of a long-tailed subset against the class's training count (right).
+
 # %% tags=["remove-input"]
 if sampled:
     sampling, tails = measured["sampling"], measured["tails"]
@@ -747,6 +778,10 @@ savefig(fig, "fig7_label_noise", STUDY, scale, data=results["dataset"])
 print(noise_runs.groupby(["noise", "lam"])[["test_acc", "train_acc", "noisy_fit", f"rlp_{last}"]]
       .agg(["mean", "std"]).round(4).to_string())
 
+# %% [markdown]
+# **Figure 1.7.** Test accuracy against λ of the last-layer RLP regularizer, per label-noise
+# rate; dots are single seeds, error bars one sd over seeds.
+
 # %% tags=["remove-input"]
 gain = measured["noise"]
 high = noise_runs[noise_runs["noise"] == gain["rate"]]
@@ -776,12 +811,15 @@ changes test accuracy by {pm(gain["gain"], 1)} points
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/01_random_label_heads.py --set "lambdas=[3,10,30]"
 #    ```
+#    **Run time:** about 6 min on 2 cores: 10 new runs (2 λ × 5 seeds) at about 70 s each,
+#    the measured cost of one 60-epoch SmallCNN run of this notebook (50–128 s), two at a
+#    time.
 #    <details><summary>Answer</summary>
 #
 #    Expect the last block's head to sink further below its frozen baseline as λ grows, and
 #    the train accuracy to say where the network stops fitting its flipped labels: the rules
 #    then judge at the largest λ that keeps every seed at 90%. Look at the bottom-left panel
-#    of Fig. 5 for the paper's shift: earlier blocks gaining what the last one loses.
+#    of Figure 1.5 for the paper's shift: earlier blocks gaining what the last one loses.
 #    </details>
 # 2. **Less label noise.** The paper's noise claim says the regularizer helps consistently
 #    under label noise; with 20% noise there are fewer wrong labels to memorize.
@@ -789,10 +827,14 @@ changes test accuracy by {pm(gain["gain"], 1)} points
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/01_random_label_heads.py --set noise=0.2 --set "noise_rates=[0.2]"
 #    ```
+#    **Run time:** at most about 22 min on 2 cores: every training run sees other labels, so
+#    at most the notebook's whole measured cold compute (about 45 min of compute for its 45
+#    results) is spent again, two runs at a time.
 #    <details><summary>Answer</summary>
 #
 #    Expect higher test accuracy at every λ and, if the paper holds at this scale, a test gain
-#    from the best λ in Fig. 7; expect the random-label excess of Fig. 2 to shrink as well.
+#    from the best λ in Figure 1.7; expect the random-label excess of Figure 1.1 to shrink as
+#    well.
 #    </details>
 # 3. **No label noise.** The pilot above found that a clean network collapses its classes in
 #    deep layers and its heads fall below the frozen baseline.
@@ -800,11 +842,14 @@ changes test accuracy by {pm(gain["gain"], 1)} points
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/01_random_label_heads.py --set noise=0.0 --set "noise_rates=[0.0]"
 #    ```
+#    **Run time:** at most about 22 min on 2 cores, as for the previous exercise: at most the
+#    notebook's whole measured cold compute (about 45 min of compute), two runs at a time.
 #    <details><summary>Answer</summary>
 #
-#    Expect the variance ratio of Fig. 2b to fall well below its value at initialisation in
-#    the last layers, and the depth trend of Fig. 2 to weaken or reverse: without labels to
-#    memorize, little sample-specific information is left for a random-label head to read.
+#    Expect the variance ratio of Figure 1.2 to fall well below its value at initialisation
+#    in the last layers, and the depth trend of Figure 1.1 to weaken or reverse: without
+#    labels to memorize, little sample-specific information is left for a random-label head
+#    to read.
 #    </details>
 # 4. **The sampling experiment.** Left out at this scale for its cost: four more runs per seed
 #    on clean labels (30% and all of the training set, with and without the best λ) and two
@@ -813,9 +858,13 @@ changes test accuracy by {pm(gain["gain"], 1)} points
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/01_random_label_heads.py --set sampling_experiment=true
 #    ```
+#    **Run time:** at most about 18 min on 2 cores: 30 new runs (6 per seed × 5 seeds) at
+#    most about 70 s each, the measured cost of one 60-epoch SmallCNN run on all 1,000
+#    images, two at a time (the 30% and long-tailed subsets train on fewer images and cost
+#    less).
 #    <details><summary>Answer</summary>
 #
-#    Expect Fig. 6 and the `sampling` and `tails` rows to appear, most likely *within noise*
+#    Expect Figure 1.6 and the `sampling` and `tails` rows to appear, most likely *within noise*
 #    with five seeds: on earlier runs each sampling arm would have needed 13 or more seeds and
 #    the tails difference about 12. The note of each row says how many these runs need.
 #    </details>

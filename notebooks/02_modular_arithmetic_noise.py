@@ -191,6 +191,10 @@ savefig(fig, "training_curves", STUDY, scale)
 final = history[history["epoch"] == history["epoch"].max()]
 print(final.pivot_table(index="alpha", columns="subset", values="acc")[list(SUBSETS)].round(3))
 
+# %% [markdown]
+# **Figure 2.1.** Accuracy on the four subsets over the main runs' training, one panel per
+# noise rate α; means over seeds.
+
 # %% tags=["remove-input"]
 end = final.pivot_table(index="alpha", columns="subset", values="acc")
 noisy_alphas = end.index[end.index > 0]
@@ -240,6 +244,12 @@ savefig(fig, "fig_learning_order_optimizers", STUDY, scale)
 first_table = pd.DataFrame(first_rows)
 save_table(first_table, "learning_order_first_pass", STUDY, scale)
 first_table
+
+# %% [markdown]
+# **Figure 2.2.** Learning order: accuracy on the clean and the noisy training pairs (as
+# trained) and on the test pairs over training, one panel per optimizer (columns) and noise
+# rate of `order_alphas` (rows); dotted lines: the first logged epoch at which a run passes
+# 20%.
 
 # %% tags=["remove-input"]
 leads = first_table.dropna(subset=["lead"])
@@ -291,6 +301,11 @@ lead = (image_first["lead"] > 0).sum()
 print(f"noisy labels ahead of clean ones at the 20% point in {lead} of {len(image_first)} "
       "image runs")
 image_first
+
+# %% [markdown]
+# **Figure 2.3.** The learning order on images: a one-hidden-layer MLP per dataset (rows)
+# and noise rate (columns), accuracy on its clean and its noisy training examples over
+# training.
 
 # %% tags=["remove-input"]
 def image_text(name: str) -> str:
@@ -351,6 +366,11 @@ save_table(ff_table.round(4), "frequency_filtering", STUDY, scale)
 ff_table[ff_table["activation"].isin(["relu", "quadratic", "abs"])].round(3)
 
 # %% [markdown]
+# **Figure 2.4.** Accuracy of the raw net, its filtered part $G$ and the residual $R$
+# (columns), each evaluated with ReLU, $x^2$ and $|x|$, on the four subsets, one row per
+# noise rate.
+
+# %% [markdown]
 # $G$ keeps one frequency per neuron and none of the DC; if it scores well on the test set
 # and on the *true* labels of the noisy training pairs while scoring near zero on their
 # noisy labels, the rule was learned underneath the memorization. $R$ shows where the
@@ -397,6 +417,10 @@ savefig(fig, "fig_neuron_spectra", STUDY, scale)
 print("fraction of power in the dominant non-DC frequency (median over the neurons shown):",
       round(float(spectra["before"][:, 1:].max(1).values.median()), 3))
 
+# %% [markdown]
+# **Figure 2.5.** Normalised Fourier power of the first neurons of the noisiest run, sorted
+# by dominant frequency, before (left) and after (right) frequency filtering.
+
 # %% tags=["remove-input"]
 dominant = float(spectra["before"][:, 1:].max(1).values.median())
 display(Markdown(rf"""
@@ -420,6 +444,11 @@ ax.legend(fontsize="small")
 savefig(fig, "fig_phase_error", STUDY, scale)
 save_table(medians.rename("median_phase_error").reset_index(), "phase_error", STUDY, scale)
 medians.round(3)
+
+# %% [markdown]
+# **Figure 2.6.** Phase error $|\phi_a + \phi_b - \phi_c|$ of the neurons against the noise
+# rate α (boxes over neurons and seeds); the line marks the mean error of random phases,
+# π/2.
 
 # %% tags=["remove-input"]
 per_seed = phase.groupby(["seed", "alpha"])["phase_error"].median().unstack("alpha")
@@ -506,6 +535,11 @@ best_partition = (frame[(frame["variant"] == "top") & (frame["gamma"] < 1)
 print(f"best top-γ sub-network test accuracy: {best_partition.max():.3f} at "
       f"{best_partition.idxmax()}; FF-G test: {ff_best:.3f}")
 
+# %% [markdown]
+# **Figure 2.7.** Sub-networks of the top or bottom fraction γ of neurons ranked by IPR
+# (left) or by strength (right), evaluated with $x^2$ at the largest α: test accuracy and
+# fit of the noisy labels; black: the filtered net's test accuracy.
+
 # %% tags=["remove-input"]
 best_score, best_gamma, best_act = best_partition.idxmax()
 display(Markdown(rf"""
@@ -573,6 +607,10 @@ print(raw_train.xs(("relu", config.weight_decay), level=("activation", "weight_d
 sweep_table.pivot_table(index=["activation", "weight_decay", "width"], columns="alpha",
                         values=["raw_test", "ff_test"]).round(3)
 
+# %% [markdown]
+# **Figure 2.8.** Raw and filtered test accuracy against width, one panel per training
+# activation; colour: α, line style: part and weight decay.
+
 # %% tags=["remove-input"]
 widest = sweep_table[sweep_table["width"] == sweep_table["width"].max()]
 top_sweep = max(config.sweep_alphas)
@@ -585,7 +623,7 @@ widest_relu = relu_train.xs(sweep_table["width"].max(), level="width")
 # 99% of the labels as trained: the double-descent claim's interpolation threshold.
 interpolates = bool((relu_train >= 0.99).any())
 threshold = ("some width interpolates, so the curve from the interpolation threshold on can be "
-             "read in the figure" if interpolates else "no width of the sweep interpolates its "
+             "read in Figure 2.8" if interpolates else "no width of the sweep interpolates its "
              "noisy training set, so there is no curve \"from the interpolation threshold on\" "
              "and that claim's verdict is a precondition, not a measurement")
 display(Markdown(rf"""
@@ -620,10 +658,14 @@ results["analytic"]
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/02_modular_arithmetic_noise.py --set "alphas=[0.0,0.8,0.9,0.95]"
 #    ```
+#    **Run time:** about 6 min on 2 cores: the main runs (cached together for every noise
+#    rate and seed, measured at 479 s of compute) and the two variants at the largest
+#    $\alpha$ (166 s) are computed again, two runs at a time; the other experiments load from
+#    the cache.
 #    <details><summary>Answer</summary>
 #
-#    Expect the phase error of section 3 to keep growing with $\alpha$ and the filtered net
-#    $G$ of section 2 to lose test accuracy once so few clean pairs remain that the rule is
+#    Expect the phase error of Figure 2.6 to keep growing with $\alpha$ and the filtered net
+#    $G$ of Figure 2.4 to lose test accuracy once so few clean pairs remain that the rule is
 #    no longer learned underneath the memorization.
 #    </details>
 # 2. **Subtraction instead of addition.** The same Fourier circuit computes $a - b$, with
@@ -632,22 +674,27 @@ results["analytic"]
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/02_modular_arithmetic_noise.py --set operation=sub
 #    ```
+#    **Run time:** about 10 min on 2 cores: every experiment on the arithmetic task is
+#    computed again (measured 1,111 s of the notebook's 1,234 s of cold compute; the image
+#    runs load from the cache), two runs at a time.
 #    <details><summary>Answer</summary>
 #
-#    Expect the same picture as for addition: noisy labels fitted first, and a filtered net
-#    that recovers the rule while the raw net memorizes.
+#    Expect the same picture as for addition: noisy labels fitted first (Figure 2.2), and a
+#    filtered net that recovers the rule while the raw net memorizes (Figure 2.4).
 #    </details>
 # 3. **A longer budget with stronger weight decay.** Raw-output generalization needs
 #    $\mathrm{lr}\cdot\mathrm{wd}\cdot\mathrm{steps} \gg 1$ (here $10^{-3}\cdot 0.1 \cdot 600$
-#    is far below 1); this run takes several times longer than the default.
+#    is far below 1).
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/02_modular_arithmetic_noise.py --set weight_decay=1.0 --set epochs=5000
 #    ```
+#    **Run time:** about 45 min on 2 cores: the main runs and the two variants train 5,000
+#    epochs instead of 600, 8.3 × their measured 645 s of compute, two runs at a time.
 #    <details><summary>Answer</summary>
 #
-#    Expect the raw net's test accuracy in the training curves to climb late in training
-#    (grokking) at low noise, while the noisy labels stay fitted for a while: the coexistence
+#    Expect the raw net's test accuracy in Figure 2.1 to climb late in training (grokking)
+#    at low noise, while the noisy labels stay fitted for a while: the coexistence
 #    of memorization and generalization the paper describes.
 #    </details>
 

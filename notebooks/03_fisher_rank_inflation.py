@@ -161,6 +161,11 @@ axes[1].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2),
 fig.set_figheight(4.2)
 savefig(fig, "fig1_inflation_collapse", STUDY, scale, data=resolve(config.dataset))
 
+# %% [markdown]
+# **Figure 3.1.** er of the scatter set over training per corruption rate (mean ± sd over
+# seeds), with the network's fit of its clean and corrupted training labels and its test
+# accuracy.
+
 # %%
 # How much of the flipped labels each run fits at its er peak and at its last epoch.
 run_keys = ["model", "noise", "corruption", "seed"]
@@ -221,6 +226,9 @@ ax.set(xlabel="corruption (%)", ylabel="peak er", title="peak effective rank")
 ax.legend(fontsize="small")
 savefig(fig, "fig2_peak_er_vs_corruption", STUDY, scale, data=resolve(config.dataset))
 peaks.round(2)
+
+# %% [markdown]
+# **Figure 3.2.** Peak er against the corruption rate, per seed and mean.
 
 # %% tags=["remove-input"]
 steps = [(lo, hi) for lo, hi in zip(peaks.index, peaks.index[1:])]
@@ -290,6 +298,10 @@ savefig(fig, "fig3_attribution", STUDY, scale, data=resolve(config.dataset))
 print(summary[summary["corruption"] == config.attribution_corruption][
     ["model", "seed", "spearman_exact_first", "direct_max_abs_error"]])
 
+# %% [markdown]
+# **Figure 3.3.** Attribution at the er peak: exact LOO $\Delta_i$ of clean and corrupted
+# examples (left) and the first-order $\Delta_i$ against the exact one (right).
+
 # %% tags=["remove-input"]
 below = (ex["delta_first"] < ex["delta_exact"]).mean()
 rho_first = summary[(summary["model"] == config.model)
@@ -319,6 +331,10 @@ ax.set(xlabel="AUROC for the corrupted examples", xlim=(0, 1),
        title=f"label-error signals, {config.attribution_corruption:.0%} noise (seed mean)")
 ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
 savefig(fig, "fig4_signals", STUDY, scale, data=resolve(config.dataset))
+
+# %% [markdown]
+# **Figure 3.4.** AUROC of each label-error signal for the corrupted examples (mean over
+# seeds), beside the paper's range of 0.6–0.8.
 
 # %% tags=["remove-input"]
 loo = "LOO er attribution (exact)"
@@ -367,6 +383,11 @@ axes[1].set(xlabel="difficulty decile (10 = hardest)", ylabel="share of top-100 
             title="clean run: where the top contributors are")
 axes[1].legend()
 savefig(fig, "fig5_difficulty_control", STUDY, scale, data=resolve(config.dataset))
+
+# %% [markdown]
+# **Figure 3.5.** Clean-difficulty control: mean exact $\Delta_i$ of clean and corrupted
+# examples per difficulty decile of the noisy run (left), and where the clean run's top-100
+# $\Delta_i$ fall (right).
 
 # %% tags=["remove-input"]
 by_decile = noisy.groupby(["flipped", "decile"])["mean_delta"].mean()
@@ -448,6 +469,9 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set attribution_corruption=0.2
 #    ```
+#    **Run time:** about 8 min on 2 cores: the attribution's noise rate is part of every
+#    run's cache key, so all 25 runs are computed again (measured 900 s of compute, 14–54 s
+#    a run), two at a time.
 #    <details><summary>Answer</summary>
 #
 #    Expect the corrupted examples to stay enriched at the top of the attribution, with a
@@ -459,20 +483,28 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set epochs_after_fit=40
 #    ```
+#    **Run time:** about 12 min on 2 cores: every run is computed again and trains 30 epochs
+#    more (measured: 900 s of compute for 51 epochs a run on average, about 0.75 s an epoch
+#    with er, from the `train_seconds` and `er_seconds_per_epoch` of the runs table), two at
+#    a time.
 #    <details><summary>Answer</summary>
 #
 #    Expect the epochs up to the fit, and with them the er peak and the attribution at the
 #    peak, to stay as they are (the same seeds train the same way), and er to keep falling
-#    after the fit, so the collapse of Fig. 1 deepens.
+#    after the fit, so the collapse of Figure 3.1 deepens.
 #    </details>
 # 3. **Weight decay, which delays memorization.**
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set weight_decay=5e-4
 #    ```
+#    **Run time:** about 8 to 16 min on 2 cores: every run is computed again (measured 900 s
+#    of compute at 51 epochs a run on average), up to twice as long if weight decay delays
+#    the fit toward the 100-epoch cap, two runs at a time.
 #    <details><summary>Answer</summary>
 #
-#    Expect a later and lower er peak and slower fitting of the corrupted labels: within a
+#    Expect a later and lower er peak (Figures 3.1 and 3.2) and slower fitting of the
+#    corrupted labels: within a
 #    fixed budget the collapse may not show at all (the paper's caveat on regularization).
 #    </details>
 

@@ -202,6 +202,10 @@ for ax, name in zip(axes, datasets, strict=True):
 savefig(fig, "difficulty_ssim_matrix", STUDY, scale)
 print(pairs)
 
+# %% [markdown]
+# **Figure 4.1.** Mean 1 − SSIM distance between the classes of each dataset, with the easy
+# (○) and hard (×) pairs.
+
 # %% tags=["remove-input"]
 def pair_name(name: str, task: str) -> str:
     """The class names of a dataset's easy or hard pair: 'Dress / Trouser'."""
@@ -270,8 +274,12 @@ for name in datasets:
     savefig(fig1(name), f"fig1_prune_noise_flip_{name}", STUDY, scale)
 
 # %% [markdown]
-# Fig. 1 analogue, one figure per dataset. Solid lines are full-precision weights, dashed the
-# signed ones. The numbers behind the claims (signed accuracy at p = 0, the rise and width of
+# **Figure 4.2.** The paper's Fig. 1 at this scale, one figure per dataset: test accuracy of
+# the easy and hard pairs under pruning, additive noise and sign flips applied to every
+# layer; solid: full-precision weights, dashed: their signs; mean and 95% t interval over
+# runs.
+#
+# The numbers behind the claims (signed accuracy at p = 0, the rise and width of
 # the hard pair's transition, the noise and flip gains) are printed below and judged, run by
 # run, in the claims table. The paper: binarized hard models near 50% at $p = 0$ and a
 # transition to 92–96% by $p \approx 0.5$ (MNIST); noise lifts the binarized MNIST easy pair
@@ -287,7 +295,7 @@ def means(name: str, task: str, probe: str, form: str, mode: str = "smallest") -
 
 
 def fig1_text(name: str) -> str:
-    """What Fig. 1 shows for one dataset, from the means over every run."""
+    """What Figure 4.2 shows for one dataset, from the means over every run."""
     runs = baseline.query("dataset == @name").groupby("task")["run"].nunique()
     parts = [f"*{name}* (mean over every run: easy {runs.get('easy', 0)}, hard "
              f"{runs.get('hard', 0)})."]
@@ -369,6 +377,10 @@ transitions = pd.DataFrame(transition_rows)
 save_table(transitions.round(3), "phase_transition_runs", STUDY, scale)
 transitions.groupby("dataset")[["signed_p0", "rise", "width", "p50"]].agg(
     ["mean", "std", "min", "max"]).round(2)
+
+# %% [markdown]
+# **Figure 4.3.** The hard pair's signed pruning curve, run by run, with the points where
+# each covers 10% (○) and 90% (●) of its rise.
 
 # %% tags=["remove-input"]
 def transition_text(name: str) -> str:
@@ -457,6 +469,10 @@ def fig_variants(dataset):
 for name in datasets:
     savefig(fig_variants(name), f"fig1_variants_{name}", STUDY, scale)
 
+# %% [markdown]
+# **Figure 4.4.** Variants of the probes, one figure per dataset: which weights are pruned
+# or flipped, and the scaled binarization (ours).
+
 # %% tags=["remove-input"]
 def variants_text(name: str) -> str:
     """Mean float accuracy over the pruning levels per choice of weights, and how far the
@@ -480,7 +496,7 @@ sign (ours) multiplies each tensor's sign pattern by one constant, mean |w|.
 """))
 
 # %% [markdown]
-# ## Fig. 2 analogue: pruning combined with null model B
+# ## Pruning combined with null model B (the paper's Fig. 2)
 #
 # B keeps every weight's sign and position class, so sign(B(W)) equals sign(W): the signed
 # curve of B *is* the signed pruning curve, drawn once. One row per dataset.
@@ -503,6 +519,10 @@ for row, name in enumerate(datasets):
 axes[0, 0].legend(fontsize="small")
 savefig(fig, "fig2_prune_randomize_B", STUDY, scale)
 
+# %% [markdown]
+# **Figure 4.5.** The paper's Fig. 2 at this scale: pruning combined with null model B, one
+# row per dataset.
+
 # %% tags=["remove-input"]
 def b_text(name: str) -> str:
     """Mean accuracy of B(pruned W) and of the pruned weights at p = 0, per pair."""
@@ -519,12 +539,12 @@ def b_text(name: str) -> str:
 display(Markdown(f"""
 Means over runs and draws of B(W) at $p = 0$: {listing(b_text(n) for n in datasets)}. Where
 B costs the hard pair more than the easy one, the hard task's magnitudes carry information that
-the sign structure alone does not, as the paper reports; the figure shows whether B(pruned W)
-recovers together with the signed curve as small weights are pruned.
+the sign structure alone does not, as the paper reports; Figure 4.5 shows whether
+B(pruned W) recovers together with the signed curve as small weights are pruned.
 """))
 
 # %% [markdown]
-# ## Fig. 3 analogue: null models A–G at p = 0
+# ## Null models A–G at p = 0 (the paper's Fig. 3)
 
 # %%
 import seaborn as sns
@@ -552,6 +572,9 @@ print(nulls.query("prune == 0.0").groupby(["dataset", "task", "null"])["acc"]
       .mean().unstack().round(1))
 
 # %% [markdown]
+# **Figure 4.6.** The paper's Fig. 3 at this scale: test accuracy under null models A–G at
+# p = 0, easy and hard pair; dotted: the trained weights.
+#
 # Boxes span the full range over runs × draws (not trimmed to the IQR as the authors do).
 # The table above gives the means over runs and draws, the statistic the claims read.
 
@@ -583,7 +606,7 @@ display(Markdown("Medians at $p = 0$ (A, C, D and G do not keep each weight's si
                  "model near chance."))
 
 # %% [markdown]
-# ## Fig. 4 analogue: every class pair
+# ## Every class pair (the paper's Fig. 4)
 
 # %%
 for name in datasets:
@@ -621,6 +644,11 @@ for name in datasets:
 table = results["heatmap"].sort_values(["dataset", "delta_bin"], ascending=[True, False])
 save_table(table.round(3), "task_complexity", STUDY, scale)
 table.head(10)
+
+# %% [markdown]
+# **Figure 4.7.** The paper's Fig. 4 at this scale, one figure per dataset: accuracy, Δ_bin
+# and Δ_rand of every class pair, and Δ_rand against Δ_bin coloured by the pair's 1 − SSIM
+# distance.
 
 # %% tags=["remove-input"]
 def heat_text(name: str) -> str:
@@ -674,6 +702,11 @@ ax.legend(fontsize="small", ncol=2, loc="upper left", bbox_to_anchor=(1, 1))
 savefig(fig, "fig5_layerwise_vit_standin", STUDY, scale)
 standin.pivot_table(index="matrix", columns=["probe", "level"], values="metric",
                     sort=False).round(1)
+
+# %% [markdown]
+# **Figure 4.8.** Stand-in for the paper's layer-wise ViT probes (not the paper's
+# experiment): test accuracy of a 4-block ViT on Fashion-MNIST with each probe applied to
+# one matrix at a time.
 
 # %% tags=["remove-input"]
 by_matrix = standin.pivot_table(index="matrix", columns="probe", values="metric", sort=False,
@@ -737,19 +770,27 @@ if results["distilbert"] is not None:
 #        notebooks/04_task_complexity_probes.py --set pair_choice=ssim
 #    ```
 #    The hard pair becomes the most similar pair and the easy pair the least similar.
+#    **Run time:** at most about 5 min on 2 cores: the chosen pairs' runs and probes are
+#    computed again, at most the notebook's measured cold compute (572 s), two at a time;
+#    the SSIM matrix, the heat maps and the ViT stand-in load from the cache.
 #    <details><summary>Answer</summary>
 #
 #    Expect the paper's picture to sharpen: the binarized hard model nearer chance, the easy
-#    one nearer its full accuracy, and a larger gap between them under null model B.
+#    one nearer its full accuracy (Figure 4.2), and a larger gap between them under null
+#    model B (Figure 4.5).
 #    </details>
 # 2. **The authors' probe scripts, biases left at their random initialisation.**
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/04_task_complexity_probes.py --set reinit_biases=true
 #    ```
+#    **Run time:** at most about 5 min on 2 cores: the setting is part of the cache key of
+#    every pair's runs and of the heat maps, so at most the notebook's measured cold compute
+#    (572 s) is spent again, two computations at a time.
 #    <details><summary>Answer</summary>
 #
-#    Expect lower accuracies under every probe, most of all for the hard pair, whose
+#    Expect lower accuracies under every probe (Figures 4.2 and 4.6), most of all for the
+#    hard pair, whose
 #    decision boundary depends on fine adjustments the trained biases provide; the qualitative
 #    picture (sign structure suffices for easy tasks, not for hard ones) should remain.
 #    </details>
@@ -757,12 +798,17 @@ if results["distilbert"] is not None:
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/04_task_complexity_probes.py \
-#        --set "seeds=[$(seq -s, 100 119)]"
+#        --set "seeds=[$(seq -s, 300 319)]"
 #    ```
-#    The twelve runs per pair of this notebook load from the cache; eight more are trained.
+#    The first twelve seeds are this notebook's; a pair's runs are cached together, as one
+#    stack of seeds, so every pair trains all twenty runs again (the heat maps, which use the
+#    first three seeds, load from the cache).
+#    **Run time:** about 6 min on 2 cores: the part of the measured cold compute that grows
+#    with the runs (428 s for twelve runs per pair) × 20/12, two computations at a time.
 #    <details><summary>Answer</summary>
 #
-#    Expect narrower 95% intervals (the shaded bands and the ± of every claim), so that
+#    Expect narrower 95% intervals (the shaded bands of Figures 4.2 and 4.3 and the ± of
+#    every claim), so that
 #    claims now *within noise* get decided one way or the other, and means that move
 #    within today's intervals.
 #    </details>

@@ -205,6 +205,11 @@ fig.colorbar(rho_image, ax=axes[0].tolist(), shrink=0.6, label="Spearman ρ")
 fig.colorbar(au_image, ax=axes[0].tolist(), shrink=0.6, label="AUROC (0.5 = chance)")
 savefig(fig, "fig1_example_agreement", STUDY, scale)
 
+# %% [markdown]
+# **Figure 5.1.** Spearman ρ between the oriented per-example scores at the highest noise
+# rate (mean over seeds), one heat map per dataset, with each score's AUROC for a corrupted
+# label in the last column.
+
 # %%
 auroc.assign(noise=auroc["noise"].map("{:.0%}".format)).pivot_table(
     index="score", columns=["dataset", "noise"], values="mean").loc[scores].round(3)
@@ -289,6 +294,11 @@ layer_table = layers.groupby(["dataset", "noise", "layer", "depth"], sort=False)
 save_table(layer_table, "layers", STUDY, scale)
 layer_table[layer_table["noise"] == NOISE].round(2)
 
+# %% [markdown]
+# **Figure 5.2.** Per hidden layer at the highest noise rate: random-label excess, accuracy
+# lost to the sign probe and to null model B, each divided by its largest absolute value
+# over layers.
+
 # %% tags=["remove-input"]
 def layer_text(dataset: str) -> str:
     d = at[at["dataset"] == dataset].groupby("depth")[["excess", "drop_sign", "gap_null_b"]] \
@@ -352,6 +362,11 @@ timing = pd.DataFrame(timing)
 save_table(timing, "timing", STUDY, scale)
 timing.groupby(["dataset", "noise"]).mean().drop(columns="seed")
 
+# %% [markdown]
+# **Figure 5.3.** Over training at the highest noise rate (mean over seeds): er, the deepest
+# random-label head, the memorized and still-true fractions of corrupted labels and test
+# accuracy, each rescaled to [0, 1]; dashed: er's peak.
+
 # %% tags=["remove-input"]
 t_noise = timing[timing["noise"] == NOISE]
 
@@ -371,7 +386,7 @@ display(Markdown(f"""
 At {NOISE:.0%} noise, over seeds: {listing(timing_text(d) for d in DATA)} (the table gives
 every noise rate). In the mean over runs the order is
 {" → ".join(names[k] for k in order_of.index)}. While the corrupted labels are memorized, the
-fraction of corrupted examples still predicted as their *true* class falls (the figure).
+fraction of corrupted examples still predicted as their *true* class falls (Figure 5.3).
 
 Study 2 finds the rule surviving inside a network that memorizes (its frequency filter
 recovers it). Whether a filter could recover it here is a question for a method this lens does
@@ -392,21 +407,29 @@ record of memorization that has already happened.
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/05_memorization_lens.py --set "noise_rates=[0.0,0.4,0.6]"
 #    ```
+#    **Run time:** about 17 min on 2 cores: 20 new runs (2 noise rates × 2 datasets × 5
+#    seeds) at about 98 s each, the measured cost of one lens run (76–128 s), two at a time;
+#    the 40% runs and the frozen baselines (shared by every noise rate) load from the cache.
 #    <details><summary>Answer</summary>
 #
-#    Expect a higher and later er peak (study 3's peak grows with corruption), more of the
-#    corrupted labels to find, and the per-example agreement at the highest rate to show
-#    whether the families of section 1 survive.
+#    Expect a higher and later er peak (Figure 5.3; study 3's peak grows with corruption),
+#    more of the corrupted labels to find, and the per-example agreement at the highest rate
+#    (Figure 5.1) to show whether the families of section 1 survive.
 #    </details>
 # 2. **Study 1's preset, changed.** `study1_sets` passes `key=value` changes to the watched
-#    model, here a shallower MLP.
+#    model, here a shallower MLP. The list replaces the default one (`model=mlp`,
+#    `epochs=150`), so it repeats those two.
 #    ```bash
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/05_memorization_lens.py --set 'study1_sets=["widths=[256,256,256]"]'
+#        notebooks/05_memorization_lens.py \
+#        --set 'study1_sets=["model=mlp","epochs=150","widths=[256,256,256]"]'
 #    ```
+#    **Run time:** at most about 10 min on 2 cores: all 10 lens runs (measured 980 s of
+#    compute, 76–128 s a run; three layers cost less than six) and their frozen baselines
+#    (about 27 s each) are computed again, two at a time.
 #    <details><summary>Answer</summary>
 #
-#    Expect fewer layers in section 2 and, as in study 1's pilot, a smaller random-label
+#    Expect fewer layers in Figure 5.2 and, as in study 1's pilot, a smaller random-label
 #    excess at depth; whether the probes' fragile layer moves with it is the question.
 #    </details>
 # 3. **er measured every epoch**, as study 3 does (about twice the lens cost).
@@ -414,10 +437,13 @@ record of memorization that has already happened.
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/05_memorization_lens.py --set measure_every=1
 #    ```
+#    **Run time:** at most about 16 min on 2 cores: all 10 lens runs are computed again with
+#    er measured twice as often, at most twice their measured 980 s of compute, two at a
+#    time.
 #    <details><summary>Answer</summary>
 #
-#    Expect the same ordering over training with a sharper er peak: the peak epoch can only
-#    move by the measurement interval.
+#    Expect the same ordering over training (Figure 5.3) with a sharper er peak: the peak
+#    epoch can only move by the measurement interval.
 #    </details>
 
 # %% [markdown]

@@ -1,9 +1,14 @@
 """Read the built book as a reader sees it, in headless Chromium: what each page shows that it
 should not (raw TeX, machine paths, object reprs, cut claims tables, literal Markdown links),
-whether it fits a phone's width, and whether its figures are shown large enough to read.
+whether it fits a phone's width, whether its figures are shown large enough to read, whether
+every figure carries its number (a "Figure N.k." caption under it), every exercise its run
+time and a folded answer, and whether each notebook page links the first use of its jargon
+to the glossary. The notebooks' sources are read too: every figure cell has its numbered
+caption under it, every figure cited by number exists, no figure is cited by a number the
+book does not give it, and every exercise states its run time and folds its answer.
 
-As a script it checks every page of a built book and saves a screenshot of each at 1300 px
-and at 390 px:
+As a script it checks every page of a built book and the notebooks' sources, and saves a
+screenshot of each page at 1300 px and at 390 px:
 
     python tests/book_render.py build/book/html --shots build/book/shots
 """
@@ -14,6 +19,8 @@ import argparse
 import re
 import sys
 from pathlib import Path
+
+from memlib.book import FIGURE_CAPTION, GLOSSARY_TERMS, term_pattern
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -60,6 +67,71 @@ const done = arguments[arguments.length - 1];
 if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
   MathJax.startup.promise.then(() => done(true), () => done(false));
 } else { done(true); }
+"""
+
+
+# every code cell with a figure in its output, whose next element is not its caption
+UNCAPTIONED = """
+const root = document.querySelector('article') || document.body;
+return [...root.querySelectorAll('div.cell')]
+  .filter(cell => cell.querySelector('.cell_output img'))
+  .filter(cell => !(cell.nextElementSibling
+                    && /^Figure \\d+\\.\\d+\\./.test(cell.nextElementSibling.textContent.trim())))
+  .map(cell => cell.querySelector('.cell_output img').getAttribute('src').slice(0, 80));
+"""
+CAPTION_NUMBERS = """
+const root = document.querySelector('article') || document.body;
+return [...root.querySelectorAll('p > strong:first-child')]
+  .map(s => s.textContent.trim().match(/^Figure (\\d+\\.\\d+)\\.$/))
+  .filter(m => m).map(m => m[1]);
+"""
+# each "Try this" exercise's problems: no run time, no folded answer
+EXERCISES = """
+const root = document.querySelector('article') || document.body;
+const problems = [];
+for (const heading of root.querySelectorAll('h2')) {
+  if (!heading.textContent.trim().startsWith('Try this')) continue;
+  const items = (heading.closest('section') || heading.parentElement)
+    .querySelectorAll(':scope > ol > li');
+  if (!items.length) problems.push('a "Try this" section without exercises');
+  items.forEach((item, i) => {
+    if (!/Run time:\\s*(at most\\s+)?about\\s+\\d/.test(item.textContent)) {
+      problems.push(`exercise ${i + 1} states no run time`);
+    }
+    if (!item.querySelector('details > summary')) {
+      problems.push(`exercise ${i + 1} has no folded answer`);
+    }
+  });
+}
+return problems;
+"""
+# on a notebook page, each glossary term whose first use (in prose, not in code, math,
+# headings or tables of numbers) is not a link to its glossary entry
+UNLINKED_TERMS = """
+const terms = arguments[0];
+const root = document.querySelector('article') || document.body;
+if (!root.querySelector('div.cell')) return [];
+const skip = 'pre, code, mjx-container, script, style, h1, h2, h3, h4, h5, h6, .cell_input, '
+             + '.headerlink, .text_html, table.dataframe, summary';
+const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+const texts = [];
+while (walker.nextNode()) {
+  const parent = walker.currentNode.parentElement;
+  if (!parent || parent.closest(skip)) continue;
+  const link = parent.closest('a');
+  const glossary = !!link && (link.getAttribute('href') || '').includes('glossary.html#term-');
+  if (link && !glossary) continue;
+  texts.push([walker.currentNode.textContent, glossary]);
+}
+const unlinked = [];
+for (const [term, pattern] of terms) {
+  const re = new RegExp(pattern, 'i');
+  const first = texts.find(([text]) => re.test(text));
+  if (first && !first[1]) {
+    unlinked.push(`${term}: …${first[0].replace(/\\s+/g, ' ').trim().slice(0, 80)}…`);
+  }
+}
+return unlinked;
 """
 
 
@@ -112,6 +184,121 @@ def claims_problems(cells: list[str]) -> list[str]:
     return [f"claims table cell cut short: {c[-80:]!r}" for c in cells if ELLIPSIS.search(c)]
 
 
+def numbering_problems(numbers: list[str]) -> list[str]:
+    """Figure numbers of one page, in page order, that do not run N.1, N.2, … for one N."""
+    if not numbers:
+        return []
+    first = numbers[0].split(".")[0]
+    expected = [f"{first}.{k}" for k in range(1, len(numbers) + 1)]
+    return [f"figure numbered {got} where {want} was due"
+            for got, want in zip(numbers, expected, strict=True) if got != want][:1]
+
+
+def glossary_terms() -> list[list[str]]:
+    return [[term, term_pattern(forms)] for term, forms in GLOSSARY_TERMS.items()]
+
+
+# ---- the notebooks' sources -----------------------------------------------------------------
+
+FIGURE_REFS = re.compile(r"\bFigures? (\d+\.\d+(?:(?:, | and | or | to )\d+\.\d+)*)")
+# a figure cited by a bare "Fig. 2": the paper's numbering unless it says so, or none at all
+BARE_FIG = re.compile(r"(?<!paper's )\bFigs?\.\s*\d+\w*")
+SAVES_FIGURE = re.compile(r"\bsavefig\([^,]+,\s*f?[\"']([^\"']+)")
+RUN_TIME = re.compile(r"\*\*Run time:\*\*\s*(?:at most\s+)?about\s+\d+")
+ANSWER = re.compile(r"<details><summary>Answer</summary>.*?</details>", re.S)
+EXERCISE = re.compile(r"^\d+\. \*\*", re.M)
+EXERCISES_HEADING = "## Try this"
+
+
+def text_of(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def source_cells(path: Path) -> list[dict]:
+    """The cells of a notebook: its jupytext source (.py) or an executed copy (.ipynb)."""
+    if path.suffix == ".py":
+        import jupytext
+
+        return [{"cell_type": c.cell_type, "source": c.source} for c in jupytext.read(path).cells]
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def figure_problems(cells: list[dict], number: int) -> list[str]:
+    """Each figure cell whose next cell is not its caption "**Figure <number>.<k>.**", k
+    counting the figure cells from 1."""
+    problems, k = [], 0
+    for i, cell in enumerate(cells):
+        found = SAVES_FIGURE.search(text_of(cell)) if cell["cell_type"] == "code" else None
+        if not found:
+            continue
+        k += 1
+        after = cells[i + 1] if i + 1 < len(cells) else {"cell_type": "none"}
+        caption = FIGURE_CAPTION.match(text_of(after)) if after["cell_type"] == "markdown" else None
+        if caption is None:
+            problems.append(f"figure {found[1]} has no caption 'Figure {number}.{k}.' under it")
+        elif (int(caption[1]), int(caption[2])) != (number, k):
+            problems.append(f"figure {found[1]} is numbered {caption[1]}.{caption[2]}; "
+                            f"{number}.{k} was due")
+    return problems
+
+
+def captions(cells: list[dict]) -> set[str]:
+    return {f"{m[1]}.{m[2]}" for c in cells if c["cell_type"] == "markdown"
+            for m in FIGURE_CAPTION.finditer(text_of(c))}
+
+
+def reference_problems(cells: list[dict], known: set[str]) -> list[str]:
+    """Figures cited in the text by a number no figure carries, or by a bare "Fig. N"."""
+    problems = []
+    for cell in (c for c in cells if c["cell_type"] == "markdown"):
+        text = " ".join(text_of(cell).split())
+        for refs in FIGURE_REFS.finditer(text):
+            problems += [f"cites Figure {n}, which no figure carries"
+                         for n in re.findall(r"\d+\.\d+", refs[1]) if n not in known]
+        problems += [f"cites {m[0]!r}: a figure is cited as 'Figure N.k' (or as the paper's)"
+                     for m in BARE_FIG.finditer(text)]
+    return problems
+
+
+def exercise_problems(cells: list[dict]) -> list[str]:
+    """Each exercise of the "Try this" section without a run time or a folded answer."""
+    section = next((text_of(c) for c in cells if c["cell_type"] == "markdown"
+                    and EXERCISES_HEADING in text_of(c)), None)
+    if section is None:
+        return ["no 'Try this' section"]
+    starts = [m.start() for m in EXERCISE.finditer(section)]
+    if not starts:
+        return ["a 'Try this' section without exercises"]
+    problems = []
+    for n, (a, b) in enumerate(zip(starts, [*starts[1:], len(section)]), 1):
+        item = section[a:b]
+        if not RUN_TIME.search(item):
+            problems.append(f"exercise {n} states no run time ('**Run time:** about …')")
+        if not ANSWER.search(item):
+            problems.append(f"exercise {n} has no folded answer (<details><summary>Answer…)")
+    return problems
+
+
+def notebook_problems(notebooks: dict[str, list[dict]]) -> list[str]:
+    """Every defect of the notebooks (name -> cells; the name opens with its number) in
+    figures, figure citations and exercises."""
+    known = set().union(*(captions(cells) for cells in notebooks.values()))
+    problems = []
+    for name, cells in notebooks.items():
+        found = (figure_problems(cells, int(name[:2])) + reference_problems(cells, known)
+                 + exercise_problems(cells))
+        problems += [f"{name}: {p}" for p in found]
+    return problems
+
+
+def source_problems(folder: Path) -> list[str]:
+    """notebook_problems of the notebooks' sources in `folder` (notebooks/*.py)."""
+    return notebook_problems({p.stem: source_cells(p) for p in sorted(folder.glob("[0-9]*.py"))})
+
+
 def page_problems(driver, page: Path, machine_paths: list[str]) -> list[str]:
     """Every defect of `page` a reader would see, at the desktop width and at a phone's."""
     viewport(driver, DESKTOP)
@@ -121,6 +308,12 @@ def page_problems(driver, page: Path, machine_paths: list[str]) -> list[str]:
     problems += claims_problems(driver.execute_script(CLAIM_CELLS))
     problems += [f"image shown at {shown} px of the {meant:.0f} px it was made for: {src}"
                  for src, shown, meant in driver.execute_script(SMALL_IMAGES)]
+    problems += [f"figure without a 'Figure N.k.' caption under it: {src}"
+                 for src in driver.execute_script(UNCAPTIONED)]
+    problems += numbering_problems(driver.execute_script(CAPTION_NUMBERS))
+    problems += driver.execute_script(EXERCISES)
+    problems += [f"first use not linked to the glossary: {t}"
+                 for t in driver.execute_script(UNLINKED_TERMS, glossary_terms())]
     viewport(driver, PHONE)
     open_page(driver, page)
     width = driver.execute_script(PAGE_WIDTH)
@@ -175,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
                     screenshots(driver, page, args.html, args.shots)
         finally:
             driver.quit()
+    problems += source_problems(Path(root) / "notebooks")
     print("\n".join(problems) or "book_render: no problems found")
     return 1 if problems else 0
 

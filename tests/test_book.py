@@ -12,8 +12,12 @@ from book_render import (
     CHROMIUM,
     browser,
     claims_problems,
+    notebook_problems,
+    numbering_problems,
     page_problems,
     pages,
+    source_cells,
+    source_problems,
     text_problems,
 )
 from test_notebooks import NOTEBOOKS
@@ -100,6 +104,8 @@ def load_problems(driver, page: Path) -> list[str]:
     return [f"{page.name}: {p}" for p in problems]
 
 
+PIXEL = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"
+         "+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
 PLANTED = {  # one defect each, as the render check must see it
     "raw TeX": "<p>At $\\alpha = 0.8$ the filtered net</p>",
     "TeX command": "<p>with \\mathbf{1}^\\top r_i = 0</p>",
@@ -111,9 +117,17 @@ PLANTED = {  # one defect each, as the render check must see it
                         "<tr><td>x</td><td>precondition failed: last layer's RLP excess o…"
                         "</td></tr></table>",
     "page wider than a phone": '<div style="width: 700px">a wide box</div>',
-    "image shrunk below half": '<img style="width: 200px" width="1000" src="data:image/png;'
-                               'base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQV'
-                               'R42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==">',
+    "image shrunk below half": f'<img style="width: 200px" width="1000" src="{PIXEL}">',
+    "figure without a number": '<div class="cell docutils container"><div class="cell_output '
+                               f'docutils container"><img src="{PIXEL}"></div></div>'
+                               "<p>A paragraph that is no caption.</p>",
+    "exercise without a run time": "<section><h2>Try this</h2><ol><li><p>Do it.</p><details>"
+                                   "<summary>Answer</summary><p>A.</p></details></li></ol>"
+                                   "</section>",
+    "exercise without an answer": "<section><h2>Try this</h2><ol><li><p>Do it. "
+                                  "<strong>Run time:</strong> about 2 min.</p></li></ol>"
+                                  "</section>",
+    "jargon not linked to the glossary": "<p>The AUROC of a score, within noise.</p>",
 }
 
 
@@ -298,3 +312,153 @@ def test_claims_tables_show_every_cell_in_full_as_markdown():
     assert text.splitlines()[0] == "| id | headline | verdict | rule |"
     assert f"| a\\|b |  | {long} | x y |" in text
     assert markdown_table(table[["id"]]).splitlines() == ["| id |", "|---|", "| a\\|b |"]
+
+
+# --- figure numbers, exercises and glossary links ---------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_figure_is_numbered_cited_by_number_and_every_exercise_timed_and_answered():
+    """The notebooks' sources, which every executed notebook and the book are made from."""
+    assert source_problems(ROOT / "notebooks") == []
+
+
+def md(text):
+    return {"cell_type": "markdown", "source": text}
+
+
+def code(text):
+    return {"cell_type": "code", "source": text}
+
+
+GOOD_EXERCISES = md("## Try this\n1. **One.**\n   **Run time:** about 3 min on 2 cores.\n"
+                    "   <details><summary>Answer</summary>\n\n   A.\n   </details>\n")
+
+
+def test_the_source_check_sees_each_defect():
+    good = [md("# T"), code('savefig(fig, "fig1_a", STUDY, scale)'),
+            md("**Figure 3.1.** A caption."), md("As Figure 3.1 and the paper's Fig. 2 show."),
+            GOOD_EXERCISES]
+    assert notebook_problems({"03_x": good}) == []
+    defects = {
+        "no caption": [good[0], good[1], md("Just text."), GOOD_EXERCISES],
+        "wrong number": [good[0], good[1], md("**Figure 3.2.** A caption."), GOOD_EXERCISES],
+        "caption not under its figure": [good[0], good[1], code("x = 1"), good[2],
+                                         GOOD_EXERCISES],
+        "unknown figure cited": [*good[:3], md("See Figures 3.1 and 3.4."), GOOD_EXERCISES],
+        "bare Fig.": [*good[:3], md("See Fig. 2b."), GOOD_EXERCISES],
+        "exercise without a run time": [*good[:3], md(GOOD_EXERCISES["source"].replace(
+            "**Run time:** about 3 min", "It is quick"))],
+        "exercise without an answer": [*good[:3], md(GOOD_EXERCISES["source"].split(
+            "   <details>")[0])],
+        "no exercises": good[:3],
+    }
+    unseen = [name for name, cells in defects.items() if not notebook_problems({"03_x": cells})]
+    assert not unseen, unseen
+
+
+def test_figure_numbers_on_a_page_run_from_one():
+    assert numbering_problems(["2.1", "2.2", "2.3"]) == []
+    assert numbering_problems([]) == []
+    assert numbering_problems(["2.1", "2.3"]) == ["figure numbered 2.3 where 2.2 was due"]
+    assert numbering_problems(["2.2"])
+
+
+def glossary_entries() -> set[str]:
+    """The terms the glossary defines: the unindented lines of its glossary blocks."""
+    text = (ROOT / "book" / "glossary.md").read_text()
+    blocks = re.findall(r"```\{glossary\}\n(.*?)```", text, re.S)
+    return {line.strip() for block in blocks for line in block.splitlines()
+            if line and not line[0].isspace()}
+
+
+def test_every_linked_term_has_a_glossary_entry():
+    assert set(book.GLOSSARY_TERMS) <= glossary_entries()
+
+
+def test_the_first_use_of_each_term_links_to_the_glossary_and_no_other():
+    pending = {t: book.term_pattern(f) for t, f in book.GLOSSARY_TERMS.items()
+               if t in ("AUROC", "within noise", "interpolation", "Spearman ρ")}
+    text = ("## AUROC in a heading\n`auroc_last` and $AUROC$ and [AUROC](x.md) stay; the AUROC"
+            " here is linked, the AUROC here is not. It reads *within\nnoise*; rational "
+            "interpolation is not ours, but a net that interpolates is. Spearman correlations.")
+    linked = book.link_terms(text, pending)
+    assert linked.count("{term}") == 4
+    assert "the {term}`AUROC`\nhere" not in linked and "the {term}`AUROC` here is linked" in (
+        linked)
+    assert "*{term}`within noise`*" in linked
+    assert "rational interpolation" in linked
+    assert "{term}`interpolates <interpolation>`" in linked
+    assert "{term}`Spearman correlations <Spearman ρ>`" in linked
+    assert linked.startswith("## AUROC in a heading\n`auroc_last` and $AUROC$ and [AUROC](x.md)")
+    assert pending == {}
+    assert book.link_terms("AUROC again", {}) == "AUROC again"
+
+
+def test_glossary_links_reach_the_markdown_that_code_cells_display():
+    nb = {"cells": [
+        {"cell_type": "code", "source": "x", "outputs": [
+            {"output_type": "display_data", "data": {"text/markdown": ["The AUROC is 0.9."],
+                                                     "text/plain": ["<Markdown>"]}}]},
+        {"cell_type": "markdown", "source": ["An AUROC again."]}]}
+    shown = book.with_glossary_links(nb)
+    assert shown["cells"][0]["outputs"][0]["data"]["text/markdown"] == (
+        "The {term}`AUROC` is 0.9.")
+    assert shown["cells"][1]["source"] == "An AUROC again."
+    assert nb["cells"][1]["source"] == ["An AUROC again."]  # the input is left as it was
+
+
+SEQ = re.compile(r"\$\(seq -s, (\d+) (\d+)\)")
+
+
+def exercise_sets(cells: list[dict]) -> list[list[str]]:
+    """The --set arguments of each command in a notebook's "Try this" section."""
+    import shlex
+
+    section = next(c["source"] for c in cells if "## Try this" in c["source"])
+    commands = re.findall(r"```bash\n(.*?)```", section, re.S)
+    out = []
+    for command in commands:
+        command = SEQ.sub(lambda m: ",".join(map(str, range(int(m[1]), int(m[2]) + 1))),
+                          command.replace("\\\n", " "))
+        words = shlex.split(command)
+        out.append([words[i + 1] for i, w in enumerate(words) if w == "--set"])
+    return out
+
+
+@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("0*.py")),
+                         ids=lambda p: p.stem)
+def test_every_exercise_sets_values_its_study_accepts(notebook):
+    from memlib import STUDIES, cli, lens
+
+    study = next(s for s, stem in STUDIES.items() if stem == notebook.stem)
+    commands = exercise_sets(source_cells(notebook))
+    assert commands and all(commands)
+    for sets in commands:
+        params = cli.preset(str(Path("notebooks") / notebook.name), "small", None,
+                            cli.parse_sets(sets))
+        config = cli.study_config(study, params)
+        if study == "lens":
+            lens.study1_config(config)  # its changes to study 1's preset are valid too
+
+
+def test_links_to_a_figure_name_it_by_its_number_and_a_table_by_its_name():
+    nb = tiny_notebook(("code", {}, 'savefig(fig, "fig2_a", STUDY, scale)'),
+                       ("markdown", {}, ["**Figure 1.1.** A caption."]),
+                       ("code", {}, 'savefig(fig, "fig3_b", STUDY, scale)'),
+                       ("markdown", {}, "No caption."),
+                       ("code", {}, 'save_table(t, "lambda_sweep", STUDY, scale)'))
+    numbers = book.figure_numbers(nb, ["fig2_a", "fig3_b", "lambda_sweep"])
+    assert numbers == {"fig2_a": "1.1"}
+    studies = {"01_random_label_heads": ("RLP", [claim(id="a", where="fig2_a"),
+                                                 claim(id="b", where="lambda_sweep")])}
+    page = book.glance_page(studies, {"01_random_label_heads": {}}, "smoke",
+                            {"01_random_label_heads": numbers})
+    assert '#fig-fig2-a">Figure 1.1</a>' in page and '#fig-lambda-sweep">lambda_sweep</a>' in page
+    report = ("[fig2_a](01_random_label_heads/fig2_a.png) "
+              "[lambda_sweep](01_random_label_heads/lambda_sweep.md)")
+    assert book.claims_page(report, {"01_random_label_heads": numbers}) == (
+        '<a href="01_random_label_heads/01_random_label_heads.html#fig-fig2-a">Figure 1.1</a> '
+        '<a href="01_random_label_heads/01_random_label_heads.html#fig-lambda-sweep">'
+        'lambda_sweep</a>')
