@@ -8,7 +8,8 @@ machine runs; on an idle core, about its wall seconds) are attributed to:
 - training steps: forward (the study's step function), backward, optimizer (zero_grad, step),
   batching (the loader's batches), loop overhead (the rest of `memlib.train.train`'s own time);
 - per-epoch measurements: `train`'s end-of-epoch work (evaluation sets and callbacks);
-- data: memlib.data and the studies' loaders;
+- data: the studies' loaders, memlib.data within them (memlib.data keeps what it read in
+  the process, so a worker pays the reading once, for its first unit);
 - after training: everything else in the unit (analyses, model set-up).
 
 Training and measurement seconds are scaled from the shortened run to the preset's epochs
@@ -42,11 +43,10 @@ from memlib.studies import module, preset_config  # noqa: E402
 # the cold `make figures` at the small scale on 2 cores, seconds per notebook
 NOTEBOOK_SECONDS = {"rlp": 1399, "modarith": 684, "fisher": 474, "probes": 343, "lens": 589}
 OPTIMIZER_CALLS = ("zero_grad", "wrapper", "step", "_use_grad")
-LOADERS = {  # the studies' own data preparation, by (module file, function)
-    ("rlp.py", "load_data"), ("probes.py", "pair_data"), ("probes.py", "_standin_data"),
-    ("modarith.py", "make_task"), ("modarith.py", "label_noise"), ("fisher.py", "_data"),
-    ("modarith.py", "multiplication_task"),
-}
+# the studies' data preparation, by (module file, function); none calls another, so their
+# cumulative seconds add up without counting anything twice
+LOADERS = {("rlp.py", "load_data"), ("probes.py", "pair_data"), ("probes.py", "_standin_data"),
+           ("modarith.py", "make_task"), ("modarith.py", "label_noise"), ("fisher.py", "_data")}
 
 
 @dataclass
@@ -177,14 +177,8 @@ def attribute(stats: pstats.Stats, total: float) -> dict[str, float]:
                 out["forward"] += seconds
     out["loop overhead"] = train_total - sum(out[k] for k in (
         "forward", "backward", "optimizer", "batching", "measurements"))
-    for function, (_, _, _, cumulative, callers) in table.items():
-        loader = (os.path.basename(function[0]), function[2]) in LOADERS
-        if loader:
-            out["data"] += cumulative
-        elif _file_is(function, "memlib/data.py"):
-            out["data"] += sum(v[3] for c, v in callers.items()
-                               if not _file_is(c, "memlib/data.py")
-                               and (os.path.basename(c[0]), c[2]) not in LOADERS)
+    out["data"] = sum(v[3] for k, v in table.items()
+                      if (os.path.basename(k[0]), k[2]) in LOADERS)
     out["after training"] = total - train_total - out["data"]
     return out
 
@@ -227,9 +221,12 @@ def report(study: str, unit: Unit, parts: dict[str, float], total: float, wall: 
     print("|---|---|---|---|")
     for name, seconds in parts.items():
         print(f"| {name} | {seconds:.2f} | {full[name]:.1f} | {full[name] / full_total:.0%} |")
-    projected = unit.units * full_total / workers
-    print(f"\nprojection: {unit.units:g} units × {full_total:.1f} s / {workers} workers = "
-          f"{projected:.0f} s of the notebook's {NOTEBOOK_SECONDS[study]} s ({unit.note})")
+    # memlib.data keeps loaded splits in the process: a worker reads them once, not per unit
+    per_unit = full_total - full["data"]
+    projected = unit.units * per_unit / workers + full["data"]
+    print(f"\nprojection: {unit.units:g} units × {per_unit:.1f} s / {workers} workers + data "
+          f"once per worker {full['data']:.1f} s = {projected:.0f} s of the notebook's "
+          f"{NOTEBOOK_SECONDS[study]} s ({unit.note})")
     print("\nmost own time: " + ", ".join(f"{name} {s:.2f} s" for name, s in top))
 
 
