@@ -196,6 +196,41 @@ def warm_up() -> float:
     return time.process_time() - start
 
 
+def rlp_kinds(epochs: int, workers: int) -> None:
+    """Study 1's notebook is 45 units of five kinds: each kind's CPU seconds over `epochs`
+    epochs (no profiler), scaled to its preset epochs, times how many the plan holds."""
+    from memlib import rlp
+
+    config = preset_config("rlp", "small")
+    plan = list(dict.fromkeys(rlp.planned_runs(config)))
+
+    def kind(call) -> str:
+        fn, s = call
+        base = ("frozen" if fn is rlp.cached_frozen else
+                f"λ={s.lam:g} {s.regularize}" if s.lam > 0 else "λ=0")
+        return f"{s.model} {base}"
+
+    counts: dict[str, int] = {}
+    examples: dict[str, tuple] = {}
+    for call in plan:
+        counts[kind(call)] = counts.get(kind(call), 0) + 1
+        examples.setdefault(kind(call), call)
+    total = 0.0
+    print(f"\n## rlp: the plan's units by kind ({epochs} epochs each, scaled)\n")
+    print("| kind | units | preset epochs | CPU s per unit | CPU s in all |")
+    print("|---|---|---|---|---|")
+    for name, (fn, s) in examples.items():
+        short = dataclasses.replace(s, epochs=epochs)
+        start = time.process_time()
+        (rlp.frozen_baseline if fn is rlp.cached_frozen else rlp.train_run)(short)
+        per_unit = (time.process_time() - start) * s.epochs / epochs
+        total += per_unit * counts[name]
+        print(f"| {name} | {counts[name]} | {s.epochs} | {per_unit:.1f} | "
+              f"{per_unit * counts[name]:.0f} |")
+    print(f"\nprojection: {total:.0f} CPU s / {workers} workers = {total / workers:.0f} s of the "
+          f"notebook's {NOTEBOOK_SECONDS['rlp']} s")
+
+
 def top_functions(stats: pstats.Stats, count: int) -> list[tuple[str, float]]:
     """The functions with the most own time."""
     rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:count]
@@ -236,6 +271,8 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--dump", default=None, help="folder for the raw .prof files")
+    parser.add_argument("--rlp-kinds", type=int, default=0, metavar="EPOCHS",
+                        help="also time each kind of study 1's units over EPOCHS epochs")
     args = parser.parse_args()
     studies = [s.strip() for s in args.studies.split(",") if s.strip()]
     unknown = [s for s in studies if s not in UNITS]
@@ -261,6 +298,8 @@ def main() -> int:
         report(study, unit, attribute(stats, total), total, wall,
                top_functions(stats, args.top), args.workers)
         sys.stdout.flush()
+    if args.rlp_kinds:
+        rlp_kinds(args.rlp_kinds, args.workers)
     return 0
 
 
