@@ -14,7 +14,8 @@ machine runs; on an idle core, about its wall seconds) are attributed to:
 
 Training and measurement seconds are scaled from the shortened run to the preset's epochs
 (training by epochs, measurements by measured epochs), then multiplied by the number of such
-units the notebook computes and divided by its worker processes: a projection of the
+units the notebook computes and divided by the speedup of its two worker processes (1.61 on the
+2-core machine, benchmarks/parallel_runs.py): a projection of the
 notebook's compute, printed beside the measured cold notebook times. The cache is a temporary
 directory: nothing real is cached.
 
@@ -108,8 +109,8 @@ def fisher_unit() -> Unit:
     short = 12
     item = (config, config.model, "symmetric", 0.4, config.seeds[0], short)
     runs = len(fisher.runs(config))
-    # a run stops 10 epochs after it fits: about 40 epochs at the preset's noise rates
-    typical = 40
+    # a run stops 10 epochs after it fits: 15-69 epochs, 51 on average, in the cold run
+    typical = 51
     return Unit(f"fisher.train_run: MLP, 40% noise, {short} epochs (≈{typical} when it stops)",
                 lambda: fisher.train_run(*item), typical / short, typical / short, runs,
                 f"{runs} runs counted as {typical}-epoch MLP runs")
@@ -196,9 +197,11 @@ def warm_up() -> float:
     return time.process_time() - start
 
 
-def rlp_kinds(epochs: int, workers: int) -> None:
-    """Study 1's notebook is 45 units of five kinds: each kind's CPU seconds over `epochs`
-    epochs (no profiler), scaled to its preset epochs, times how many the plan holds."""
+def rlp_kinds(epochs: int, speedup: float) -> None:
+    """Study 1's notebook is 45 units of a few kinds. Each kind runs `epochs` and 2 x `epochs`
+    epochs (no profiler): the difference is the cost of `epochs` more epochs with their
+    measurements, the shorter run holds the fixed costs (data, set-up, final analyses); scaled
+    to the kind's preset epochs, times how many the plan holds."""
     from memlib import rlp
 
     config = preset_config("rlp", "small")
@@ -210,25 +213,30 @@ def rlp_kinds(epochs: int, workers: int) -> None:
                 f"λ={s.lam:g} {s.regularize}" if s.lam > 0 else "λ=0")
         return f"{s.model} {base}"
 
+    def seconds(fn, s, count: int) -> float:
+        start = time.process_time()
+        (rlp.frozen_baseline if fn is rlp.cached_frozen else rlp.train_run)(
+            dataclasses.replace(s, epochs=count))
+        return time.process_time() - start
+
     counts: dict[str, int] = {}
     examples: dict[str, tuple] = {}
     for call in plan:
         counts[kind(call)] = counts.get(kind(call), 0) + 1
         examples.setdefault(kind(call), call)
     total = 0.0
-    print(f"\n## rlp: the plan's units by kind ({epochs} epochs each, scaled)\n")
-    print("| kind | units | preset epochs | CPU s per unit | CPU s in all |")
-    print("|---|---|---|---|---|")
+    print(f"\n## rlp: the plan's units by kind ({epochs} and {2 * epochs} epochs, scaled)\n")
+    print("| kind | units | preset epochs | CPU s per epoch | CPU s per unit | CPU s in all |")
+    print("|---|---|---|---|---|---|")
     for name, (fn, s) in examples.items():
-        short = dataclasses.replace(s, epochs=epochs)
-        start = time.process_time()
-        (rlp.frozen_baseline if fn is rlp.cached_frozen else rlp.train_run)(short)
-        per_unit = (time.process_time() - start) * s.epochs / epochs
+        short = seconds(fn, s, epochs)
+        per_epoch = (seconds(fn, s, 2 * epochs) - short) / epochs
+        per_unit = short + (s.epochs - epochs) * per_epoch
         total += per_unit * counts[name]
-        print(f"| {name} | {counts[name]} | {s.epochs} | {per_unit:.1f} | "
+        print(f"| {name} | {counts[name]} | {s.epochs} | {per_epoch:.2f} | {per_unit:.1f} | "
               f"{per_unit * counts[name]:.0f} |")
-    print(f"\nprojection: {total:.0f} CPU s / {workers} workers = {total / workers:.0f} s of the "
-          f"notebook's {NOTEBOOK_SECONDS['rlp']} s")
+    print(f"\nprojection: {total:.0f} CPU s / speedup {speedup:g} = {total / speedup:.0f} s of "
+          f"the notebook's {NOTEBOOK_SECONDS['rlp']} s")
 
 
 def top_functions(stats: pstats.Stats, count: int) -> list[tuple[str, float]]:
@@ -246,7 +254,7 @@ def scaled(parts: dict[str, float], unit: Unit) -> dict[str, float]:
 
 
 def report(study: str, unit: Unit, parts: dict[str, float], total: float, wall: float,
-           top: list[tuple[str, float]], workers: int) -> None:
+           top: list[tuple[str, float]], speedup: float) -> None:
     full = scaled(parts, unit)
     full_total = sum(full.values())
     print(f"\n## {study}: {unit.describe}\n")
@@ -258,8 +266,8 @@ def report(study: str, unit: Unit, parts: dict[str, float], total: float, wall: 
         print(f"| {name} | {seconds:.2f} | {full[name]:.1f} | {full[name] / full_total:.0%} |")
     # memlib.data keeps loaded splits in the process: a worker reads them once, not per unit
     per_unit = full_total - full["data"]
-    projected = unit.units * per_unit / workers + full["data"]
-    print(f"\nprojection: {unit.units:g} units × {per_unit:.1f} s / {workers} workers + data "
+    projected = unit.units * per_unit / speedup + full["data"]
+    print(f"\nprojection: {unit.units:g} units × {per_unit:.1f} s / speedup {speedup:g} + data "
           f"once per worker {full['data']:.1f} s = {projected:.0f} s of the notebook's "
           f"{NOTEBOOK_SECONDS[study]} s ({unit.note})")
     print("\nmost own time: " + ", ".join(f"{name} {s:.2f} s" for name, s in top))
@@ -269,7 +277,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--studies", default=",".join(UNITS))
     parser.add_argument("--top", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=2)
+    # two worker processes on the 2-core machine: benchmarks/parallel_runs.py measured 1.61
+    parser.add_argument("--speedup", type=float, default=1.61,
+                        help="the notebook's parallel speedup over one process")
     parser.add_argument("--dump", default=None, help="folder for the raw .prof files")
     parser.add_argument("--rlp-kinds", type=int, default=0, metavar="EPOCHS",
                         help="also time each kind of study 1's units over EPOCHS epochs")
@@ -296,10 +306,10 @@ def main() -> int:
         if args.dump:
             stats.dump_stats(os.path.join(args.dump, f"{study}.prof"))
         report(study, unit, attribute(stats, total), total, wall,
-               top_functions(stats, args.top), args.workers)
+               top_functions(stats, args.top), args.speedup)
         sys.stdout.flush()
     if args.rlp_kinds:
-        rlp_kinds(args.rlp_kinds, args.workers)
+        rlp_kinds(args.rlp_kinds, args.speedup)
     return 0
 
 
