@@ -6,9 +6,11 @@
   keeps its bits only if it is taken over the whole batch's logits);
 - modarith: the 20 main runs trained as one batch of runs, against two halves of 10 (two
   worker processes could each take one): the same weights, and the longest unit shorter;
-- fisher: Adam per tensor (as now) against torch's fused Adam (other rounding).
+- fisher: Adam per tensor (as now) against torch's fused Adam (other rounding);
+- memlib.train: the optimizers' multi-tensor (foreach) form on the CPU, a candidate for
+  `make_optimizers`: the same bits, but is it faster?
 
-    nice -n 10 python benchmarks/notebook_savings.py [--repeats 3]
+    nice -n 10 python benchmarks/notebook_savings.py [--repeats 3] [--checks rlp,train]
 """
 
 from __future__ import annotations
@@ -132,21 +134,63 @@ def fisher_adam(repeats: int, steps: int) -> None:
           f"{diff:.2e} (other bits)")
 
 
+def optimizer_foreach(repeats: int, steps: int) -> None:
+    import torch
+    import torch.nn.functional as F
+
+    from memlib.models import MLP
+
+    gen = torch.Generator().manual_seed(0)
+    x, y = torch.randn(512, 784, generator=gen), torch.randint(0, 10, (512,), generator=gen)
+    kinds = {"adam": (torch.optim.Adam, {}), "adamw": (torch.optim.AdamW, {"weight_decay": 0.1}),
+             "sgd": (torch.optim.SGD, {"momentum": 0.9, "weight_decay": 1e-3})}
+    for name, (optimizer, extra) in kinds.items():
+        def run(foreach: bool, optimizer=optimizer, extra=extra):
+            torch.manual_seed(0)
+            model = MLP(784, (256,) * 6, 10)
+            opt = optimizer(model.parameters(), lr=1e-3, foreach=foreach, **extra)
+            stepping = 0.0
+            for i in range(steps):
+                sl = slice((i * 64) % 448, (i * 64) % 448 + 64)
+                loss = F.cross_entropy(model(x[sl]), y[sl])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                start = time.process_time()
+                opt.step()
+                stepping += time.process_time() - start
+            return stepping, [p.detach().clone() for p in model.parameters()]
+
+        plain = min((run(False) for _ in range(repeats)), key=lambda r: r[0])
+        multi = min((run(True) for _ in range(repeats)), key=lambda r: r[0])
+        same = all(torch.equal(a, b) for a, b in zip(plain[1], multi[1], strict=True))
+        print(f"train: {name} on a 6x256 MLP, {steps} steps: per tensor {plain[0]:.3f} s, "
+              f"foreach {multi[0]:.3f} s, ratio {plain[0] / multi[0]:.2f}; "
+              f"{'same bits' if same else 'OTHER BITS'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--modarith-epochs", type=int, default=8)
     parser.add_argument("--adam-steps", type=int, default=300)
+    parser.add_argument("--checks", default="rlp,modarith,fisher,train")
     args = parser.parse_args()
+    checks = {"rlp": lambda: rlp_measure(args.repeats),
+              "modarith": lambda: modarith_split(args.repeats, args.modarith_epochs),
+              "fisher": lambda: fisher_adam(args.repeats, args.adam_steps),
+              "train": lambda: optimizer_foreach(args.repeats, args.adam_steps)}
+    chosen = [c.strip() for c in args.checks.split(",") if c.strip()]
+    if not chosen or any(c not in checks for c in chosen):
+        print(f"--checks takes a comma-separated list of {', '.join(checks)}", file=sys.stderr)
+        return 2
     if args.repeats < 1 or args.modarith_epochs < 1 or args.adam_steps < 1:
         print("--repeats, --modarith-epochs and --adam-steps must be >= 1", file=sys.stderr)
         return 2
     import torch
 
     torch.set_num_threads(1)
-    rlp_measure(args.repeats)
-    modarith_split(args.repeats, args.modarith_epochs)
-    fisher_adam(args.repeats, args.adam_steps)
+    for check in chosen:
+        checks[check]()
     return 0
 
 
