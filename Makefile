@@ -44,7 +44,7 @@ $(BUILD)/$(SCALE)/%.ipynb: notebooks/%.py params/$(SCALE)/%.yaml $(MEMLIB_SRC) |
 	$(PY) -m memlib notebook $< --scale $(SCALE)
 
 # the lens watches study 1's runs as study 1's parameter file sets them
-build/$(SCALE)/05_memorization_lens.ipynb: params/$(SCALE)/01_random_label_heads.yaml
+$(BUILD)/$(SCALE)/05_memorization_lens.ipynb: params/$(SCALE)/01_random_label_heads.yaml
 
 # A static HTML book of the executed notebooks as published under figures/ (nothing is
 # executed; run `make figures` first for fresh outputs): $(BUILD)/book/html/index.html.
