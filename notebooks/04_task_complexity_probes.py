@@ -854,9 +854,9 @@ if results["distilbert"] is not None:
 #   well as binarization, for the ViT stand-in and, where it runs, DistilBERT.
 # * **Rows added after this confirmatory run**, their thresholds taken from the paper's
 #   wording: pruning improves binarized models (every task with room gains at least 5 points
-#   at its best interior pruned fraction, `pruning_improves_binarized`, Fig. 1's pruning
+#   at its best interior pruned fraction, `pruning_improves_binarized`, Figure 4.2's pruning
 #   panels) and deep layers stay resilient when randomized by null model B (the `B` bars of
-#   the stand-in figure; `transformer_layers_randomized_*`).
+#   Figure 4.8; `transformer_layers_randomized_*`).
 
 # %%
 measured = measure(results)

@@ -280,13 +280,13 @@ for ax, dataset in zip(axes[0], DATA):
         scale_by = abs(extreme) or 1.0
         ax.errorbar(stats.index, stats["mean"] / scale_by, yerr=2 * stats["sem"] / scale_by,
                     marker=marker, capsize=2,
-                    label=f"{name}; ±1 = {scale_by:.1f} (extreme {extreme:+.1f} at layer "
+                    label=f"{name}\n±1 = {scale_by:.1f} (extreme {extreme:+.1f} at layer "
                           f"{stats['mean'].abs().idxmax()})")
     ax.axhline(0, color="0.6", linewidth=0.8)
     ax.set(xlabel="hidden layer (depth)", ylabel="value / its largest |value|",
            title=f"{dataset}, {NOISE:.0%} noise", xticks=sorted(d["depth"].unique()))
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2))
-fig.set_figheight(4.4)
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.18))
+fig.set_figheight(5.6)
 savefig(fig, "fig2_layer_agreement", STUDY, scale)
 layer_table = layers.groupby(["dataset", "noise", "layer", "depth"], sort=False)[
     ["rlp_acc", "frozen_acc", "excess", "float", "sign", "drop_sign", "drop_scaled_sign",

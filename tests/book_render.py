@@ -348,7 +348,8 @@ def screenshots(driver, page: Path, html: Path, shots: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python tests/book_render.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("html", type=Path, help="the built book, e.g. build/book/html")
+    parser.add_argument("html", type=lambda p: Path(p).resolve(),
+                        help="the built book, e.g. build/book/html")
     parser.add_argument("--shots", type=Path, help="save screenshots of every page here")
     args = parser.parse_args(argv)
     if not (args.html / "index.html").is_file():
