@@ -13,14 +13,10 @@ build/book/html whole: a reader never finds half a book there.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
-import fcntl
 import json
-import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -29,7 +25,7 @@ from pathlib import Path
 
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
 from memlib.claims import FAILS, HOLDS, NOT_RUN, PRECONDITION, WITHIN_NOISE, claim_dataset
-from memlib.pipeline import _swap_in as swap_in
+from memlib.pipeline import folder_lock, swap_in
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
@@ -518,21 +514,6 @@ def sphinx(src: Path, work: Path) -> Path:
     return html
 
 
-@contextlib.contextmanager
-def locked(folder: Path):
-    """One build at a time swaps its book in: an exclusive lock on the book's folder (no
-    lock file to leave behind)."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        # a Ctrl-C between the swap's two renames would lose the old book: it waits
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        os.close(fd)
-
-
 def build(scale: str = DEFAULT_SCALE) -> Path:
     """Build the book of `scale` in a private folder and swap it in whole; return the landing
     page. Until the swap the previous book stays as it was, so an interrupted or failed
@@ -543,7 +524,7 @@ def build(scale: str = DEFAULT_SCALE) -> Path:
     try:
         source_tree(scale, work / "src")
         html = sphinx(work / "src", work)
-        with locked(root):
+        with folder_lock(root):
             swap_in(html, root / "html")
     finally:
         shutil.rmtree(work, ignore_errors=True)

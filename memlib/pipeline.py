@@ -22,7 +22,9 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -147,7 +149,7 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
         if err.ename == "KeyboardInterrupt":  # Ctrl-C reached the kernel too
             raise KeyboardInterrupt from None
         failed = build_dir / f"{study}.failed.ipynb"
-        with _publishing(build_dir):
+        with folder_lock(build_dir):
             os.replace(executed, failed)
         raise NotebookError(
             f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue} "
@@ -172,8 +174,8 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
         # published beside its figures, outputs included, so a code host renders it and the
         # book is built from it without executing anything
         _publish_notebook(executed, staged / f"{study}.ipynb", notebook.name)
-        with _publishing(build_dir):
-            _swap_in(staged, target)
+        with folder_lock(build_dir):
+            swap_in(staged, target)
             (build_dir / f"{study}.failed.ipynb").unlink(missing_ok=True)
             os.replace(executed, final)
     except OSError as err:  # a full disk
@@ -200,10 +202,10 @@ def _publish_notebook(executed: Path, target: Path, source: str) -> None:
 
 
 @contextlib.contextmanager
-def _publishing(build_dir: Path):
-    """One run at a time publishes its outputs: an exclusive lock on the build folder (no
-    lock file to leave behind)."""
-    fd = os.open(build_dir, os.O_RDONLY)
+def folder_lock(folder: Path):
+    """One process at a time swaps outputs into `folder`: an exclusive lock on the folder
+    itself (no lock file to leave behind). The book's build takes the same lock."""
+    fd = os.open(folder, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -211,10 +213,10 @@ def _publishing(build_dir: Path):
         os.close(fd)  # releases the lock
 
 
-def _swap_in(staged: Path, target: Path) -> None:
+def swap_in(staged: Path, target: Path) -> None:
     """Replace the folder `target` by `staged`, which lies beside it (same file system), by
-    renames alone; a failed rename puts the old folder back. Call it holding the publishing
-    lock."""
+    renames alone; a failed rename puts the old folder back. Call it holding `folder_lock`
+    on the folder around `target`."""
     target.parent.mkdir(parents=True, exist_ok=True)
     for leftover in target.parent.glob(f".{target.name}.*.publish"):  # of a killed run
         if not target.exists() and (leftover / "old").is_dir():
@@ -222,17 +224,36 @@ def _swap_in(staged: Path, target: Path) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
     swap = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".publish",
                                  dir=target.parent))
-    try:
-        if target.exists():
-            os.rename(target, swap / "old")
+    # a Ctrl-C between the two renames would lose the old folder: it waits until they are done
+    with interrupts_held():
         try:
-            os.rename(staged, target)
-        except OSError:
-            if (swap / "old").is_dir():
-                os.rename(swap / "old", target)
-            raise
+            if target.exists():
+                os.rename(target, swap / "old")
+            try:
+                os.rename(staged, target)
+            except OSError:
+                if (swap / "old").is_dir():
+                    os.rename(swap / "old", target)
+                raise
+        finally:
+            shutil.rmtree(swap, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def interrupts_held():
+    """A Ctrl-C inside the block is raised when the block is done. Python runs signal
+    handlers in the main thread only, so elsewhere there is nothing to hold."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    try:
+        yield
     finally:
-        shutil.rmtree(swap, ignore_errors=True)
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _kernel_manager(sockets: Path, log):

@@ -152,3 +152,30 @@ def test_kernels_compute_pinned_and_manifests_keep_the_cold_cost(tmp_path, monke
         assert manifest["cache_entries"] == 1 and manifest["cache_entries_without_time"] == 0
         assert 0.3 <= manifest["compute_seconds"] < manifests[0]["wall_seconds"]
     assert manifests[1]["compute_seconds"] == manifests[0]["compute_seconds"]
+
+
+def test_ctrl_c_between_the_swaps_renames_waits_until_both_are_done(tmp_path, monkeypatch):
+    """A Ctrl-C while the old outputs are moved aside must not lose them: it is held until
+    the new folder is in place, then raised."""
+    import os
+    import signal
+
+    from memlib import pipeline
+
+    target, staged = tmp_path / "figures", tmp_path / "staged"
+    target.mkdir()
+    (target / "old.txt").write_text("old")
+    staged.mkdir()
+    (staged / "new.txt").write_text("new")
+    rename = os.rename
+
+    def interrupted_rename(src, dst):
+        rename(src, dst)
+        if Path(src) == target:  # the old folder is aside, the new one not yet in place
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(pipeline.os, "rename", interrupted_rename)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.swap_in(staged, target)
+    assert (target / "new.txt").read_text() == "new"
+    assert not list(tmp_path.glob(".figures.*"))
