@@ -72,6 +72,23 @@ def rlp_measure(repeats: int) -> None:
               f"{'identical' if torch.equal(model(x), pieces) else 'DIFFERENT'}")
 
 
+def optimizer_seconds(model, opt, x, y, batch: int, steps: int):
+    """CPU seconds of `steps` optimizer steps alone (forward and backward not counted),
+    cycling through `x` in batches, and the trained parameters."""
+    import torch.nn.functional as F
+
+    stepping, usable = 0.0, len(y) - len(y) % batch
+    for i in range(steps):
+        start = (i * batch) % usable
+        loss = F.cross_entropy(model(x[start:start + batch]), y[start:start + batch])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        clock = time.process_time()
+        opt.step()
+        stepping += time.process_time() - clock
+    return stepping, [p.detach().clone() for p in model.parameters()]
+
+
 def modarith_split(repeats: int, epochs: int) -> None:
     import torch
 
@@ -102,7 +119,6 @@ def modarith_split(repeats: int, epochs: int) -> None:
 
 def fisher_adam(repeats: int, steps: int) -> None:
     import torch
-    import torch.nn.functional as F
 
     from memlib import fisher
 
@@ -114,17 +130,7 @@ def fisher_adam(repeats: int, steps: int) -> None:
         torch.manual_seed(0)
         model = fisher.build_model(config, config.model, 10, (1, 28, 28))
         opt = torch.optim.Adam(model.parameters(), lr=config.lr, fused=fused)
-        stepping = 0.0
-        for i in range(steps):
-            sl = slice((i * config.batch_size) % 480, (i * config.batch_size) % 480
-                       + config.batch_size)
-            loss = F.cross_entropy(model(x[sl]), y[sl])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            start = time.process_time()
-            opt.step()
-            stepping += time.process_time() - start
-        return stepping, [p.detach().clone() for p in model.parameters()]
+        return optimizer_seconds(model, opt, x, y, config.batch_size, steps)
 
     plain = min((run(False) for _ in range(repeats)), key=lambda r: r[0])
     fused = min((run(True) for _ in range(repeats)), key=lambda r: r[0])
@@ -136,7 +142,6 @@ def fisher_adam(repeats: int, steps: int) -> None:
 
 def optimizer_foreach(repeats: int, steps: int) -> None:
     import torch
-    import torch.nn.functional as F
 
     from memlib.models import MLP
 
@@ -149,16 +154,7 @@ def optimizer_foreach(repeats: int, steps: int) -> None:
             torch.manual_seed(0)
             model = MLP(784, (256,) * 6, 10)
             opt = optimizer(model.parameters(), lr=1e-3, foreach=foreach, **extra)
-            stepping = 0.0
-            for i in range(steps):
-                sl = slice((i * 64) % 448, (i * 64) % 448 + 64)
-                loss = F.cross_entropy(model(x[sl]), y[sl])
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                start = time.process_time()
-                opt.step()
-                stepping += time.process_time() - start
-            return stepping, [p.detach().clone() for p in model.parameters()]
+            return optimizer_seconds(model, opt, x, y, 64, steps)
 
         plain = min((run(False) for _ in range(repeats)), key=lambda r: r[0])
         multi = min((run(True) for _ in range(repeats)), key=lambda r: r[0])
