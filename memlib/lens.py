@@ -373,14 +373,19 @@ def corruption_auroc(examples: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def planned_runs(config: Config) -> list[tuple]:
+    """(cached computation, argument) of every cached result of `run`: the watched runs,
+    then the frozen-initialisation baselines they are compared with (study 1's)."""
+    planned, study1 = runs(config), study1_config(config)
+    frozen = dict.fromkeys((rlp.cached_frozen, frozen_spec(r.run, study1)) for r in planned)
+    return [(cached_lens, r) for r in planned] + list(frozen)
+
+
 def run(config: Config) -> dict:
     """Every (dataset, noise, seed) run, cached; `parallel_runs` computed at once. Tidy
     tables with dataset, noise and seed columns."""
     planned, study1 = runs(config), study1_config(config)
-    frozen = list(dict.fromkeys((rlp.cached_frozen, frozen_spec(r.run, study1))
-                                for r in planned))
-    compute_missing([(cached_lens, r) for r in planned] + frozen, config.parallel_runs,
-                    "lens runs")
+    compute_missing(planned_runs(config), config.parallel_runs, "lens runs")
     examples, layers, curves, summary = [], [], [], []
     for r in planned:
         s = r.run

@@ -877,7 +877,7 @@ def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
     noise = [(cached_run, spec(config, noise=rate, lam=lam, seed=seed))
              for rate in config.noise_rates for lam in (0.0, *config.noise_lambdas)
              for seed in seeds]
-    return layer + regs + lams + noise
+    return list(dict.fromkeys(layer + regs + lams + noise))  # the noise arm reuses runs
 
 
 def run(config: Config) -> dict:
