@@ -184,11 +184,15 @@ def shrunk(study: str, device: str, epochs: int, tiny: bool) -> dict:
     return changes[study]
 
 
-def study_config(study: str, changes: dict):
+def study_config(study: str, changes: dict, sets: dict | None = None):
+    """The study's module, its full preset with `changes` and then `sets` (the values of
+    `--set` its Config has), and the full preset itself."""
     from memlib.config import build, to_dict
     from memlib.presets import params_file, read_params
 
     module = importlib.import_module(f"memlib.{study.removesuffix('_imagenet')}")
+    names = {f.name for f in dataclasses.fields(module.Config)}
+    changes = changes | {k: v for k, v in (sets or {}).items() if k in names}
     if study == "rlp_imagenet":  # the CIFAR preset with the ImageNet arm's overrides
         base = read_params(params_file(Path("01_random_label_heads.yaml"), "full"))
         base |= read_params(params_file(Path("01_random_label_heads.imagenet.yaml"), "full"))
@@ -274,11 +278,7 @@ def run_one(study: str, device: str, epochs: int, tiny: bool, sizes: Sizes,
     GPU samples and projection."""
     import torch
 
-    changes = shrunk(study, device, epochs, tiny)
-    module = importlib.import_module(f"memlib.{study.removesuffix('_imagenet')}")
-    names = {f.name for f in dataclasses.fields(module.Config)}
-    changes |= {k: v for k, v in (sets or {}).items() if k in names}
-    module, config, full = study_config(study, changes)
+    module, config, full = study_config(study, shrunk(study, device, epochs, tiny), sets)
     cuda = device.startswith("cuda")
     if cuda:
         torch.cuda.reset_peak_memory_stats()
@@ -313,10 +313,7 @@ def profile_rlp(device: str, tiny: bool, sets: dict, rows: int = 25) -> None:
 
     from memlib import rlp
 
-    changes = shrunk("rlp", device, 1, tiny) | {k: v for k, v in sets.items()
-                                                 if k in {f.name for f in
-                                                          dataclasses.fields(rlp.Config)}}
-    _, config, _ = study_config("rlp", changes)
+    _, config, _ = study_config("rlp", shrunk("rlp", device, 1, tiny), sets)
     cuda = device.startswith("cuda")
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     steps_per_update = 2  # the model's optimizer and the heads' step once per training step
@@ -349,10 +346,7 @@ def same_bits_rlp(device: str, tiny: bool, sets: dict) -> bool:
     from memlib import rlp
     from memlib.seed import nondeterministic_kernels
 
-    changes = shrunk("rlp", device, 2, tiny) | {k: v for k, v in sets.items()
-                                                 if k in {f.name for f in
-                                                          dataclasses.fields(rlp.Config)}}
-    _, config, _ = study_config("rlp", changes)
+    _, config, _ = study_config("rlp", shrunk("rlp", device, 2, tiny), sets)
     states = []
     for _ in range(2):
         out = rlp.train_run(rlp.spec(config), observe=lambda *_: [])
