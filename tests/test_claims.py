@@ -162,3 +162,12 @@ def test_interval_is_student_t():
     assert not Estimate(2.0, 1.0, 3).beyond_noise
     assert Estimate(4.4, 1.0, 3).beyond_noise and not Estimate(4.2, 1.0, 3).beyond_noise
     assert math.isclose(Estimate(0.0, 1.0, 3).half_width, 4.302653, rel_tol=1e-6)
+
+
+def test_replicates_needed_of_a_correlation_follows_its_own_interval():
+    # a margin of -0.02 whose interval reaches 0.01 past zero at n = 6: the reach toward zero
+    # (0.03) shrinks as 1/√n below 0.02 first at n = 14, whatever its standard error says
+    rho = Estimate(-0.02, 0.5, 6, (-0.06, 0.01))
+    assert replicates_needed(rho) == 14
+    assert replicates_needed(Estimate(0.3, 0.5, 10, (0.2, 0.4))) == 2  # already clear
+    assert replicates_needed(Estimate(0.001, 0.01, 10, (-0.3, 0.3))) == MAX_REPLICATES + 1

@@ -132,15 +132,24 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
+def _half_width_at(m: Estimate, n: int) -> float:
+    """The half-width `m`'s interval would have with n replicates at the same spread: a
+    t interval's from its standard deviation, a bounded one's (a correlation's, whose
+    standard error does not set its width) from its bound on zero's side, as 1/√n."""
+    if m.bounds is None:
+        return t_quantile(n) * m.sd / math.sqrt(n)
+    reach = abs(m.mean - (m.bounds[0] if m.mean > 0 else m.bounds[1]))
+    return reach * math.sqrt(m.n / n)
+
+
 def replicates_needed(m: Estimate, limit: int = MAX_REPLICATES) -> int | None:
     """The smallest n at which a margin with this mean and this spread per replicate would
-    have a 95% t interval clear of zero (t(n-1)·sd/√n < |mean|); None without a spread to
-    extrapolate from, limit + 1 when no n up to `limit` suffices."""
+    have a 95% interval clear of zero; None without a spread to extrapolate from, limit + 1
+    when no n up to `limit` suffices."""
     if m.n < 2 or not m.se >= 0 or math.isnan(m.mean) or math.isnan(m.se):
         return None
-    sd = m.sd
     for n in range(2, limit + 1):
-        if t_quantile(n) * sd / math.sqrt(n) < abs(m.mean):
+        if _half_width_at(m, n) < abs(m.mean):
             return n
     return limit + 1
 
