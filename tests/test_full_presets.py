@@ -171,7 +171,7 @@ def test_rlp_full_preset_imagenet_arm(data_root):
 
 
 def test_modarith_full_preset(data_root):
-    from memlib import modarith
+    from memlib.studies import modarith
 
     write_mnist_like(data_root / "mnist", 200, 50, gz=True)
     config = full_config(modarith, "02_modular_arithmetic_noise", MODARITH)

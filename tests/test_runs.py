@@ -48,15 +48,18 @@ def keys_of(package: Path) -> dict[str, str]:
 
 
 def copy_of_memlib(tmp_path: Path, edit) -> Path:
-    """A copy of the memlib package, each module's source passed through `edit(name, text)`;
-    the parameter files and data it reads are linked from the real tree."""
+    """A copy of the memlib package, each module's source (the study packages' parts too)
+    passed through `edit(name, text)`, `name` dotted below memlib ("train",
+    "studies.modarith.runs"); the parameter files and data it reads are linked from the real
+    tree."""
     root = tmp_path / "tree"
     shutil.copytree(PACKAGE, root / "memlib", ignore=shutil.ignore_patterns("__pycache__"))
     for entry in PACKAGE.parent.iterdir():
         if entry.name in ("params", "data"):
             (root / entry.name).symlink_to(entry)
-    for path in (root / "memlib").glob("*.py"):
-        path.write_text(edit(path.stem, path.read_text()))
+    for path in (root / "memlib").rglob("*.py"):
+        name = ".".join(path.relative_to(root / "memlib").with_suffix("").parts)
+        path.write_text(edit(name, path.read_text()))
     return root / "memlib"
 
 
