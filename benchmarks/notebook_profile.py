@@ -129,7 +129,7 @@ def probes_unit() -> Unit:
 
 
 def lens_unit() -> Unit:
-    from memlib import lens
+    from memlib.studies import lens
 
     config = preset_config("lens", "small")
     short = 20

@@ -76,7 +76,7 @@ def test_study3_on_cifar10(cifar_root):
 
 
 def test_lens_on_cifar10(cifar_root):
-    from memlib import lens
+    from memlib.studies import lens
 
     sets = ["train_samples=40", "test_samples=20", "validation_samples=20", "widths=[16, 16]",
             "head_project=4",

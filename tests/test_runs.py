@@ -26,7 +26,8 @@ TRAINS = ("rlp_run", "rlp_frozen", "lens_run", "fisher-run", "probes-train", "mo
 # every computation's code fingerprint, and the full keys of some specs, as one JSON line
 KEYS = """
 import json
-from memlib import STUDIES, fisher, lens, rlp, runs, studies
+from memlib import STUDIES, fisher, rlp, runs, studies
+from memlib.studies import lens
 for name in STUDIES:
     studies.module(name)
 rlp_config = rlp.Config()
@@ -123,7 +124,8 @@ def original_keys():
 
 
 def test_keys_are_the_same_in_another_process(original_keys):
-    from memlib import fisher, lens, rlp, studies
+    from memlib import fisher, rlp, studies
+    from memlib.studies import lens
 
     for name in memlib.STUDIES:
         studies.module(name)
