@@ -141,7 +141,7 @@ def measured_rate(w: Work, steps: int = 10) -> float:
 
 
 def lens_work(c, n: int = 50_000) -> list[Work]:  # n: CIFAR-100's training images
-    from memlib import lens
+    from memlib.studies import lens
 
     s = lens.study1_config(c)  # the lens trains study 1's full setting, watched
     runs = len(c.datasets) * len(c.noise_rates) * len(c.seeds)

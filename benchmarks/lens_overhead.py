@@ -16,8 +16,8 @@ import time
 
 import torch
 
-from memlib import lens, rlp
-from memlib.studies import preset_config
+from memlib import rlp
+from memlib.studies import lens, preset_config
 
 
 def main() -> None:

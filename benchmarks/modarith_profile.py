@@ -1,6 +1,6 @@
 """Where study 2's seconds go, and the evaluation path's speedup over the previous one.
 
-Part 1 profiles `memlib.modarith.run` at a reduced default scale that keeps every code path
+Part 1 profiles `memlib.studies.modarith.run` at a reduced default scale that keeps every code path
 (one seed, the main and variant runs at 200 epochs, the sweep at 100, the image runs
 shortened; the learning-order runs as in the preset), one CPU thread, into a fresh cache,
 and prints the top entries by cumulative and by own time and the shares of the stages.
@@ -29,13 +29,13 @@ import time
 import pandas as pd
 import torch
 
-from memlib import modarith as ma
 from memlib.presets import preset_of
+from memlib.studies import modarith as ma
 from memlib.train import TrainSpec
 
 REDUCED = {"seeds": (300,), "epochs": 200, "sweep_epochs": 100, "digits_epochs": 100,
            "image_epochs": 30, "parallel_runs": 1}
-STAGES = {  # function name in modarith.py -> stage shown
+STAGES = {  # function name in memlib/studies/modarith/ -> stage shown
     "train_main": "main runs (training)", "learning_order": "learning order (training)",
     "width_sweep": "width sweep (training + FF)", "variant_parts": "variants (training + FF)",
     "image_order": "image learning order", "analyse_main": "analysis of the main runs",
@@ -67,19 +67,22 @@ def old_accuracy_tables(weights, task, noisy, mask, activations):
 
 
 class previous_way:
-    """Within it, memlib.modarith evaluates and trains the previous way."""
+    """Within it, memlib.studies.modarith evaluates and trains the previous way: every part
+    that looks the functions up (the method, the runs, the experiment) sees the previous ones."""
 
     PATCH = {"forward": old_forward, "subset_accuracies": old_subset_accuracies,
              "accuracy_tables": old_accuracy_tables}
+    PARTS = (ma.method, ma.runs, ma.experiment)
 
     def __enter__(self):
-        self.saved = {name: getattr(ma, name) for name in self.PATCH}
-        for name, fn in self.PATCH.items():
-            setattr(ma, name, fn)
+        self.saved = [(part, name, getattr(part, name)) for part in self.PARTS
+                      for name in self.PATCH if hasattr(part, name)]
+        for part, name, _ in self.saved:
+            setattr(part, name, self.PATCH[name])
 
     def __exit__(self, *exc):
-        for name, fn in self.saved.items():
-            setattr(ma, name, fn)
+        for part, name, fn in self.saved:
+            setattr(part, name, fn)
 
 
 # --------------------------------------------------------------------------- part 1
@@ -101,7 +104,7 @@ def report(stats: pstats.Stats, top: int = 25) -> None:
         print(f"--- top {top} by {order}\n" + out.getvalue().split("\n\n", 2)[-1])
     cumulative = {}
     for (file, _, name), (_, _, _, cum, _) in stats.stats.items():
-        if file.endswith("modarith.py") or name in DETAIL:
+        if "studies/modarith/" in file.replace(os.sep, "/") or name in DETAIL:
             cumulative[name] = max(cumulative.get(name, 0.0), cum)
     total = cumulative["run"]
     print(f"modarith.run: {total:.1f} s")

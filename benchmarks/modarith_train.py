@@ -4,7 +4,7 @@ Both train 8 seeds of the two-layer net (P = 59, M = 513, AdamW, full batch, alp
 for the same number of steps in this process. The baseline is the plain PyTorch way: one
 model per seed with one-hot inputs through nn.Linear(2P, M, bias=False), ReLU and
 nn.Linear(M, P), trained one after the other. The batched trainer is
-`memlib.modarith.train_runs` (memlib.train loop, all 8 runs in one set of batched matmuls,
+`memlib.studies.modarith.train_runs` (memlib.train loop, all 8 runs in one set of batched matmuls,
 embedding gathers instead of one-hot matmuls), including its evaluation at the first and last
 epoch. Usage: python benchmarks/modarith_train.py [steps]
 """
@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memlib import modarith as ma
+from memlib.studies import modarith as ma
 from memlib.train import TrainSpec
 
 P, WIDTH, SEEDS, ALPHA = 59, 513, list(range(8)), 0.5
@@ -50,7 +50,7 @@ def main(steps: int = 30) -> float:
     timings = {}
     for name, fn in (("loop of single runs (plain PyTorch)", lambda: plain_loop(task, noisy,
                                                                                    steps)),
-                     ("batched trainer (memlib.modarith)", lambda: batched(task, steps))):
+                     ("batched trainer (memlib.studies.modarith)", lambda: batched(task, steps))):
         start = time.perf_counter()
         fn()
         timings[name] = time.perf_counter() - start

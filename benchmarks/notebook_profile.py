@@ -47,7 +47,7 @@ OPTIMIZER_CALLS = ("zero_grad", "wrapper", "step", "_use_grad")
 # the studies' data preparation, by (module file, function); none calls another, so their
 # cumulative seconds add up without counting anything twice
 LOADERS = {("rlp.py", "load_data"), ("probes.py", "pair_data"), ("probes.py", "_standin_data"),
-           ("modarith.py", "make_task"), ("modarith.py", "label_noise"), ("fisher.py", "_data")}
+           ("method.py", "make_task"), ("method.py", "label_noise"), ("fisher.py", "_data")}
 
 
 @dataclass
@@ -84,7 +84,7 @@ def rlp_unit() -> Unit:
 
 
 def modarith_unit() -> Unit:
-    from memlib import modarith
+    from memlib.studies import modarith
 
     config = preset_config("modarith", "small")
     short = 60
@@ -129,7 +129,7 @@ def probes_unit() -> Unit:
 
 
 def lens_unit() -> Unit:
-    from memlib import lens
+    from memlib.studies import lens
 
     config = preset_config("lens", "small")
     short = 20

@@ -92,7 +92,7 @@ def optimizer_seconds(model, opt, x, y, batch: int, steps: int):
 def modarith_split(repeats: int, epochs: int) -> None:
     import torch
 
-    from memlib import modarith
+    from memlib.studies import modarith
     from memlib.train import TrainSpec
 
     config = preset_config("modarith", "small")

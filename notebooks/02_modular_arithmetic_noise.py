@@ -152,10 +152,10 @@ from matplotlib.lines import Line2D
 
 from memlib.claims import Estimate, evaluate, write
 from memlib.config import from_namespace
-from memlib.modarith import CLAIMS, SUBSET_LABELS, SUBSETS, Config, measure, noisy_first
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import claims_markdown, direction, listing, num, pct, pct_span, pm
+from memlib.studies.modarith import CLAIMS, SUBSET_LABELS, SUBSETS, Config, measure, noisy_first
 from memlib.tables import save_table
 
 STUDY = "02_modular_arithmetic_noise"

@@ -107,12 +107,13 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from memlib import lens, rlp
+from memlib import rlp
 from memlib.claims import evaluate, write
 from memlib.config import from_namespace, to_dict
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import claims_markdown, listing, markdown_table, num, span
+from memlib.studies import lens
 from memlib.tables import save_table
 
 STUDY = "05_memorization_lens"

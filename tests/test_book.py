@@ -430,7 +430,8 @@ def exercise_sets(cells: list[dict]) -> list[list[str]]:
 @pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("0*.py")),
                          ids=lambda p: p.stem)
 def test_every_exercise_sets_values_its_study_accepts(notebook):
-    from memlib import STUDIES, cli, lens
+    from memlib import STUDIES, cli
+    from memlib.studies import lens
 
     study = next(s for s, stem in STUDIES.items() if stem == notebook.stem)
     commands = exercise_sets(source_cells(notebook))

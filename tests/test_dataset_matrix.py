@@ -76,7 +76,7 @@ def test_study3_on_cifar10(cifar_root):
 
 
 def test_lens_on_cifar10(cifar_root):
-    from memlib import lens
+    from memlib.studies import lens
 
     sets = ["train_samples=40", "test_samples=20", "validation_samples=20", "widths=[16, 16]",
             "head_project=4",
@@ -94,7 +94,8 @@ def test_lens_on_cifar10(cifar_root):
 
 
 def test_studies_without_3_channel_images_refuse_in_one_line():
-    from memlib import modarith, probes
+    from memlib import probes
+    from memlib.studies import modarith
 
     for build in (lambda: mconfig.build(modarith.Config, {"image_dataset": "cifar10"}),
                   lambda: mconfig.build(probes.Config, {"datasets": ["cifar10"]})):

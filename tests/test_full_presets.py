@@ -171,7 +171,7 @@ def test_rlp_full_preset_imagenet_arm(data_root):
 
 
 def test_modarith_full_preset(data_root):
-    from memlib import modarith
+    from memlib.studies import modarith
 
     write_mnist_like(data_root / "mnist", 200, 50, gz=True)
     config = full_config(modarith, "02_modular_arithmetic_noise", MODARITH)
@@ -223,7 +223,7 @@ LENS = {  # study 1's full setting (CIFAR-100, WRN-16-4) shrunk by the same kind
 
 
 def test_lens_full_preset(data_root):
-    from memlib import lens
+    from memlib.studies import lens
 
     write_cifar(data_root / "cifar100", "cifar100", 400, 150)
     balance_labels(data_root / "cifar100" / "cifar-100-python", 100)

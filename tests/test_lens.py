@@ -1,5 +1,5 @@
-"""memlib.lens: per-example scores on hand-built margins, the study modules' own scores, the
-layer probes, the claim measures, the config, and one tiny watched run."""
+"""memlib.studies.lens: per-example scores on hand-built margins, the study modules' own
+scores, the layer probes, the claim measures, the config, and one tiny watched run."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 from torch.func import functional_call
 
-from memlib import data, fisher, lens, probes, rlp
+from memlib import data, fisher, probes, rlp
 from memlib.config import ConfigError
 from memlib.models import MLP, SmallCNN, WideResNet
 from memlib.seed import generator
+from memlib.studies import lens
 
 # --- per-example scores from the margins over training -------------------------------------
 

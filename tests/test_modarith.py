@@ -1,4 +1,4 @@
-"""Unit and property tests of memlib.modarith on tiny tensors."""
+"""Unit and property tests of memlib.studies.modarith on tiny tensors."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlib import modarith as ma
 from memlib.claims import HOLDS, VERDICTS, Estimate, evaluate
 from memlib.config import ConfigError, build
+from memlib.studies import modarith as ma
 from memlib.train import TrainSpec
 
 

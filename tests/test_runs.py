@@ -26,7 +26,8 @@ TRAINS = ("rlp_run", "rlp_frozen", "lens_run", "fisher-run", "probes-train", "mo
 # every computation's code fingerprint, and the full keys of some specs, as one JSON line
 KEYS = """
 import json
-from memlib import STUDIES, fisher, lens, rlp, runs, studies
+from memlib import STUDIES, fisher, rlp, runs, studies
+from memlib.studies import lens
 for name in STUDIES:
     studies.module(name)
 rlp_config = rlp.Config()
@@ -48,15 +49,18 @@ def keys_of(package: Path) -> dict[str, str]:
 
 
 def copy_of_memlib(tmp_path: Path, edit) -> Path:
-    """A copy of the memlib package, each module's source passed through `edit(name, text)`;
-    the parameter files and data it reads are linked from the real tree."""
+    """A copy of the memlib package, each module's source (the study packages' parts too)
+    passed through `edit(name, text)`, `name` dotted below memlib ("train",
+    "studies.modarith.runs"); the parameter files and data it reads are linked from the real
+    tree."""
     root = tmp_path / "tree"
     shutil.copytree(PACKAGE, root / "memlib", ignore=shutil.ignore_patterns("__pycache__"))
     for entry in PACKAGE.parent.iterdir():
         if entry.name in ("params", "data"):
             (root / entry.name).symlink_to(entry)
-    for path in (root / "memlib").glob("*.py"):
-        path.write_text(edit(path.stem, path.read_text()))
+    for path in (root / "memlib").rglob("*.py"):
+        name = ".".join(path.relative_to(root / "memlib").with_suffix("").parts)
+        path.write_text(edit(name, path.read_text()))
     return root / "memlib"
 
 
@@ -120,7 +124,8 @@ def original_keys():
 
 
 def test_keys_are_the_same_in_another_process(original_keys):
-    from memlib import fisher, lens, rlp, studies
+    from memlib import fisher, rlp, studies
+    from memlib.studies import lens
 
     for name in memlib.STUDIES:
         studies.module(name)

@@ -181,9 +181,12 @@ def _code_parts(functions: Iterable[Callable]) -> list[str]:
 
 
 def study_of(claim: Claim) -> str | None:
-    """The study whose module defines the claim's rule, measure or headline."""
+    """The study whose module (memlib.rlp) or package (memlib.studies.modarith, any of its
+    parts) defines the claim's rule, measure or headline."""
     for fn in _functions(claim):
         module = (getattr(fn, "__module__", "") or "").split(".")
+        if module[:2] == ["memlib", "studies"] and len(module) >= 3 and module[2] in STUDIES:
+            return module[2]
         if len(module) == 2 and module[0] == "memlib" and module[1] in STUDIES:
             return module[1]
     return None

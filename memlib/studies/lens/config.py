@@ -1,0 +1,113 @@
+"""The lens's Config, the spec of one watched run (LensRun) and the plan of runs: study 1's
+preset at the lens's scale, changed by `study1_sets`, on every dataset, noise rate and
+seed."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from memlib import data as datasets
+from memlib import rlp
+from memlib.config import (
+    SEED_MAX,
+    AtLeast,
+    AtMost,
+    ConfigError,
+    Distinct,
+    NonEmpty,
+    NonNegative,
+    Positive,
+    Rate,
+    build,
+    check,
+    check_fields,
+    check_stratified,
+    to_dict,
+)
+from memlib.presets import preset_of
+
+__all__ = ["DATASETS", "Config", "LensRun", "study1_config", "runs", "frozen_spec"]
+
+
+DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits")  # in memory
+
+
+@dataclass(frozen=True)
+class Config:
+    # the scale of study 1's preset (params/<setting>/01_random_label_heads.yaml) that gives
+    # every run's data size, model, heads and training: the lens watches that very model
+    setting: Literal["smoke", "small", "full"] = "small"
+    # changes to that preset, as `key=value` like memlib's --set (e.g. "epochs=20")
+    study1_sets: tuple[str, ...] = ()
+    # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
+    datasets: Annotated[tuple[str, ...], NonEmpty, Distinct] = ("fashion_mnist", "mnist")
+    noise_rates: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.0, 0.2, 0.4)
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
+        0, 1, 2)
+    # training examples scored and forming the gradient scatter (a fixed class-stratified
+    # subset); None: every training example
+    scatter_samples: Annotated[int | None, AtLeast(10), AtMost(10**7)] = None
+    # epochs between the measurements over training (er, the fits, head and test accuracy;
+    # and always the last); each example's margin is recorded every epoch
+    measure_every: Annotated[int, Positive, AtMost(10**4)] = 2
+    exact_loo_max: Annotated[int, NonNegative, AtMost(10**7)] = 20000  # exact LOO up to this size
+    null_draws: Annotated[int, Positive, AtMost(10**4)] = 3  # null-model B shuffles per layer
+    # training runs computed at once, each in its own process on one CPU thread
+    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1
+
+    def __post_init__(self):
+        check_fields(self)
+        bad = [d for d in self.datasets if d not in DATASETS]
+        check(not bad, f"dataset {bad[:1]} is not available to the lens (its images must fit "
+                       f"in memory); choose from: {', '.join(DATASETS)}")
+        bad = [s for s in self.study1_sets if "=" not in s]
+        check(not bad, f"study1_sets expects key=value items, got {bad[:1]}")
+        study1 = study1_config(self)  # the preset with these changes: a valid study-1 config
+        for name in self.datasets:  # on every dataset the lens runs it on
+            check_stratified("scatter_samples", self.scatter_samples, datasets.NUM_CLASSES[name],
+                             name)
+            try:
+                dataclasses.replace(study1, dataset=name)
+            except ConfigError as err:
+                raise ConfigError(f"study 1's preset on {name}: {err}") from None
+
+
+@dataclass(frozen=True)
+class LensRun:
+    """One training run and how it is watched: the cache key of `lens_run`."""
+
+    run: rlp.RunSpec
+    scatter_samples: int | None
+    measure_every: int
+    exact_loo_max: int
+    null_draws: int
+
+
+def study1_config(config: Config) -> rlp.Config:
+    """Study 1's config: its preset at `config.setting`, changed by `config.study1_sets`."""
+    preset = to_dict(preset_of(rlp.Config, "rlp", config.setting))
+    sets = dict(item.split("=", 1) for item in config.study1_sets)
+    try:  # the lens runs no long tail: its ratio need not fit the samples (none, unless set)
+        return build(rlp.Config, {**preset, "long_tail_ratio": 1.0, **sets})
+    except ConfigError as err:
+        raise ConfigError(f"study1_sets: {err}") from None
+
+
+def runs(config: Config) -> list[LensRun]:
+    """Every (dataset, noise rate, seed) run, on the resolved dataset names."""
+    base = study1_config(config)
+    watch = dict(scatter_samples=config.scatter_samples, measure_every=config.measure_every,
+                 exact_loo_max=config.exact_loo_max, null_draws=config.null_draws)
+    return [LensRun(rlp.spec(base, dataset=datasets.resolve(name), noise=noise, seed=seed),
+                    **watch)
+            for name in config.datasets for noise in config.noise_rates for seed in config.seeds]
+
+
+def frozen_spec(s: rlp.RunSpec, study1: rlp.Config) -> rlp.RunSpec:
+    """The run whose frozen-initialisation baseline `s` is compared with. The baseline does
+    not depend on the label noise (the same initialisation, random labels and head
+    training), so every noise rate shares the one at study 1's own noise rate, which study 1
+    has computed already for its dataset."""
+    return dataclasses.replace(s, noise=study1.noise)

