@@ -11,7 +11,6 @@ import dataclasses
 import errno
 import gzip
 import hashlib
-import importlib
 import json
 import os
 import shutil
@@ -27,12 +26,13 @@ import pytest
 import torch
 from test_data import write_cifar, write_mnist_like
 
-from memlib import STUDIES, cache, cli, fisher, paths
+from memlib import STUDIES, cache, cli, paths, studies
 from memlib.config import ConfigError, build
 from memlib.data import CorruptDataError
 from memlib.data import load as load_data
 from memlib.models import MLP
 from memlib.seed import seed_everything
+from memlib.studies import fisher
 from memlib.train import TrainSpec, train
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +70,7 @@ def no_work(monkeypatch):
     import memlib.pipeline
 
     for study in STUDIES:
-        monkeypatch.setattr(f"memlib.{study}.run", started)
+        monkeypatch.setattr(studies.module(study), "run", started)
     monkeypatch.setattr(memlib.pipeline, "run_notebook", started)
 
 
@@ -232,7 +232,7 @@ LAM, W = torch.tensor([0.5, 1.0, 3.0]), torch.tensor([[0.1, 0.2, 0.3]])
 
 def solved_in_a_new_process() -> tuple[torch.Tensor, str]:
     """The C kernel's solution of (LAM, W) in a new process, and what that process warned."""
-    run = memlib_process("-c", "import torch; from memlib import fisher; "
+    run = memlib_process("-c", "import torch; from memlib.studies import fisher; "
                          f"print(fisher.downdated_eigenvalues(torch.tensor({LAM.tolist()}), "
                          f"torch.tensor({W.tolist()}), backend='c').tolist())")
     out, err = run.communicate(timeout=120)
@@ -393,7 +393,7 @@ def test_every_numeric_config_field_declares_its_domain():
         return hint in (int, float) or any(numeric(a) for a in args if a is not type(None))
 
     for study in STUDIES:
-        config = importlib.import_module(f"memlib.{study}").Config
+        config = studies.module(study).Config
         for name, hint in typing.get_type_hints(config, include_extras=True).items():
             if typing.get_origin(hint) is not typing.Annotated:
                 assert not numeric(hint), f"{study}.Config.{name} declares no domain"
@@ -409,7 +409,7 @@ def test_every_integer_config_field_has_a_ceiling():
                                and any(integers(a) for a in typing.get_args(hint)))
 
     for study in STUDIES:
-        config = importlib.import_module(f"memlib.{study}").Config
+        config = studies.module(study).Config
         hints = typing.get_type_hints(config, include_extras=True)
         for field in dataclasses.fields(config):
             if integers(hints[field.name]):

@@ -26,14 +26,16 @@ TRAINS = ("rlp_run", "rlp_frozen", "lens_run", "fisher-run", "probes-train", "mo
 # every computation's code fingerprint, and the full keys of some specs, as one JSON line
 KEYS = """
 import json
-from memlib import STUDIES, fisher, lens, rlp, runs, studies
+from memlib import STUDIES, lens, rlp, runs, studies
+from memlib.studies import fisher
 for name in STUDIES:
     studies.module(name)
 rlp_config = rlp.Config()
 keys = {name: c.code for name, c in sorted(runs.REGISTRY.items())}
 keys["rlp_run spec"] = rlp.cached_run.key(rlp.spec(rlp_config))
 fisher_config = fisher.Config()
-keys["fisher-run spec"] = fisher.cached_run.key((fisher_config, *fisher.runs(fisher_config)[0]))
+fisher_run = fisher.experiment.runs(fisher_config)[0]
+keys["fisher-run spec"] = fisher.cached_run.key((fisher_config, *fisher_run))
 keys["lens_run spec"] = lens.cached_lens.key(lens.runs(lens.Config(setting="smoke"))[0])
 print(json.dumps(keys))
 """
@@ -48,15 +50,17 @@ def keys_of(package: Path) -> dict[str, str]:
 
 
 def copy_of_memlib(tmp_path: Path, edit) -> Path:
-    """A copy of the memlib package, each module's source passed through `edit(name, text)`;
+    """A copy of the memlib package, each module's source passed through `edit(name, text)`
+    (name: the module's dotted name below memlib, e.g. "train" or "studies.fisher.runs");
     the parameter files and data it reads are linked from the real tree."""
     root = tmp_path / "tree"
     shutil.copytree(PACKAGE, root / "memlib", ignore=shutil.ignore_patterns("__pycache__"))
     for entry in PACKAGE.parent.iterdir():
         if entry.name in ("params", "data"):
             (root / entry.name).symlink_to(entry)
-    for path in (root / "memlib").glob("*.py"):
-        path.write_text(edit(path.stem, path.read_text()))
+    for path in (root / "memlib").rglob("*.py"):
+        name = ".".join(path.relative_to(root / "memlib").with_suffix("").parts)
+        path.write_text(edit(name, path.read_text()))
     return root / "memlib"
 
 
@@ -120,7 +124,8 @@ def original_keys():
 
 
 def test_keys_are_the_same_in_another_process(original_keys):
-    from memlib import fisher, lens, rlp, studies
+    from memlib import lens, rlp, studies
+    from memlib.studies import fisher
 
     for name in memlib.STUDIES:
         studies.module(name)
@@ -128,7 +133,7 @@ def test_keys_are_the_same_in_another_process(original_keys):
     assert studied == {name: original_keys[name] for name in set(TRAINS) | set(studied)}
     assert rlp.cached_run.key(rlp.spec(rlp.Config())) == original_keys["rlp_run spec"]
     config = fisher.Config()
-    assert fisher.cached_run.key((config, *fisher.runs(config)[0])) == (
+    assert fisher.cached_run.key((config, *fisher.experiment.runs(config)[0])) == (
         original_keys["fisher-run spec"])
     assert lens.cached_lens.key(lens.runs(lens.Config(setting="smoke"))[0]) == (
         original_keys["lens_run spec"])

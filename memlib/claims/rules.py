@@ -186,6 +186,8 @@ def study_of(claim: Claim) -> str | None:
         module = (getattr(fn, "__module__", "") or "").split(".")
         if len(module) == 2 and module[0] == "memlib" and module[1] in STUDIES:
             return module[1]
+        if len(module) >= 3 and module[:2] == ["memlib", "studies"] and module[2] in STUDIES:
+            return module[2]  # a part of the study's package
     return None
 
 
