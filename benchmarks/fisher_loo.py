@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from memlib import fisher
+from memlib.studies import fisher
 
 
 def scatter_problem(n: int, dim: int, seed: int = 0) -> torch.Tensor:

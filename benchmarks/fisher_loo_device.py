@@ -19,7 +19,7 @@ import time
 import torch
 from fisher_loo import scatter_problem  # the script folder is on sys.path
 
-from memlib import fisher
+from memlib.studies import fisher
 
 
 def timed(lam, z, **kwargs) -> tuple[torch.Tensor, float]:

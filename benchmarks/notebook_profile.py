@@ -47,7 +47,7 @@ OPTIMIZER_CALLS = ("zero_grad", "wrapper", "step", "_use_grad")
 # the studies' data preparation, by (module file, function); none calls another, so their
 # cumulative seconds add up without counting anything twice
 LOADERS = {("rlp.py", "load_data"), ("probes.py", "pair_data"), ("probes.py", "_standin_data"),
-           ("method.py", "make_task"), ("method.py", "label_noise"), ("fisher.py", "_data")}
+           ("method.py", "make_task"), ("method.py", "label_noise"), ("runs.py", "_data")}
 
 
 @dataclass
@@ -103,12 +103,12 @@ def modarith_unit() -> Unit:
 
 
 def fisher_unit() -> Unit:
-    from memlib import fisher
+    from memlib.studies import fisher
 
     config = preset_config("fisher", "small")
     short = 12
     item = (config, config.model, "symmetric", 0.4, config.seeds[0], short)
-    runs = len(fisher.runs(config))
+    runs = len(fisher.experiment.runs(config))
     # a run stops 10 epochs after it fits: 15-69 epochs, 51 on average, in the cold run
     typical = 51
     return Unit(f"fisher.train_run: MLP, 40% noise, {short} epochs (≈{typical} when it stops)",

@@ -120,7 +120,7 @@ def modarith_split(repeats: int, epochs: int) -> None:
 def fisher_adam(repeats: int, steps: int) -> None:
     import torch
 
-    from memlib import fisher
+    from memlib.studies import fisher
 
     config = preset_config("fisher", "small")
     gen = torch.Generator().manual_seed(0)

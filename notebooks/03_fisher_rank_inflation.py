@@ -105,10 +105,10 @@ from IPython.display import Markdown, display
 from memlib.claims import Estimate, evaluate, write
 from memlib.config import from_namespace
 from memlib.data import resolve
-from memlib.fisher import CLAIMS, Config, collapse_gap, measure
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import claims_markdown, listing, num, pct, pct_span, pm, span, spread_phrase
+from memlib.studies.fisher import CLAIMS, Config, collapse_gap, measure
 from memlib.tables import save_table
 
 STUDY = "03_fisher_rank_inflation"

@@ -59,7 +59,7 @@ def test_study1_on_cifar10(cifar_root):
 
 
 def test_study3_on_cifar10(cifar_root):
-    from memlib import fisher
+    from memlib.studies import fisher
 
     config = small_config(fisher, "03_fisher_rank_inflation", {
         "dataset": "cifar10", "n_train": 60, "n_test": 30, "n_scatter": 40,

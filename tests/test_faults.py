@@ -26,12 +26,13 @@ import pytest
 import torch
 from test_data import write_cifar, write_mnist_like
 
-from memlib import STUDIES, cache, cli, fisher, paths, studies
+from memlib import STUDIES, cache, cli, paths, studies
 from memlib.config import ConfigError, build
 from memlib.data import CorruptDataError
 from memlib.data import load as load_data
 from memlib.models import MLP
 from memlib.seed import seed_everything
+from memlib.studies import fisher
 from memlib.train import TrainSpec, train
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -231,7 +232,7 @@ LAM, W = torch.tensor([0.5, 1.0, 3.0]), torch.tensor([[0.1, 0.2, 0.3]])
 
 def solved_in_a_new_process() -> tuple[torch.Tensor, str]:
     """The C kernel's solution of (LAM, W) in a new process, and what that process warned."""
-    run = memlib_process("-c", "import torch; from memlib import fisher; "
+    run = memlib_process("-c", "import torch; from memlib.studies import fisher; "
                          f"print(fisher.downdated_eigenvalues(torch.tensor({LAM.tolist()}), "
                          f"torch.tensor({W.tolist()}), backend='c').tolist())")
     out, err = run.communicate(timeout=120)

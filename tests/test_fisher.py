@@ -10,9 +10,9 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlib import fisher
 from memlib.claims import HOLDS, NOT_RUN, WITHIN_NOISE, Estimate, evaluate, verdict
 from memlib.config import ConfigError, build
+from memlib.studies import fisher
 
 
 def problem(n=60, width=6, num_classes=4, seed=0, scale=2.0):
@@ -317,7 +317,7 @@ def test_architectures_row_needs_two_seeded_architectures():
     value = fisher.measure(results, config)["inflation_architectures"]
     assert set(value["gaps"]) == {"mlp", "smallcnn"} and value["gaps"]["smallcnn"].n == 2
     assert value["noisy_fit"] == pytest.approx(0.95)
-    assert fisher.runs(config)[-2:] == [("smallcnn", "symmetric", 0.4, 0, 15),
+    assert fisher.experiment.runs(config)[-2:] == [("smallcnn", "symmetric", 0.4, 0, 15),
                                         ("smallcnn", "symmetric", 0.4, 1, 15)]
 
 

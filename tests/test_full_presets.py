@@ -182,7 +182,7 @@ def test_modarith_full_preset(data_root):
 
 
 def test_fisher_full_preset(data_root):
-    from memlib import fisher
+    from memlib.studies import fisher
 
     write_cifar(data_root / "cifar10", "cifar10", CIFAR10_TRAIN, 40)
     write_cifar10n(data_root, CIFAR10_TRAIN)
@@ -203,7 +203,7 @@ def test_fisher_full_preset(data_root):
 
 def test_fisher_full_preset_cifar100_variant(data_root):
     """The variant the preset's header describes: dataset: cifar100, human_label_sets: []."""
-    from memlib import fisher
+    from memlib.studies import fisher
 
     write_cifar(data_root / "cifar100", "cifar100", 200, 100)
     config = full_config(fisher, "03_fisher_rank_inflation",

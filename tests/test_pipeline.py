@@ -67,9 +67,9 @@ def test_cli_bad_input_exits_2_with_one_line(argv, fragment, capsys):
 def test_full_scale_notebooks_read_the_cache_and_name_the_command():
     from memlib.cache import MissingResultError
     from memlib.config import build
-    from memlib.fisher import Config
     from memlib.pipeline import run_command, study_results
     from memlib.presets import params_file, read_params
+    from memlib.studies.fisher import Config
 
     preset = read_params(params_file(Path("03_fisher_rank_inflation.py"), "full"))
     config = build(Config, {**preset, "seeds": [4, 5]})

@@ -157,8 +157,9 @@ CLAIM = Claim("x", "a value clears its threshold", "", "value over seeds", "{rul
 
 
 def _study_claim(root, name, epochs=10, **edits):
-    """CLAIM of a study module (named as study 3's, whose small preset it reads) written
-    from STUDY_SOURCE with `edits`, under a repository root whose preset sets `epochs`."""
+    """CLAIM of a study module (named as study 3's claims part, whose small preset it reads)
+    written from STUDY_SOURCE with `edits`, under a repository root whose preset sets
+    `epochs`."""
     import importlib.util
 
     fields = {"threshold": "0.5", "comment": "the spread", "values": "values",
@@ -168,7 +169,7 @@ def _study_claim(root, name, epochs=10, **edits):
     preset = root / "params" / "small" / f"{STUDIES['fisher']}.yaml"
     preset.parent.mkdir(parents=True, exist_ok=True)
     preset.write_text(f"epochs: {epochs}\nseeds: [1, 2]\n")
-    spec = importlib.util.spec_from_file_location("memlib.fisher", source)
+    spec = importlib.util.spec_from_file_location("memlib.studies.fisher.claims", source)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.CLAIM

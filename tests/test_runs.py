@@ -26,15 +26,16 @@ TRAINS = ("rlp_run", "rlp_frozen", "lens_run", "fisher-run", "probes-train", "mo
 # every computation's code fingerprint, and the full keys of some specs, as one JSON line
 KEYS = """
 import json
-from memlib import STUDIES, fisher, rlp, runs, studies
-from memlib.studies import lens
+from memlib import STUDIES, rlp, runs, studies
+from memlib.studies import fisher, lens
 for name in STUDIES:
     studies.module(name)
 rlp_config = rlp.Config()
 keys = {name: c.code for name, c in sorted(runs.REGISTRY.items())}
 keys["rlp_run spec"] = rlp.cached_run.key(rlp.spec(rlp_config))
 fisher_config = fisher.Config()
-keys["fisher-run spec"] = fisher.cached_run.key((fisher_config, *fisher.runs(fisher_config)[0]))
+fisher_run = fisher.experiment.runs(fisher_config)[0]
+keys["fisher-run spec"] = fisher.cached_run.key((fisher_config, *fisher_run))
 keys["lens_run spec"] = lens.cached_lens.key(lens.runs(lens.Config(setting="smoke"))[0])
 print(json.dumps(keys))
 """
@@ -124,8 +125,8 @@ def original_keys():
 
 
 def test_keys_are_the_same_in_another_process(original_keys):
-    from memlib import fisher, rlp, studies
-    from memlib.studies import lens
+    from memlib import rlp, studies
+    from memlib.studies import fisher, lens
 
     for name in memlib.STUDIES:
         studies.module(name)
@@ -133,7 +134,7 @@ def test_keys_are_the_same_in_another_process(original_keys):
     assert studied == {name: original_keys[name] for name in set(TRAINS) | set(studied)}
     assert rlp.cached_run.key(rlp.spec(rlp.Config())) == original_keys["rlp_run spec"]
     config = fisher.Config()
-    assert fisher.cached_run.key((config, *fisher.runs(config)[0])) == (
+    assert fisher.cached_run.key((config, *fisher.experiment.runs(config)[0])) == (
         original_keys["fisher-run spec"])
     assert lens.cached_lens.key(lens.runs(lens.Config(setting="smoke"))[0]) == (
         original_keys["lens_run spec"])

@@ -189,6 +189,8 @@ def study_of(claim: Claim) -> str | None:
             return module[2]
         if len(module) == 2 and module[0] == "memlib" and module[1] in STUDIES:
             return module[1]
+        if len(module) >= 3 and module[:2] == ["memlib", "studies"] and module[2] in STUDIES:
+            return module[2]  # a part of the study's package
     return None
 
 

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 def module(study: str) -> types.ModuleType:
     """The study module `study` (a key of memlib.STUDIES)."""
-    from memlib import fisher, probes, rlp
-    from memlib.studies import lens, modarith
+    from memlib import probes, rlp
+    from memlib.studies import fisher, lens, modarith
 
     modules = {"rlp": rlp, "modarith": modarith, "fisher": fisher, "probes": probes,
                "lens": lens}

@@ -8,7 +8,8 @@ import math
 import pandas as pd
 
 from memlib import data as datasets
-from memlib import fisher, probes, rlp
+from memlib import probes, rlp
+from memlib.studies import fisher
 from memlib.claims import (
     Cases,
     Claim,

@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memlib import fisher, probes
+from memlib import probes
+from memlib.studies import fisher
 from memlib.seed import generator
 
 __all__ = ["SCORES", "AGREEMENT_SCORES", "aum", "forgetting_counts", "learned_epoch",

@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from memlib import data as datasets
-from memlib import fisher, imagenet, rlp
+from memlib import imagenet, rlp
+from memlib.studies import fisher
 from memlib.config import check
 from memlib.runs import TRAINING, computation
 from memlib.studies.lens.config import LensRun

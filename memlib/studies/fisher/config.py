@@ -1,0 +1,97 @@
+"""Study 3's configuration: the Config every run and claim reads, and the models and
+CIFAR-10N label sets it may name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from memlib import data as mdata
+from memlib.config import (
+    SEED_MAX,
+    AtLeast,
+    AtMost,
+    Distinct,
+    Fraction,
+    NonEmpty,
+    NonNegative,
+    Positive,
+    Rate,
+    check,
+    check_fields,
+    check_stratified,
+)
+
+__all__ = [
+    "MODEL_NAMES", "HUMAN_SETS", "Config"
+]
+
+MODEL_NAMES = ("mlp", "smallcnn", "resnet18", "vit_tiny", "vit_base_patch32_224")
+HUMAN_SETS = {"aggre": "aggre_label", "random1": "random_label1", "worst": "worse_label"}
+
+
+@dataclass(frozen=True)
+class Config:
+    # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
+    dataset: Literal["fashion_mnist", "mnist", "mnist-5k", "cifar10", "cifar100",
+                     "digits"] = "fashion_mnist"
+    n_train: Annotated[int, NonNegative, AtMost(10**7)] = 2000  # 0: the whole training set
+    n_test: Annotated[int, NonNegative, AtMost(10**7)] = 2000  # 0: the whole test set
+    # the fixed scatter (and attribution) set, a subset of training
+    n_scatter: Annotated[int, AtLeast(10), AtMost(10**7)] = 1000
+    model: Literal["mlp", "smallcnn", "resnet18", "vit_tiny", "vit_base_patch32_224"] = "mlp"
+    mlp_widths: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**16)] = (256, 64)
+    cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**14)] = (8, 16, 32)
+    corruptions: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.0, 0.2, 0.4, 0.6)
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
+        0, 1, 2)
+    epochs: Annotated[int, AtLeast(2), AtMost(10**4)] = 50
+    batch_size: Annotated[int, Positive, AtMost(2**20)] = 32
+    optimizer: Literal["sgd", "adam", "adamw"] = "adam"
+    lr: Annotated[float, Positive] = 1e-3
+    weight_decay: Annotated[float, NonNegative] = 0.0
+    bias: bool = True
+    spectrum: Literal["eig", "sv"] = "eig"
+    attribution_corruption: Annotated[float, Rate] = 0.4
+    early_epoch: Annotated[int, Positive, AtMost(10**4)] = 2
+    top_k: Annotated[int, Positive, AtMost(10**7)] = 100
+    # examples re-solved by direct eigensolve in the attribution run
+    direct_checks: Annotated[int, NonNegative, AtMost(10**5)] = 10
+    arch_models: tuple[str, ...] = ("smallcnn",)  # at attribution_corruption
+    arch_epochs: Annotated[int, AtLeast(2), AtMost(10**4)] = 15
+    # the first arch_seeds of seeds, per extra model
+    arch_seeds: Annotated[int, Positive, AtMost(10**4)] = 1
+    human_label_sets: tuple[str, ...] = ()  # CIFAR-10N: aggre, random1, worst
+    synthetic_n: Annotated[int, AtLeast(20), AtMost(10**7)] = 300
+    # seeded batched crop + flip (+ cutout) of the training batches (memlib.augment); er and
+    # the attribution are measured on the un-augmented scatter set in eval mode
+    augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
+    # standardized by the training split's per-channel statistics, or the stored [0, 1] pixels
+    inputs: Literal["standardized", "unit"] = "standardized"
+    # the declared fit (memlib.train.FitCriterion), checked every epoch on the scatter set:
+    # accuracy on the labels as trained and the fit of the flipped ones; `epochs` and
+    # `arch_epochs` are the maximum, and with `epochs_after_fit` a run stops that many epochs
+    # after its fit (None: every run trains all its epochs, the fit only recorded)
+    fit_train_acc: Annotated[float, Fraction] = 0.99
+    fit_flipped_acc: Annotated[float, Fraction] = 0.95
+    epochs_after_fit: Annotated[int | None, NonNegative, AtMost(10**4)] = None
+    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # runs at once: in no key
+
+    def __post_init__(self):
+        check_fields(self)
+        check(self.attribution_corruption in self.corruptions,
+              f"attribution_corruption={self.attribution_corruption} must be one of "
+              f"corruptions {self.corruptions}")
+        check(self.n_train == 0 or self.n_scatter <= self.n_train,
+              f"n_scatter={self.n_scatter} exceeds n_train={self.n_train}")
+        for name in ("n_train", "n_test"):
+            check_stratified(name, getattr(self, name), mdata.NUM_CLASSES[self.dataset],
+                             self.dataset)
+        check(self.early_epoch <= self.epochs,
+              f"early_epoch must be in 1..epochs, got {self.early_epoch}")
+        bad = [m for m in self.arch_models if m not in MODEL_NAMES]
+        check(not bad, f"unknown model {bad[:1]}; choose from: {', '.join(MODEL_NAMES)}")
+        bad = [s for s in self.human_label_sets if s not in HUMAN_SETS]
+        check(not bad, f"unknown human label set {bad[:1]}; choose from: {', '.join(HUMAN_SETS)}")
+        check(not self.human_label_sets or self.dataset == "cifar10",
+              "human_label_sets (CIFAR-10N) need dataset=cifar10")
