@@ -9,7 +9,6 @@ import pandas as pd
 
 from memlib import data as datasets
 from memlib import probes, rlp
-from memlib.studies import fisher
 from memlib.claims import (
     Cases,
     Claim,
@@ -21,6 +20,7 @@ from memlib.claims import (
     margin,
     paired,
 )
+from memlib.studies import fisher
 from memlib.studies.lens.config import Config
 from memlib.studies.lens.method import AGREEMENT_SCORES
 

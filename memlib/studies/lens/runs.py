@@ -12,9 +12,9 @@ from torch import nn
 
 from memlib import data as datasets
 from memlib import imagenet, rlp
-from memlib.studies import fisher
 from memlib.config import check
 from memlib.runs import TRAINING, computation
+from memlib.studies import fisher
 from memlib.studies.lens.config import LensRun
 from memlib.studies.lens.method import example_scores, layer_probes
 
