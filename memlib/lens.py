@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from memlib import data as datasets
-from memlib import fisher, imagenet, probes, rlp
+from memlib import fisher, imagenet, rlp
 from memlib.claims import (
     Cases,
     Claim,
@@ -67,6 +67,7 @@ from memlib.config import (
 from memlib.presets import preset_of
 from memlib.runs import TRAINING, computation, compute_missing
 from memlib.seed import generator
+from memlib.studies import probes
 
 DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits")  # in memory
 # name -> (column of the per-example table, sign): a higher sign * value means "looks

@@ -1,4 +1,4 @@
-"""memlib.probes: every probe on hand-made matrices, batched evaluation, config, claims."""
+"""memlib.studies.probes: every probe on hand-made matrices, batched evaluation, config, claims."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlib import probes
 from memlib.claims import FAILS, HOLDS, NOT_RUN, WITHIN_NOISE, Estimate, evaluate
 from memlib.config import ConfigError, build
 from memlib.models import MLP
+from memlib.studies import probes
 from memlib.train import TrainSpec, train
 
 W = torch.tensor([[0.5, -0.1, 0.0, 2.0],
