@@ -349,6 +349,15 @@ LEARNED = {"float_easy": 99.0, "float_hard": 98.0, "at_chance_easy": 0, "at_chan
            "dist_easy": 0.6, "dist_hard": 0.4}
 
 
+def test_every_claim_is_found_in_study_4_and_reads_its_preset():
+    """The claims' rules live in the parts of the package: each still names its study, whose
+    small preset gives the values its fingerprint reads."""
+    from memlib.claims.rules import preset_values, study_of
+
+    assert {study_of(claim) for claim in probes.CLAIMS} == {"probes"}
+    assert preset_values(probes.CLAIMS[0])["epochs"] > 0
+
+
 def test_claim_rules_preconditions_and_noise(monkeypatch):
     # three synthetic runs exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)

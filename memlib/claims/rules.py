@@ -181,11 +181,14 @@ def _code_parts(functions: Iterable[Callable]) -> list[str]:
 
 
 def study_of(claim: Claim) -> str | None:
-    """The study whose module defines the claim's rule, measure or headline."""
+    """The study whose module (memlib.<study>, or a part of the package memlib.studies.<study>)
+    defines the claim's rule, measure or headline."""
     for fn in _functions(claim):
         module = (getattr(fn, "__module__", "") or "").split(".")
         if len(module) == 2 and module[0] == "memlib" and module[1] in STUDIES:
             return module[1]
+        if len(module) > 2 and module[:2] == ["memlib", "studies"] and module[2] in STUDIES:
+            return module[2]
     return None
 
 
