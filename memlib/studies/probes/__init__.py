@@ -5,14 +5,10 @@ of its weights, layer by layer: pruning, binarization (sign), uniform noise, sig
 randomization null models A-G. The gap between full-precision and signed/randomized accuracy
 measures how hard the task is.
 
-Every probe here is a pure function of one tensor (plus a generator where it is random).
-A model is never modified: probed parameter dicts are evaluated with
-`torch.func.functional_call`, many variants at once through `torch.func.vmap`.
-
 The study's parts, each reading only those below it: `claims` (with the measure of every
 claim), `experiment` (the planned runs and `run`), `runs` (what one run computes, cached;
 `distilbert`, the paper's DistilBERT NER case study, is its sub-part), `config` and `method`
-(the probes themselves).
+(the probes themselves, pure functions of tensors).
 """
 
 from memlib.studies.probes.claims import *  # noqa: F403

@@ -24,8 +24,6 @@ from memlib.claims import (
 )
 from memlib.studies.probes.config import MNIST_5K, TASKS, UNTRAINED
 
-# --- claims --------------------------------------------------------------------------------
-#
 # Every statistic over runs is the mean over every run (none is left out), with its 95%
 # Student-t interval; the median over runs is reported beside it.
 
