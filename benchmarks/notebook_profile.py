@@ -46,7 +46,7 @@ NOTEBOOK_SECONDS = {"rlp": 1399, "modarith": 684, "fisher": 474, "probes": 343, 
 OPTIMIZER_CALLS = ("zero_grad", "wrapper", "step", "_use_grad")
 # the studies' data preparation, by (module file, function); none calls another, so their
 # cumulative seconds add up without counting anything twice
-LOADERS = {("rlp.py", "load_data"), ("probes.py", "pair_data"), ("probes.py", "_standin_data"),
+LOADERS = {("rlp.py", "load_data"), ("runs.py", "pair_data"), ("runs.py", "_standin_data"),
            ("method.py", "make_task"), ("method.py", "label_noise"), ("runs.py", "_data")}
 
 
@@ -117,7 +117,8 @@ def fisher_unit() -> Unit:
 
 
 def probes_unit() -> Unit:
-    from memlib import data, probes
+    from memlib import data
+    from memlib.studies import probes
 
     config = preset_config("probes", "small")
     dataset = data.resolve(config.datasets[0])

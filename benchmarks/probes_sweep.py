@@ -2,7 +2,7 @@
 
 Every probe (prune, flip, noise) x every mode x every level x float/signed(/scaled) of the
 default (small) grid is evaluated on the 2000 test images of the hard Fashion-MNIST pair,
-once with memlib.probes.sweep (batched over variants with vmap) and once with a plain
+once with memlib.studies.probes.sweep (batched over variants with vmap) and once with a plain
 PyTorch loop (one model copy per variant, loaded and evaluated batch by batch). Prints the
 speedup, the evaluations per second and, last, `grid seconds: X` (target X <= 10 on 2 cores).
 
@@ -16,8 +16,8 @@ import time
 
 import torch
 
-from memlib import probes
 from memlib.seed import generator
+from memlib.studies import probes
 
 
 def plain_grid(model, params, x, y, specs, batch_size=500):

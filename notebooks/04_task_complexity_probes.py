@@ -76,7 +76,7 @@
 #   step, Adam killed every ReLU of two of the five MNIST 7 / 9 runs of the pilot in their
 #   first steps (they predicted one class). The rate now rises linearly over the first 5
 #   optimizer steps (`warmup_steps`), and every run enters every statistic; a run still at
-#   chance before any probe (`memlib.probes.UNTRAINED`) fails the rules' "models learned"
+#   chance before any probe (`memlib.studies.probes.UNTRAINED`) fails the rules' "models learned"
 #   precondition instead of being left out. How much the binarization results depend on the
 #   first steps is shown in `pilots/04_task_complexity_probes.csv`.
 # * 20 runs per pair, the paper's count (it runs 100 for null models); the 45-pair heatmaps
@@ -92,7 +92,7 @@
 # * Trained biases are kept (`reinit_biases = False`); the authors' probe scripts reload the
 #   weights only, which leaves the biases at a random initialisation.
 # * Null model G rewires the positive and negative sub-graphs in one Curveball move so that
-#   they never collide (see `memlib.probes.curveball`).
+#   they never collide (see `memlib.studies.probes.curveball`).
 # * The DistilBERT NER case study runs only where `distilbert` is set (the full preset). It
 #   reads `dslim/distilbert-NER` from `$MEMLIB_DATA/models/distilbert-NER` (a
 #   `save_pretrained` folder) and the CoNLL-2003 test split from
@@ -153,8 +153,8 @@ from memlib.claims import Estimate, evaluate, write
 from memlib.config import from_namespace
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.probes import CLAIMS, Config, measure
 from memlib.prose import claims_markdown, listing, num, pm, span
+from memlib.studies.probes import CLAIMS, Config, measure
 from memlib.tables import save_table
 
 STUDY = "04_task_complexity_probes"
@@ -169,7 +169,8 @@ datasets = results["datasets"]  # the data actually used: "mnist-5k" without the
 for name in datasets:
     print(data.source(name))
 # Every run enters every figure and statistic; a run at chance before any probe (see
-# memlib.probes.UNTRAINED) is named here and fails the claims' "models learned" precondition.
+# memlib.studies.probes.UNTRAINED) is named here and fails the claims' "models learned"
+# precondition.
 baseline = results["baseline"]
 print("runs at chance before any probe:", baseline.loc[~baseline["trained"], [
     "dataset", "task", "run", "acc"]].to_dict("records"))
@@ -337,7 +338,7 @@ print(gains.pivot_table(index=["probe", "level"], columns=["dataset", "task"], v
 # authors' MNIST curve sits near 50% for $p < 0.35$ and reaches 92–96% by $p \approx 0.5$.
 
 # %%
-from memlib.probes import transition_points
+from memlib.studies.probes import transition_points
 
 fig, axes = figure("wide", 1, len(datasets), sharey=True)
 axes = np.atleast_1d(axes)

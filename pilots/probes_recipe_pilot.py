@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 
 from memlib import data
-from memlib import probes as P
+from memlib.studies import probes as P
 
 OUT = Path(__file__).with_name("04_task_complexity_probes.csv")
 SEEDS = [0, 1, 2]  # the pilot seeds, never the confirmatory ones

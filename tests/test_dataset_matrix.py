@@ -94,8 +94,7 @@ def test_lens_on_cifar10(cifar_root):
 
 
 def test_studies_without_3_channel_images_refuse_in_one_line():
-    from memlib import probes
-    from memlib.studies import modarith
+    from memlib.studies import modarith, probes
 
     for build in (lambda: mconfig.build(modarith.Config, {"image_dataset": "cifar10"}),
                   lambda: mconfig.build(probes.Config, {"datasets": ["cifar10"]})):

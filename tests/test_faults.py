@@ -560,7 +560,7 @@ def test_ctrl_c_during_a_notebook_is_one_line_and_130():
 
 
 def test_run_reports_time_and_place(monkeypatch, capsys):
-    monkeypatch.setattr("memlib.probes.run",
+    monkeypatch.setattr("memlib.studies.probes.run",
                         lambda config: cache.cached("probe", {"w": config.width}, lambda: 1))
     assert cli.main(["run", "probes", "--scale", "smoke", "--set", "width=3"]) == 0
     out = one_line(capsys.readouterr().out)

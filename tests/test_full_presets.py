@@ -242,7 +242,7 @@ def test_lens_full_preset(data_root):
 
 
 def test_probes_full_preset(data_root):
-    from memlib import probes
+    from memlib.studies import probes
 
     write_mnist_like(data_root / "mnist", 300, 100, gz=True, seed=1)
     write_mnist_like(data_root / "fashion_mnist", 300, 100, gz=False, seed=2)
@@ -263,7 +263,7 @@ def test_distilbert_offline_is_one_line(data_root, monkeypatch, packages):
     import sys
     import types
 
-    from memlib import probes
+    from memlib.studies import probes
 
     if packages == "installed":
         metrics = types.ModuleType("seqeval.metrics")

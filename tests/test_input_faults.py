@@ -325,7 +325,7 @@ def test_a_run_says_how_many_results_could_not_be_written(monkeypatch, capsys):
                 for name in ("kept", "full") for n in (1, 2)]
 
     monkeypatch.setattr(cache, "atomic_write_bytes", half_full)
-    monkeypatch.setattr("memlib.probes.run", four_results)
+    monkeypatch.setattr("memlib.studies.probes.run", four_results)
     with pytest.warns(RuntimeWarning, match="could not write the cache entry"):
         assert cli.main(["run", "probes", "--scale", "smoke"]) == 0
     out = one_line(capsys.readouterr().out)

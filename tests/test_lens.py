@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 from torch.func import functional_call
 
-from memlib import data, probes, rlp
+from memlib import data, rlp
 from memlib.config import ConfigError
 from memlib.models import MLP, SmallCNN, WideResNet
 from memlib.seed import generator
-from memlib.studies import fisher, lens
+from memlib.studies import fisher, lens, probes
 
 # --- per-example scores from the margins over training -------------------------------------
 

@@ -1,4 +1,4 @@
-"""memlib.probes: every probe on hand-made matrices, batched evaluation, config, claims."""
+"""memlib.studies.probes: every probe on hand-made matrices, batched evaluation, config, claims."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlib import probes
 from memlib.claims import FAILS, HOLDS, NOT_RUN, WITHIN_NOISE, Estimate, evaluate
 from memlib.config import ConfigError, build
 from memlib.models import MLP
+from memlib.studies import probes
 from memlib.train import TrainSpec, train
 
 W = torch.tensor([[0.5, -0.1, 0.0, 2.0],
@@ -347,6 +347,15 @@ def verdicts(measured):
 
 LEARNED = {"float_easy": 99.0, "float_hard": 98.0, "at_chance_easy": 0, "at_chance_hard": 0,
            "dist_easy": 0.6, "dist_hard": 0.4}
+
+
+def test_every_claim_is_found_in_study_4_and_reads_its_preset():
+    """The claims' rules live in the parts of the package: each still names its study, whose
+    small preset gives the values its fingerprint reads."""
+    from memlib.claims.rules import preset_values, study_of
+
+    assert {study_of(claim) for claim in probes.CLAIMS} == {"probes"}
+    assert preset_values(probes.CLAIMS[0])["epochs"] > 0
 
 
 def test_claim_rules_preconditions_and_noise(monkeypatch):

@@ -341,7 +341,7 @@ def test_fingerprints_are_the_same_in_another_process():
     import subprocess
     import sys
 
-    script = ("import memlib.studies.lens, memlib.probes\n"
+    script = ("import memlib.studies.lens, memlib.studies.probes\n"
               "from memlib.studies import every_claim\n"
               "for study, claim in every_claim(): print(study, claim.id, claim.fingerprint)\n")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 def module(study: str) -> types.ModuleType:
     """The study module `study` (a key of memlib.STUDIES)."""
-    from memlib import probes, rlp
-    from memlib.studies import fisher, lens, modarith
+    from memlib import rlp
+    from memlib.studies import fisher, lens, modarith, probes
 
     modules = {"rlp": rlp, "modarith": modarith, "fisher": fisher, "probes": probes,
                "lens": lens}

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 
 from memlib import data as datasets
-from memlib import probes, rlp
+from memlib import rlp
 from memlib.claims import (
     Cases,
     Claim,
@@ -20,7 +20,7 @@ from memlib.claims import (
     margin,
     paired,
 )
-from memlib.studies import fisher
+from memlib.studies import fisher, probes
 from memlib.studies.lens.config import Config
 from memlib.studies.lens.method import AGREEMENT_SCORES
 

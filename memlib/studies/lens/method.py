@@ -13,9 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from memlib import probes
 from memlib.seed import generator
-from memlib.studies import fisher
+from memlib.studies import fisher, probes
 
 __all__ = ["SCORES", "AGREEMENT_SCORES", "aum", "forgetting_counts", "learned_epoch",
            "example_scores", "layer_weights", "layer_probes", "oriented", "agreement",

@@ -1,0 +1,117 @@
+"""Study 4's configuration: the Config of the task-complexity probes, and the datasets, class
+pairs and names it chooses among."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from memlib.config import (
+    SEED_MAX,
+    AtMost,
+    Distinct,
+    NonEmpty,
+    NonNegative,
+    Positive,
+    Range,
+    Rate,
+    check,
+    check_fields,
+    check_stratified,
+)
+from memlib.data import NUM_CLASSES
+
+DATASETS = ("fashion_mnist", "mnist")
+TASKS = ("easy", "hard")
+# The authors' pairs: "hard" is the most similar pair (smallest 1 - SSIM distance).
+AUTHORS_PAIRS = {"fashion_mnist": {"easy": (3, 2), "hard": (3, 1)},
+                 "mnist": {"easy": (0, 7), "hard": (7, 9)}}
+# Without the MNIST IDX files, "mnist" runs on the bundled 5,000 digits (memlib.data.resolve):
+# results carry that name; its claims keep the ids of MNIST and say "data=mnist-5k".
+MNIST_5K = "mnist-5k"
+AUTHORS_PAIRS[MNIST_5K] = AUTHORS_PAIRS["mnist"]
+# A binary model whose unprobed test accuracy is at most this never trained (chance is 50%):
+# it predicts one class, at chance with or without a probe. Without a learning-rate warmup,
+# Adam at lr 0.01 on inputs in [-1, 1] kills every ReLU of some runs in their first steps
+# (`Config.warmup_steps`). Every run enters every statistic; the claims' preconditions fail
+# when a run is at chance.
+UNTRAINED = 60.0
+MNIST_PER_CLASS = 6000  # training images per class of the full MNIST (60,000 / 10)
+MNIST_5K_PER_CLASS = 400  # of the bundled subset's 4,000 training images
+DISTILBERT = "dslim/distilbert-NER"
+
+
+@dataclass(frozen=True)
+class Config:
+    datasets: Annotated[tuple[str, ...], NonEmpty, Distinct] = ("fashion_mnist",)
+    pair_choice: Literal["authors", "ssim"] = "authors"
+    width: Annotated[int, Positive, AtMost(2**16)] = 64
+    activation: Literal["relu", "tanh", "sigmoid"] = "relu"
+    epochs: Annotated[int, Positive, AtMost(10**4)] = 10
+    batch_size: Annotated[int, Positive, AtMost(2**20)] = 128
+    lr: Annotated[float, Positive] = 0.01
+    # the learning rate rises linearly over the first optimizer steps: without it, a run's
+    # first full-size Adam steps can push every hidden unit below zero for every input
+    warmup_steps: Annotated[int, NonNegative, AtMost(10**6)] = 5
+    # one run per seed: initialisation, batch order and the probes' random draws
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
+        0, 1, 2, 3, 4)
+    # None: every training image of the two classes
+    train_per_class: Annotated[int | None, Positive, AtMost(10**7)] = None
+    reinit_biases: bool = False  # the authors' scripts reload weights only
+    fold_below_chance: bool = False  # report acc < 50% as 100 - acc, as the authors do
+    # noise is redrawn for every evaluation batch
+    eval_batch_size: Annotated[int, Positive, AtMost(2**20)] = 500
+    prune_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = tuple(
+        round(0.05 * i, 2) for i in range(20))
+    noise_log2_levels: Annotated[tuple[float, ...], NonEmpty, Range(hi=4)] = tuple(
+        float(k) for k in range(-10, 1))
+    flip_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = tuple(
+        round(0.05 * i, 2) for i in range(11))
+    null_draws: Annotated[int, Positive, AtMost(10**4)] = 10
+    null_prune_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = (
+        0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    curveball_trades: Annotated[int, Positive, AtMost(10**4)] = 5  # trades per row of a layer
+    # random image pairs per ordered class pair
+    ssim_pairs: Annotated[int, Positive, AtMost(10**6)] = 200
+    # the heatmaps cover every pair of the first k classes
+    heatmap_classes: Annotated[int, Range(3, 10)] = 10
+    heatmap_runs: Annotated[int, Positive, AtMost(10**4)] = 3  # the first heatmap_runs seeds
+    heatmap_epochs: Annotated[int, Positive, AtMost(10**4)] = 5
+    heatmap_train_per_class: Annotated[int | None, Positive, AtMost(10**7)] = 2000
+    heatmap_null_draws: Annotated[int, Positive, AtMost(10**4)] = 3
+    standin_train: Annotated[int, Positive, AtMost(10**7)] = 12000
+    standin_test: Annotated[int, Positive, AtMost(10**7)] = 2000
+    standin_epochs: Annotated[int, NonNegative, AtMost(10**4)] = 4
+    standin_prune_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.5, 0.9)
+    standin_noise_levels: Annotated[tuple[float, ...], Positive] = (0.5, 1.0, 2.0)
+    standin_flip_levels: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.3)
+    distilbert: bool = False
+    # a hub id or a folder written by save_pretrained; a folder of that name (or of the id's
+    # last part, models/distilbert-NER) under $MEMLIB_DATA/models is used first when present
+    distilbert_model: str = DISTILBERT
+    # None: the whole CoNLL-2003 test split
+    distilbert_sentences: Annotated[int | None, Positive, AtMost(10**7)] = None
+    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # runs at once: in no key
+
+    def __post_init__(self):
+        check_fields(self)
+        for name in ("standin_train", "standin_test"):  # stand-in: 10-class Fashion-MNIST
+            check_stratified(name, getattr(self, name), NUM_CLASSES["fashion_mnist"],
+                             "fashion_mnist")
+        check(self.heatmap_runs <= len(self.seeds),
+              f"heatmap_runs={self.heatmap_runs} exceeds the {len(self.seeds)} seeds")
+        for name in self.datasets:
+            check(name in DATASETS,
+                  f"unknown dataset {name!r}; choose from: {', '.join(DATASETS)}")
+        check(0.0 in self.prune_levels and 0.0 in self.flip_levels,
+              "prune_levels and flip_levels must include 0.0 (the unprobed reference)")
+
+    @property
+    def runs(self) -> int:
+        return len(self.seeds)
+
+    @property
+    def seed(self) -> int:
+        """The first seed: draws of the data (SSIM pairs, stand-in subsets) and the stand-in."""
+        return self.seeds[0]
