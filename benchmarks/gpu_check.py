@@ -311,7 +311,7 @@ def profile_rlp(device: str, tiny: bool, sets: dict, rows: int = 25) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook
     from torch.profiler import ProfilerActivity, profile, schedule
 
-    from memlib import rlp
+    from memlib.studies import rlp
 
     _, config, _ = study_config("rlp", shrunk("rlp", device, 1, tiny), sets)
     cuda = device.startswith("cuda")
@@ -343,8 +343,8 @@ def same_bits_rlp(device: str, tiny: bool, sets: dict) -> bool:
     parameters that differ (none, on a deterministic setup) and the kernels that warned."""
     import torch
 
-    from memlib import rlp
     from memlib.seed import nondeterministic_kernels
+    from memlib.studies import rlp
 
     _, config, _ = study_config("rlp", shrunk("rlp", device, 2, tiny), sets)
     states = []

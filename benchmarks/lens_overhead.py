@@ -16,8 +16,8 @@ import time
 
 import torch
 
-from memlib import lens, rlp
-from memlib.studies import preset_config
+from memlib import lens
+from memlib.studies import preset_config, rlp
 
 
 def main() -> None:

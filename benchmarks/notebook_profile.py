@@ -69,7 +69,7 @@ def measured_epochs(epochs: int, every: int) -> int:
 
 
 def rlp_unit() -> Unit:
-    from memlib import rlp
+    from memlib.studies import rlp
 
     config = preset_config("rlp", "small")
     short = 15
@@ -202,7 +202,7 @@ def rlp_kinds(epochs: int, speedup: float) -> None:
     epochs (no profiler): the difference is the cost of `epochs` more epochs with their
     measurements, the shorter run holds the fixed costs (data, set-up, final analyses); scaled
     to the kind's preset epochs, times how many the plan holds."""
-    from memlib import rlp
+    from memlib.studies import rlp
 
     config = preset_config("rlp", "small")
     plan = list(dict.fromkeys(rlp.planned_runs(config)))

@@ -1,7 +1,7 @@
 """Four lenses on one model: do the papers' memorization measures see the same thing?
 
 None of the four papers asks it; each measures memorization its own way. Here one model,
-study 1's default (its own preset, trained by `memlib.rlp.train_run`, random-label heads
+study 1's default (its own preset, trained by `memlib.studies.rlp.train_run`, random-label heads
 at every probed layer), is watched through all of them at once, with each study module's
 public functions:
 
@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from memlib import data as datasets
-from memlib import fisher, imagenet, probes, rlp
+from memlib import fisher, imagenet, probes
 from memlib.claims import (
     Cases,
     Claim,
@@ -67,6 +67,7 @@ from memlib.config import (
 from memlib.presets import preset_of
 from memlib.runs import TRAINING, computation, compute_missing
 from memlib.seed import generator
+from memlib.studies import rlp
 
 DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits")  # in memory
 # name -> (column of the per-example table, sign): a higher sign * value means "looks

@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 from torch.func import functional_call
 
-from memlib import data, fisher, lens, probes, rlp
+from memlib import data, fisher, lens, probes
 from memlib.config import ConfigError
 from memlib.models import MLP, SmallCNN, WideResNet
 from memlib.seed import generator
+from memlib.studies import rlp
 
 # --- per-example scores from the margins over training -------------------------------------
 

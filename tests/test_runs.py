@@ -26,7 +26,8 @@ TRAINS = ("rlp_run", "rlp_frozen", "lens_run", "fisher-run", "probes-train", "mo
 # every computation's code fingerprint, and the full keys of some specs, as one JSON line
 KEYS = """
 import json
-from memlib import STUDIES, fisher, lens, rlp, runs, studies
+from memlib import STUDIES, fisher, lens, runs, studies
+from memlib.studies import rlp
 for name in STUDIES:
     studies.module(name)
 rlp_config = rlp.Config()
@@ -48,15 +49,17 @@ def keys_of(package: Path) -> dict[str, str]:
 
 
 def copy_of_memlib(tmp_path: Path, edit) -> Path:
-    """A copy of the memlib package, each module's source passed through `edit(name, text)`;
-    the parameter files and data it reads are linked from the real tree."""
+    """A copy of the memlib package, each module's source passed through `edit(name, text)`
+    (`name` dotted from memlib down: "train", "studies.rlp.claims"); the parameter files and
+    data it reads are linked from the real tree."""
     root = tmp_path / "tree"
     shutil.copytree(PACKAGE, root / "memlib", ignore=shutil.ignore_patterns("__pycache__"))
     for entry in PACKAGE.parent.iterdir():
         if entry.name in ("params", "data"):
             (root / entry.name).symlink_to(entry)
-    for path in (root / "memlib").glob("*.py"):
-        path.write_text(edit(path.stem, path.read_text()))
+    for path in (root / "memlib").rglob("*.py"):
+        name = ".".join(path.relative_to(root / "memlib").with_suffix("").parts)
+        path.write_text(edit(name, path.read_text()))
     return root / "memlib"
 
 
@@ -103,15 +106,9 @@ def with_statement_in(module: str, function: str):
     return edit
 
 
-def first_claims_function(source: str) -> str:
-    """The first function after the claims section's heading of a study module."""
-    claims_at = source.index("\n# --- claims")
-    tree = ast.parse(source)
-    offsets = [0]
-    for line in source.splitlines(keepends=True):
-        offsets.append(offsets[-1] + len(line))
-    return next(n.name for n in tree.body if isinstance(n, ast.FunctionDef)
-                and offsets[n.lineno - 1] > claims_at)
+def first_function(source: str) -> str:
+    """The name of the first function that `source` defines at module level."""
+    return next(n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef))
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +117,8 @@ def original_keys():
 
 
 def test_keys_are_the_same_in_another_process(original_keys):
-    from memlib import fisher, lens, rlp, studies
+    from memlib import fisher, lens, studies
+    from memlib.studies import rlp
 
     for name in memlib.STUDIES:
         studies.module(name)
@@ -150,8 +148,10 @@ def test_a_line_of_the_training_loop_re_keys_every_run_that_trains(tmp_path, ori
 
 
 def test_editing_a_claim_re_keys_no_run(tmp_path, original_keys):
-    claim = first_claims_function((PACKAGE / "rlp.py").read_text())
-    assert keys_of(copy_of_memlib(tmp_path, with_statement_in("rlp", claim))) == original_keys
+    claim = first_function((PACKAGE / "studies" / "rlp" / "claims.py").read_text())
+    edited = copy_of_memlib(tmp_path, with_statement_in("studies.rlp.claims", claim))
+    assert "_ = None" in (edited / "studies" / "rlp" / "claims.py").read_text()
+    assert keys_of(edited) == original_keys
 
 
 @runs.computation("test-double", 1)
@@ -189,7 +189,7 @@ def test_a_key_holds_the_name_version_spec_and_code():
 def test_a_computation_is_pickled_by_name():
     import pickle
 
-    from memlib import rlp
+    from memlib.studies import rlp
 
     assert pickle.loads(pickle.dumps(rlp.cached_run)) is rlp.cached_run
 

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 def module(study: str) -> types.ModuleType:
     """The study module `study` (a key of memlib.STUDIES)."""
-    from memlib import fisher, lens, modarith, probes, rlp
+    from memlib import fisher, lens, modarith, probes
+    from memlib.studies import rlp
 
     modules = {"rlp": rlp, "modarith": modarith, "fisher": fisher, "probes": probes,
                "lens": lens}
