@@ -11,7 +11,6 @@ import dataclasses
 import errno
 import gzip
 import hashlib
-import importlib
 import json
 import os
 import shutil
@@ -27,7 +26,7 @@ import pytest
 import torch
 from test_data import write_cifar, write_mnist_like
 
-from memlib import STUDIES, cache, cli, fisher, paths
+from memlib import STUDIES, cache, cli, fisher, paths, studies
 from memlib.config import ConfigError, build
 from memlib.data import CorruptDataError
 from memlib.data import load as load_data
@@ -70,7 +69,7 @@ def no_work(monkeypatch):
     import memlib.pipeline
 
     for study in STUDIES:
-        monkeypatch.setattr(f"memlib.{study}.run", started)
+        monkeypatch.setattr(studies.module(study), "run", started)
     monkeypatch.setattr(memlib.pipeline, "run_notebook", started)
 
 
@@ -393,7 +392,7 @@ def test_every_numeric_config_field_declares_its_domain():
         return hint in (int, float) or any(numeric(a) for a in args if a is not type(None))
 
     for study in STUDIES:
-        config = importlib.import_module(f"memlib.{study}").Config
+        config = studies.module(study).Config
         for name, hint in typing.get_type_hints(config, include_extras=True).items():
             if typing.get_origin(hint) is not typing.Annotated:
                 assert not numeric(hint), f"{study}.Config.{name} declares no domain"
@@ -409,7 +408,7 @@ def test_every_integer_config_field_has_a_ceiling():
                                and any(integers(a) for a in typing.get_args(hint)))
 
     for study in STUDIES:
-        config = importlib.import_module(f"memlib.{study}").Config
+        config = studies.module(study).Config
         hints = typing.get_type_hints(config, include_extras=True)
         for field in dataclasses.fields(config):
             if integers(hints[field.name]):

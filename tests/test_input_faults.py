@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import torch
 
-from memlib import cli
+from memlib import cli, studies
 from memlib.data import CorruptDataError, UnsafeDataError
 from memlib.data import load as load_data
 
@@ -229,7 +229,7 @@ def test_a_subset_only_the_data_can_refuse_stops_as_it_loads(tmp_path):
 ])
 def test_every_rule_between_values_is_checked_when_the_config_is_built(study, sets, fragment,
                                                                        monkeypatch, capsys):
-    monkeypatch.setattr(f"memlib.{study}.run", started)
+    monkeypatch.setattr(studies.module(study), "run", started)
     args = [a for s in sets for a in ("--set", s)]
     assert cli.main(["run", study, "--scale", "smoke", *args]) == 2
     assert fragment in one_line(capsys.readouterr().err)

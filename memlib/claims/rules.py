@@ -180,12 +180,20 @@ def _code_parts(functions: Iterable[Callable]) -> list[str]:
     return sorted(parts)
 
 
+def _study_named(module: str) -> str | None:
+    """The study that `module` belongs to: memlib.<study>, or a part of memlib.studies.<study>."""
+    names = module.split(".")
+    found = names[2] if names[:2] == ["memlib", "studies"] and len(names) > 2 else (
+        names[1] if len(names) == 2 and names[0] == "memlib" else None)
+    return found if found in STUDIES else None
+
+
 def study_of(claim: Claim) -> str | None:
     """The study whose module defines the claim's rule, measure or headline."""
     for fn in _functions(claim):
-        module = (getattr(fn, "__module__", "") or "").split(".")
-        if len(module) == 2 and module[0] == "memlib" and module[1] in STUDIES:
-            return module[1]
+        study = _study_named(getattr(fn, "__module__", "") or "")
+        if study is not None:
+            return study
     return None
 
 
