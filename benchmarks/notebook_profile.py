@@ -44,10 +44,11 @@ from memlib.studies import module, preset_config  # noqa: E402
 # the cold `make figures` at the small scale on 2 cores, seconds per notebook
 NOTEBOOK_SECONDS = {"rlp": 1399, "modarith": 684, "fisher": 474, "probes": 343, "lens": 589}
 OPTIMIZER_CALLS = ("zero_grad", "wrapper", "step", "_use_grad")
-# the studies' data preparation, by (module file, function); none calls another, so their
-# cumulative seconds add up without counting anything twice
-LOADERS = {("rlp.py", "load_data"), ("probes.py", "pair_data"), ("probes.py", "_standin_data"),
-           ("modarith.py", "make_task"), ("modarith.py", "label_noise"), ("fisher.py", "_data")}
+# the studies' data preparation, by (the end of its file's path, function); none calls
+# another, so their cumulative seconds add up without counting anything twice
+LOADERS = {("studies/rlp/runs.py", "load_data"), ("probes.py", "pair_data"),
+           ("probes.py", "_standin_data"), ("modarith.py", "make_task"),
+           ("modarith.py", "label_noise"), ("fisher.py", "_data")}
 
 
 @dataclass
@@ -179,7 +180,7 @@ def attribute(stats: pstats.Stats, total: float) -> dict[str, float]:
     out["loop overhead"] = train_total - sum(out[k] for k in (
         "forward", "backward", "optimizer", "batching", "measurements"))
     out["data"] = sum(v[3] for k, v in table.items()
-                      if (os.path.basename(k[0]), k[2]) in LOADERS)
+                      if any(_file_is(k, path) and k[2] == name for path, name in LOADERS))
     out["after training"] = total - train_total - out["data"]
     return out
 
