@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import importlib
 import math
 import os
 import pickle
@@ -187,10 +186,11 @@ def shrunk(study: str, device: str, epochs: int, tiny: bool) -> dict:
 def study_config(study: str, changes: dict, sets: dict | None = None):
     """The study's module, its full preset with `changes` and then `sets` (the values of
     `--set` its Config has), and the full preset itself."""
+    from memlib import studies
     from memlib.config import build, to_dict
     from memlib.presets import params_file, read_params
 
-    module = importlib.import_module(f"memlib.{study.removesuffix('_imagenet')}")
+    module = studies.module(study.removesuffix("_imagenet"))
     names = {f.name for f in dataclasses.fields(module.Config)}
     changes = changes | {k: v for k, v in (sets or {}).items() if k in names}
     if study == "rlp_imagenet":  # the CIFAR preset with the ImageNet arm's overrides
