@@ -186,11 +186,11 @@ def shrunk(study: str, device: str, epochs: int, tiny: bool) -> dict:
 def study_config(study: str, changes: dict, sets: dict | None = None):
     """The study's module, its full preset with `changes` and then `sets` (the values of
     `--set` its Config has), and the full preset itself."""
+    from memlib import studies
     from memlib.config import build, to_dict
     from memlib.presets import params_file, read_params
-    from memlib.studies import module as study_module
 
-    module = study_module(study.removesuffix("_imagenet"))
+    module = studies.module(study.removesuffix("_imagenet"))
     names = {f.name for f in dataclasses.fields(module.Config)}
     changes = changes | {k: v for k, v in (sets or {}).items() if k in names}
     if study == "rlp_imagenet":  # the CIFAR preset with the ImageNet arm's overrides
@@ -311,7 +311,7 @@ def profile_rlp(device: str, tiny: bool, sets: dict, rows: int = 25) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook
     from torch.profiler import ProfilerActivity, profile, schedule
 
-    from memlib import rlp
+    from memlib.studies import rlp
 
     _, config, _ = study_config("rlp", shrunk("rlp", device, 1, tiny), sets)
     cuda = device.startswith("cuda")
@@ -343,8 +343,8 @@ def same_bits_rlp(device: str, tiny: bool, sets: dict) -> bool:
     parameters that differ (none, on a deterministic setup) and the kernels that warned."""
     import torch
 
-    from memlib import rlp
     from memlib.seed import nondeterministic_kernels
+    from memlib.studies import rlp
 
     _, config, _ = study_config("rlp", shrunk("rlp", device, 2, tiny), sets)
     states = []

@@ -16,8 +16,7 @@ import time
 
 import torch
 
-from memlib import rlp
-from memlib.studies import lens, preset_config
+from memlib.studies import lens, preset_config, rlp
 
 
 def main() -> None:

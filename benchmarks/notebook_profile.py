@@ -44,10 +44,11 @@ from memlib.studies import module, preset_config  # noqa: E402
 # the cold `make figures` at the small scale on 2 cores, seconds per notebook
 NOTEBOOK_SECONDS = {"rlp": 1399, "modarith": 684, "fisher": 474, "probes": 343, "lens": 589}
 OPTIMIZER_CALLS = ("zero_grad", "wrapper", "step", "_use_grad")
-# the studies' data preparation, by (module file, function); none calls another, so their
-# cumulative seconds add up without counting anything twice
-LOADERS = {("rlp.py", "load_data"), ("runs.py", "pair_data"), ("runs.py", "_standin_data"),
-           ("method.py", "make_task"), ("method.py", "label_noise"), ("runs.py", "_data")}
+# the studies' data preparation, by (the end of its file's path, function); none calls
+# another, so their cumulative seconds add up without counting anything twice
+LOADERS = {("studies/rlp/runs.py", "load_data"), ("studies/probes/runs.py", "pair_data"),
+           ("studies/probes/runs.py", "_standin_data"), ("studies/modarith/method.py", "make_task"),
+           ("studies/modarith/method.py", "label_noise"), ("studies/fisher/runs.py", "_data")}
 
 
 @dataclass
@@ -69,7 +70,7 @@ def measured_epochs(epochs: int, every: int) -> int:
 
 
 def rlp_unit() -> Unit:
-    from memlib import rlp
+    from memlib.studies import rlp
 
     config = preset_config("rlp", "small")
     short = 15
@@ -108,7 +109,7 @@ def fisher_unit() -> Unit:
     config = preset_config("fisher", "small")
     short = 12
     item = (config, config.model, "symmetric", 0.4, config.seeds[0], short)
-    runs = len(fisher.experiment.runs(config))
+    runs = len(fisher.training_runs(config))
     # a run stops 10 epochs after it fits: 15-69 epochs, 51 on average, in the cold run
     typical = 51
     return Unit(f"fisher.train_run: MLP, 40% noise, {short} epochs (≈{typical} when it stops)",
@@ -134,12 +135,12 @@ def lens_unit() -> Unit:
 
     config = preset_config("lens", "small")
     short = 20
-    r = lens.runs(config)[0]
+    r = lens.lens_runs(config)[0]
     full = r.run.epochs
     r = dataclasses.replace(r, run=dataclasses.replace(r.run, epochs=short))
     return Unit(f"lens.lens_run: MLP 6x256, {short} of {full} epochs",
                 lambda: lens.lens_run(r), full / short, full / short,
-                len(lens.runs(config)) + 1,
+                len(lens.lens_runs(config)) + 1,
                 "10 lens runs, and the MNIST frozen baselines counted as one")
 
 
@@ -180,7 +181,7 @@ def attribute(stats: pstats.Stats, total: float) -> dict[str, float]:
     out["loop overhead"] = train_total - sum(out[k] for k in (
         "forward", "backward", "optimizer", "batching", "measurements"))
     out["data"] = sum(v[3] for k, v in table.items()
-                      if (os.path.basename(k[0]), k[2]) in LOADERS)
+                      if any(_file_is(k, path) and k[2] == name for path, name in LOADERS))
     out["after training"] = total - train_total - out["data"]
     return out
 
@@ -203,7 +204,7 @@ def rlp_kinds(epochs: int, speedup: float) -> None:
     epochs (no profiler): the difference is the cost of `epochs` more epochs with their
     measurements, the shorter run holds the fixed costs (data, set-up, final analyses); scaled
     to the kind's preset epochs, times how many the plan holds."""
-    from memlib import rlp
+    from memlib.studies import rlp
 
     config = preset_config("rlp", "small")
     plan = list(dict.fromkeys(rlp.planned_runs(config)))

@@ -40,8 +40,8 @@ def fastest(fn, repeats: int):
 def rlp_measure(repeats: int) -> None:
     import torch
 
-    from memlib import rlp
     from memlib.seed import seed_everything
+    from memlib.studies import rlp
 
     config = preset_config("rlp", "small")
     s = rlp.spec(config, seed=config.seeds[0])

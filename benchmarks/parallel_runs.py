@@ -2,7 +2,7 @@
 
 Both compute the same 4 random-label runs of the small preset's default model (seeds 0-3,
 the preset's 150 epochs unless given) into empty caches, one CPU thread per run. The
-baseline calls `memlib.rlp.cached_run` for each run in this process; memlib's way is
+baseline calls `memlib.studies.rlp.cached_run` for each run in this process; memlib's way is
 `memlib.parallel.prefetch` with 2 worker processes (what `parallel_runs: 2` does), including
 the workers' start-up (a few seconds each, which short runs do not amortize).
 Target: speedup >= 1.6 on 2 free cores. Usage: python benchmarks/parallel_runs.py [epochs]
@@ -18,9 +18,8 @@ import time
 
 import torch
 
-from memlib import rlp
 from memlib.parallel import prefetch
-from memlib.studies import preset_config
+from memlib.studies import preset_config, rlp
 
 
 def main() -> None:

@@ -13,8 +13,8 @@ import time
 
 import torch
 
-from memlib import rlp
 from memlib.models import SmallCNN
+from memlib.studies import rlp
 from memlib.train import TensorBatches, TrainSpec, make_optimizers, train
 
 LAYERS = ("block1", "block2", "block3")

@@ -21,7 +21,7 @@ import memlib  # noqa: F401  (first: it pins the instruction set before torch st
 import torch
 import torch.nn.functional as F
 
-from memlib import rlp
+from memlib.studies import rlp
 from memlib.models import build
 from memlib.seed import seed_everything
 

@@ -15,8 +15,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-from memlib import rlp
 from memlib.models import vit
+from memlib.studies import rlp
 from memlib.train import TensorBatches, TrainSpec, make_optimizers, resolve_device, train
 
 

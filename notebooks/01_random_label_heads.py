@@ -182,7 +182,7 @@ from memlib.prose import (
     pm,
     spread_phrase,
 )
-from memlib.rlp import (
+from memlib.studies.rlp import (
     CLAIMS,
     MEMORIZATION_TARGET,
     TRAINS,

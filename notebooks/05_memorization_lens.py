@@ -28,7 +28,7 @@
 # training images, a 6×256 ReLU MLP trained 150 epochs with Adam and a cosine schedule to
 # interpolation, a linear random-label head on every hidden layer; study 1 sweeps its
 # regularizers on a SmallCNN, and the lens names the MLP) trained by study 1's own
-# `memlib.rlp.train_run`, on Fashion-MNIST and on MNIST (the bundled 5,000-digit subset,
+# `memlib.studies.rlp.train_run`, on Fashion-MNIST and on MNIST (the bundled 5,000-digit subset,
 # `mnist-5k`, when the full set is not on disk), at the symmetric label-noise rates of
 # `noise_rates` below (at the small scale only study 1's 40%, the rate every question is
 # asked at), five seeds each. While it trains, a callback watches it through the other
@@ -107,13 +107,12 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from memlib import rlp
 from memlib.claims import evaluate, write
 from memlib.config import from_namespace, to_dict
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import claims_markdown, listing, markdown_table, num, span
-from memlib.studies import lens
+from memlib.studies import lens, rlp
 from memlib.tables import save_table
 
 STUDY = "05_memorization_lens"
@@ -470,7 +469,7 @@ record of memorization that has already happened.
 
 # %%
 measured = lens.measure(results)
-claims_table = evaluate(lens.claims(config), measured)
+claims_table = evaluate(lens.claims_for(config), measured)
 write(claims_table, STUDY, scale)
 display(Markdown(claims_markdown(claims_table)))
 

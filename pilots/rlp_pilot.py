@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from memlib import rlp
 from memlib.config import build
 from memlib.process import atomic_write_bytes
+from memlib.studies import rlp
 
 OUT = Path(__file__).with_name("01_random_label_heads.csv")
 # the settings tried, in order; each changes the one before it (or the start)

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlib import rlp
 from memlib.runs import compute_missing
-from memlib.studies import preset_config
+from memlib.studies import preset_config, rlp
 
 OUT = Path(__file__).with_name("01_random_label_heads_sweep.csv")
 SEEDS = (0,)

@@ -94,9 +94,9 @@ def test_intact_reads_the_digest_not_just_the_path(tmp_path):
 
 
 def test_prefetch_fills_the_cache_with_what_a_serial_call_computes(tmp_path, monkeypatch):
-    from memlib import rlp
     from memlib.config import build
     from memlib.parallel import prefetch
+    from memlib.studies import rlp
 
     monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path))
     config = build(rlp.Config, dict(dataset="digits", train_samples=100, test_samples=50,

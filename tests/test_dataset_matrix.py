@@ -35,7 +35,7 @@ FIT_AT_ONCE = {"fit_train_acc": 0.01, "fit_flipped_acc": 0.01, "epochs_after_fit
 
 
 def test_study1_on_cifar10(cifar_root):
-    from memlib import rlp
+    from memlib.studies import rlp
 
     config = small_config(rlp, "01_random_label_heads", {
         "dataset": "cifar10", "train_samples": 40, "test_samples": 20, "validation_samples": 20,

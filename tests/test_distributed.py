@@ -108,9 +108,10 @@ def test_fisher_runner_under_torchrun_matches_one_process(tmp_path, monkeypatch)
 def test_rlp_runner_under_torchrun_matches_one_process(tmp_path, monkeypatch):
     """Random-label heads trained with averaged gradients, labels looked up by global sample
     index, accuracies summed over ranks: the default run equals the single-process one."""
-    from memlib import cache, rlp
+    from memlib import cache
     from memlib.config import build
     from memlib.presets import params_file, read_params
+    from memlib.studies import rlp
 
     sets = ["train_samples=256", "test_samples=128", "model=mlp", "layer_models=[mlp]", "epochs=2",
             "batch_size=32", "fractions=[1.0]", "seeds=[0]"]

@@ -317,7 +317,7 @@ def test_architectures_row_needs_two_seeded_architectures():
     value = fisher.measure(results, config)["inflation_architectures"]
     assert set(value["gaps"]) == {"mlp", "smallcnn"} and value["gaps"]["smallcnn"].n == 2
     assert value["noisy_fit"] == pytest.approx(0.95)
-    assert fisher.experiment.runs(config)[-2:] == [("smallcnn", "symmetric", 0.4, 0, 15),
+    assert fisher.training_runs(config)[-2:] == [("smallcnn", "symmetric", 0.4, 0, 15),
                                         ("smallcnn", "symmetric", 0.4, 1, 15)]
 
 

@@ -119,7 +119,7 @@ def run_and_claim(module, config, measure):
 
 
 def test_rlp_full_preset(data_root):
-    from memlib import rlp
+    from memlib.studies import rlp
 
     write_cifar(data_root / "cifar100", "cifar100", 400, 150)
     balance_labels(data_root / "cifar100" / "cifar-100-python", 100)
@@ -152,7 +152,7 @@ def imagenet_arm_sets() -> dict:
 def test_rlp_full_preset_imagenet_arm(data_root):
     from test_rlp import write_gray_imagefolder
 
-    from memlib import rlp
+    from memlib.studies import rlp
 
     write_gray_imagefolder(data_root / "imagenet")  # 3 classes x 8 JPEGs, train and val
     arm = imagenet_arm_sets()

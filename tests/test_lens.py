@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 from torch.func import functional_call
 
-from memlib import data, rlp
+from memlib import data
 from memlib.config import ConfigError
 from memlib.models import MLP, SmallCNN, WideResNet
 from memlib.seed import generator
-from memlib.studies import fisher, lens, probes
+from memlib.studies import fisher, lens, probes, rlp
 
 # --- per-example scores from the margins over training -------------------------------------
 
@@ -325,7 +325,7 @@ def test_config_rejects_bad_values_with_one_line(bad):
 def test_runs_cover_the_grid_and_share_the_frozen_baseline():
     config = lens.Config(setting="smoke", datasets=("digits",), noise_rates=(0.0, 0.4),
                          seeds=(0, 1), measure_every=3)
-    planned = lens.runs(config)
+    planned = lens.lens_runs(config)
     assert [(r.run.dataset, r.run.noise, r.run.seed) for r in planned] == [
         ("digits", n, s) for n in (0.0, 0.4) for s in (0, 1)]
     assert all(r.measure_every == 3 and r.run.model == lens.study1_config(config).model
@@ -339,9 +339,9 @@ def test_runs_cover_the_grid_and_share_the_frozen_baseline():
 def test_study1_sets_change_the_watched_runs():
     config = lens.Config(setting="smoke", datasets=("digits",), noise_rates=(0.4,), seeds=(0,),
                          study1_sets=("epochs=3", "widths=[8, 8]"))
-    (r,) = lens.runs(config)
+    (r,) = lens.lens_runs(config)
     assert r.run.epochs == 3 and r.run.widths == (8, 8) and r.run.noise == 0.4
-    plain = lens.runs(dataclasses.replace(config, study1_sets=()))[0].run
+    plain = lens.lens_runs(dataclasses.replace(config, study1_sets=()))[0].run
     assert dataclasses.replace(r.run, epochs=plain.epochs, widths=plain.widths) == plain
 
 
@@ -414,7 +414,7 @@ def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact
 
 
 def test_scatter_smaller_than_the_classes_is_one_clear_error():
-    spec = lens.runs(lens.Config(setting="smoke", datasets=("digits",)))[0].run
+    spec = lens.lens_runs(lens.Config(setting="smoke", datasets=("digits",)))[0].run
     clean = torch.arange(100) % 10
     assert lens.scatter_positions(spec, clean, 20).tolist() == sorted(
         lens.scatter_positions(spec, clean, 20).tolist())

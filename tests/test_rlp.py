@@ -1,4 +1,5 @@
-"""memlib.rlp: random labels, stable penalty, gradient routing, regularizer effect, config."""
+"""memlib.studies.rlp: random labels, stable penalty, gradient routing, regularizer effect,
+config."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlib import rlp
 from memlib.config import ConfigError, build
 from memlib.models import MLP, SmallCNN, taps
+from memlib.studies import rlp
 from memlib.train import TensorBatches, TrainSpec, train
 
 

@@ -26,17 +26,17 @@ TRAINS = ("rlp_run", "rlp_frozen", "lens_run", "fisher-run", "probes-train", "mo
 # every computation's code fingerprint, and the full keys of some specs, as one JSON line
 KEYS = """
 import json
-from memlib import STUDIES, rlp, runs, studies
-from memlib.studies import fisher, lens
+from memlib import STUDIES, runs, studies
+from memlib.studies import fisher, lens, rlp
 for name in STUDIES:
     studies.module(name)
 rlp_config = rlp.Config()
 keys = {name: c.code for name, c in sorted(runs.REGISTRY.items())}
 keys["rlp_run spec"] = rlp.cached_run.key(rlp.spec(rlp_config))
 fisher_config = fisher.Config()
-fisher_run = fisher.experiment.runs(fisher_config)[0]
+fisher_run = fisher.training_runs(fisher_config)[0]
 keys["fisher-run spec"] = fisher.cached_run.key((fisher_config, *fisher_run))
-keys["lens_run spec"] = lens.cached_lens.key(lens.runs(lens.Config(setting="smoke"))[0])
+keys["lens_run spec"] = lens.cached_lens.key(lens.lens_runs(lens.Config(setting="smoke"))[0])
 print(json.dumps(keys))
 """
 
@@ -52,7 +52,7 @@ def keys_of(package: Path) -> dict[str, str]:
 def copy_of_memlib(tmp_path: Path, edit) -> Path:
     """A copy of the memlib package, each module's source (the study packages' parts too)
     passed through `edit(name, text)`, `name` dotted below memlib ("train",
-    "studies.modarith.runs"); the parameter files and data it reads are linked from the real
+    "studies.rlp.claims"); the parameter files and data it reads are linked from the real
     tree."""
     root = tmp_path / "tree"
     shutil.copytree(PACKAGE, root / "memlib", ignore=shutil.ignore_patterns("__pycache__"))
@@ -108,15 +108,9 @@ def with_statement_in(module: str, function: str):
     return edit
 
 
-def first_claims_function(source: str) -> str:
-    """The first function after the claims section's heading of a study module."""
-    claims_at = source.index("\n# --- claims")
-    tree = ast.parse(source)
-    offsets = [0]
-    for line in source.splitlines(keepends=True):
-        offsets.append(offsets[-1] + len(line))
-    return next(n.name for n in tree.body if isinstance(n, ast.FunctionDef)
-                and offsets[n.lineno - 1] > claims_at)
+def first_function(source: str) -> str:
+    """The name of the first function that `source` defines at module level."""
+    return next(n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef))
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +119,8 @@ def original_keys():
 
 
 def test_keys_are_the_same_in_another_process(original_keys):
-    from memlib import rlp, studies
-    from memlib.studies import fisher, lens
+    from memlib import studies
+    from memlib.studies import fisher, lens, rlp
 
     for name in memlib.STUDIES:
         studies.module(name)
@@ -134,9 +128,9 @@ def test_keys_are_the_same_in_another_process(original_keys):
     assert studied == {name: original_keys[name] for name in set(TRAINS) | set(studied)}
     assert rlp.cached_run.key(rlp.spec(rlp.Config())) == original_keys["rlp_run spec"]
     config = fisher.Config()
-    assert fisher.cached_run.key((config, *fisher.experiment.runs(config)[0])) == (
+    assert fisher.cached_run.key((config, *fisher.training_runs(config)[0])) == (
         original_keys["fisher-run spec"])
-    assert lens.cached_lens.key(lens.runs(lens.Config(setting="smoke"))[0]) == (
+    assert lens.cached_lens.key(lens.lens_runs(lens.Config(setting="smoke"))[0]) == (
         original_keys["lens_run spec"])
 
 
@@ -156,8 +150,10 @@ def test_a_line_of_the_training_loop_re_keys_every_run_that_trains(tmp_path, ori
 
 
 def test_editing_a_claim_re_keys_no_run(tmp_path, original_keys):
-    claim = first_claims_function((PACKAGE / "rlp.py").read_text())
-    assert keys_of(copy_of_memlib(tmp_path, with_statement_in("rlp", claim))) == original_keys
+    claim = first_function((PACKAGE / "studies" / "rlp" / "claims.py").read_text())
+    edited = copy_of_memlib(tmp_path, with_statement_in("studies.rlp.claims", claim))
+    assert "_ = None" in (edited / "studies" / "rlp" / "claims.py").read_text()
+    assert keys_of(edited) == original_keys
 
 
 @runs.computation("test-double", 1)
@@ -195,7 +191,7 @@ def test_a_key_holds_the_name_version_spec_and_code():
 def test_a_computation_is_pickled_by_name():
     import pickle
 
-    from memlib import rlp
+    from memlib.studies import rlp
 
     assert pickle.loads(pickle.dumps(rlp.cached_run)) is rlp.cached_run
 

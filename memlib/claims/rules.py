@@ -181,16 +181,12 @@ def _code_parts(functions: Iterable[Callable]) -> list[str]:
 
 
 def study_of(claim: Claim) -> str | None:
-    """The study whose module (memlib.rlp) or package (memlib.studies.modarith, any of its
-    parts) defines the claim's rule, measure or headline."""
+    """The study whose package (memlib.studies.<study>, any of its parts) defines the claim's
+    rule, measure or headline."""
     for fn in _functions(claim):
-        module = (getattr(fn, "__module__", "") or "").split(".")
-        if module[:2] == ["memlib", "studies"] and len(module) >= 3 and module[2] in STUDIES:
-            return module[2]
-        if len(module) == 2 and module[0] == "memlib" and module[1] in STUDIES:
-            return module[1]
-        if len(module) >= 3 and module[:2] == ["memlib", "studies"] and module[2] in STUDIES:
-            return module[2]  # a part of the study's package
+        names = (getattr(fn, "__module__", "") or "").split(".")
+        if names[:2] == ["memlib", "studies"] and len(names) > 2 and names[2] in STUDIES:
+            return names[2]
     return None
 
 

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 
 def module(study: str) -> types.ModuleType:
     """The study module `study` (a key of memlib.STUDIES)."""
-    from memlib import rlp
-    from memlib.studies import fisher, lens, modarith, probes
+    from memlib.studies import fisher, lens, modarith, probes, rlp
 
     modules = {"rlp": rlp, "modarith": modarith, "fisher": fisher, "probes": probes,
                "lens": lens}
@@ -38,7 +37,7 @@ def study_claims(study: str) -> list[Claim]:
     found = module(study)
     if hasattr(found, "CLAIMS"):
         return list(found.CLAIMS)
-    return found.claims(preset_config(study, "small"))
+    return found.claims_for(preset_config(study, "small"))
 
 
 def every_claim() -> list[tuple[str, Claim]]:

@@ -11,8 +11,9 @@ spectrum is the root set of a secular equation, solved here for every example fr
 eigendecomposition (a small C kernel compiled on first use, else a torch version of the
 same iteration). Everything spectral is float64.
 
-The parts, each reading only those after it: `claims`, `experiment` (the runs a Config asks
-for: `experiment.runs(config)`), `runs`, `config`, `method`.
+The parts, each reading only those after it: `claims`, `experiment` (the training runs a
+Config asks for, `training_runs(config)`, and the experiment built from them), `runs`,
+`config`, `method`.
 """
 
 from memlib.studies.fisher.claims import *  # noqa: F403

@@ -14,11 +14,11 @@ from memlib.studies.fisher.method import onset_epoch, ranking_metrics
 from memlib.studies.fisher.runs import cached_checks, cached_run
 
 # `runs` is left out: the package's `runs` is its runs part
-__all__ = [
-    "SIGNALS", "TIMING", "run", "difficulty_control", "planned_runs", "prefetch_runs"
-]
+__all__ = ["SIGNALS", "TIMING", "run", "difficulty_control", "planned_runs", "prefetch_runs",
+           "training_runs"]
 
-def runs(config: Config) -> list[tuple[str, str, float, int, int]]:
+
+def training_runs(config: Config) -> list[tuple[str, str, float, int, int]]:
     """(model, noise, corruption, seed, epochs) of every training run the config asks for."""
     grid = [(config.model, "symmetric", c, s, config.epochs)
             for c in config.corruptions for s in config.seeds]
@@ -48,7 +48,7 @@ def run(config: Config) -> dict:
     prefetch_runs(config)
     checks = cached_checks(config)
     results = []
-    for model_name, noise, corruption, seed, epochs in runs(config):
+    for model_name, noise, corruption, seed, epochs in training_runs(config):
         result = cached_run((config, model_name, noise, corruption, seed, epochs))
         results.append(((model_name, noise, corruption, seed), result))
     curves, summary, signals, examples = [], [], [], []
@@ -131,7 +131,7 @@ def planned_runs(config: Config) -> list[tuple]:
         model, _, corruption, _, _ = r
         return model == config.model, 0.0 if math.isnan(corruption) else -corruption
 
-    ordered = sorted(runs(config), key=longest_first)
+    ordered = sorted(training_runs(config), key=longest_first)
     return [(cached_run, (config, *r)) for r in ordered] + [(cached_checks, config)]
 
 

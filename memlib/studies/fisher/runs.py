@@ -192,7 +192,7 @@ def _run_key(config: Config, model_name: str, noise: str, corruption: float, see
 
 @computation("fisher-run", 1, uses=TRAINING, spec=lambda item: _run_key(*item))
 def cached_run(item: tuple) -> dict:
-    """The training run `item` = (config, *one of runs(config))."""
+    """The training run `item` = (config, *one of training_runs(config))."""
     config, *spec = item
     return train_run(config, *spec)
 

@@ -22,20 +22,13 @@ the corrupted labels (AUROC); per layer the three layer measures side by side; o
 training the curves on one time axis.
 
 The parts: `method` (the per-example scores, the layer probes, agreement and AUROC),
-`config` (Config, the run spec LensRun and the plan `runs(config)`), `runs` (the watched
+`config` (Config, the run spec LensRun and the plan `lens_runs(config)`), `runs` (the watched
 run and its cached computation), `experiment` (`planned_runs`, `run`) and `claims` (the
-measures, the rules and `claims(config)`).
+measures, the rules and `claims_for(config)`).
 """
 
 from memlib.studies.lens.claims import *  # noqa: F403
-from memlib.studies.lens.claims import claims as _claims
 from memlib.studies.lens.config import *  # noqa: F403
-from memlib.studies.lens.config import runs as _runs
 from memlib.studies.lens.experiment import *  # noqa: F403
 from memlib.studies.lens.method import *  # noqa: F403
 from memlib.studies.lens.runs import *  # noqa: F403
-
-# `runs(config)` and `claims(config)` share their names with two parts, and loading a part
-# binds it here under its name: the functions, the interface's, are bound last (the parts
-# are reached by their full names, e.g. importlib.import_module("memlib.studies.lens.runs"))
-runs, claims = _runs, _claims

@@ -8,7 +8,6 @@ import math
 import pandas as pd
 
 from memlib import data as datasets
-from memlib import rlp
 from memlib.claims import (
     Cases,
     Claim,
@@ -20,14 +19,14 @@ from memlib.claims import (
     margin,
     paired,
 )
-from memlib.studies import fisher, probes
+from memlib.studies import fisher, probes, rlp
 from memlib.studies.lens.config import Config
 from memlib.studies.lens.method import AGREEMENT_SCORES
 
 __all__ = ["FITTED", "DECLINE", "fall_after_peak", "rlp_half_epoch", "er_peak_epoch",
            "breaks_first", "mean_agreement", "measure", "MEMORIZED", "INTERIOR",
            "LAYER_MEMORIZES", "RISES", "DEEPEST_MEMORIZES", "COMPUTED", "OVER_SEEDS",
-           "claims"]
+           "claims_for"]
 
 
 # Our own questions, not the papers', with rules in the papers' form. Each is asked of every
@@ -297,7 +296,7 @@ def _with_first_words(claims: list[Claim]) -> list[Claim]:
             for c in claims]
 
 
-def claims(config: Config) -> list[Claim]:
+def claims_for(config: Config) -> list[Claim]:
     """The claims of the datasets the config runs ("mnist" also answers for mnist-5k)."""
     keys = dict.fromkeys(probes.claim_dataset(datasets.resolve(d)) for d in config.datasets)
     return _with_first_words([claim for key in keys for claim in _dataset_claims(key)])

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from memlib import data as datasets
-from memlib import rlp
 from memlib.config import (
     SEED_MAX,
     AtLeast,
@@ -27,8 +26,9 @@ from memlib.config import (
     to_dict,
 )
 from memlib.presets import preset_of
+from memlib.studies import rlp
 
-__all__ = ["DATASETS", "Config", "LensRun", "study1_config", "runs", "frozen_spec"]
+__all__ = ["DATASETS", "Config", "LensRun", "study1_config", "lens_runs", "frozen_spec"]
 
 
 DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits")  # in memory
@@ -95,7 +95,7 @@ def study1_config(config: Config) -> rlp.Config:
         raise ConfigError(f"study1_sets: {err}") from None
 
 
-def runs(config: Config) -> list[LensRun]:
+def lens_runs(config: Config) -> list[LensRun]:
     """Every (dataset, noise rate, seed) run, on the resolved dataset names."""
     base = study1_config(config)
     watch = dict(scatter_samples=config.scatter_samples, measure_every=config.measure_every,

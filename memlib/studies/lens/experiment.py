@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from memlib import rlp
 from memlib.runs import compute_missing
-from memlib.studies.lens.config import Config, frozen_spec, runs, study1_config
+from memlib.studies import rlp
+from memlib.studies.lens.config import Config, frozen_spec, lens_runs, study1_config
 from memlib.studies.lens.method import agreement, corruption_auroc
 from memlib.studies.lens.runs import cached_lens
 
@@ -18,7 +18,7 @@ __all__ = ["planned_runs", "run"]
 def planned_runs(config: Config) -> list[tuple]:
     """(cached computation, argument) of every cached result of `run`: the watched runs,
     then the frozen-initialisation baselines they are compared with (study 1's)."""
-    planned, study1 = runs(config), study1_config(config)
+    planned, study1 = lens_runs(config), study1_config(config)
     frozen = dict.fromkeys((rlp.cached_frozen, frozen_spec(r.run, study1)) for r in planned)
     return [(cached_lens, r) for r in planned] + list(frozen)
 
@@ -26,7 +26,7 @@ def planned_runs(config: Config) -> list[tuple]:
 def run(config: Config) -> dict:
     """Every (dataset, noise, seed) run, cached; `parallel_runs` computed at once. Tidy
     tables with dataset, noise and seed columns."""
-    planned, study1 = runs(config), study1_config(config)
+    planned, study1 = lens_runs(config), study1_config(config)
     compute_missing(planned_runs(config), config.parallel_runs, "lens runs")
     examples, layers, curves, summary = [], [], [], []
     for r in planned:

@@ -11,10 +11,10 @@ import torch
 from torch import nn
 
 from memlib import data as datasets
-from memlib import imagenet, rlp
+from memlib import imagenet
 from memlib.config import check
 from memlib.runs import TRAINING, computation
-from memlib.studies import fisher
+from memlib.studies import fisher, rlp
 from memlib.studies.lens.config import LensRun
 from memlib.studies.lens.method import example_scores, layer_probes
 

@@ -1,0 +1,690 @@
+"""The claims: the measured values (`measure_claims`) from `run`'s tables, the rules, and the
+first registered versions of the rules whose words changed."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import pandas as pd
+from scipy.stats import spearmanr
+
+from memlib.claims import (
+    Cases,
+    Claim,
+    Estimate,
+    all_of,
+    any_of,
+    declare,
+    earlier_version,
+    margin,
+    paired,
+)
+from memlib.studies.rlp.config import STANDARD_REGULARIZERS
+from memlib.studies.rlp.experiment import best_lambda
+
+__all__ = [
+    "onset_epoch", "gap_epoch", "head_tail_change", "MEMORIZATION_TARGET", "TRAINS", "NO_GAIN",
+    "points", "excess_by_layer", "layer_rise", "memorization", "fit_record", "by_seed",
+    "trained_lambda", "worst_train", "layer_changes", "rise_and_gap", "sampling_claims",
+    "measure_claims", "INTERPOLATES", "MEMORIZES", "STILL_TRAINS", "REGULARIZER_BITES",
+    "ALL_TRAIN", "SEEDS", "AT_TRAINED", "AT_ALL_TRAINED", "TARGET", "CHOSEN", "LEFT_OUT",
+    "meets_target", "CLAIMS"
+]
+
+
+def onset_epoch(values: Sequence[float], baseline: float, fraction: float = 0.5,
+                epochs: Sequence[int] | None = None) -> int | None:
+    """First epoch after the first measurement (made before training) where values reach
+    `fraction` of their final excess over `baseline`; None if there is no excess. `epochs`
+    numbers the measurements (default 0, 1, 2, ...)."""
+    epochs = list(range(len(values))) if epochs is None else list(epochs)
+    if len(values) < 2 or values[-1] <= baseline:
+        return None
+    target = baseline + fraction * (values[-1] - baseline)
+    return next(epochs[i] for i in range(1, len(values)) if values[i] >= target)
+
+
+def gap_epoch(train_acc: Sequence[float], test_acc: Sequence[float], points: float = 0.05,
+              epochs: Sequence[int] | None = None) -> int | None:
+    """First epoch where train accuracy exceeds test accuracy by more than `points`."""
+    epochs = list(range(len(train_acc))) if epochs is None else list(epochs)
+    return next((e for e, a, b in zip(epochs, train_acc, test_acc, strict=True)
+                 if a - b > points), None)
+
+
+def head_tail_change(long_tail: pd.DataFrame) -> dict[str, float]:
+    """Test-accuracy change (best λ minus λ = 0) on the larger and smaller half of classes,
+    for one seed's rows."""
+    counts = long_tail[long_tail["lam"] == 0].sort_values("train_count", ascending=False)
+    half = len(counts) // 2
+    head_classes, tail_classes = set(counts["class"][:half]), set(counts["class"][half:])
+    acc = long_tail.pivot(index="class", columns="lam", values="test_acc")
+    delta = acc[acc.columns.max()] - acc[0.0]
+    return {"head": float(delta[list(head_classes)].mean()),
+            "tail": float(delta[list(tail_classes)].mean())}
+
+
+MEMORIZATION_TARGET = 10.0  # points of RLP excess over the frozen baseline at some layer
+# A λ "still trains" when every seed fits at least this share of its training labels as
+# trained (the flipped ones included). With 40% label noise a network that learned only the
+# clean labels fits about 64%, so 90% means that it still fits three quarters of the flipped
+# labels; the networks that a λ breaks fit 10-20%.
+TRAINS = 0.90
+# Largest test-accuracy gain (points) that "does not improve test accuracy" allows: below
+# the paper's own gain from the regularizer (+1.5 points on ImageNet).
+NO_GAIN = 1.0
+
+
+def points(values: Iterable[float]) -> list[float]:
+    """Accuracies (fractions) in percentage points."""
+    return [100 * float(v) for v in values]
+
+
+def excess_by_layer(layerwise: pd.DataFrame, model: str) -> dict[str, Estimate]:
+    """RLP accuracy minus the frozen-init baseline at each layer of `model`, in points, over
+    seeds."""
+    rows = layerwise[layerwise["model"] == model]
+    return {n: Estimate.of(points(d.sort_values("seed")["rlp_acc"]
+                                  - d.sort_values("seed")["frozen_acc"]))
+            for n, d in rows.groupby("layer", sort=False)}
+
+
+def layer_rise(layerwise: pd.DataFrame, model: str) -> Estimate:
+    """The excess at the deepest probed layer minus at the first, paired by seed (points)."""
+    rows = layerwise[layerwise["model"] == model]
+    layers = list(dict.fromkeys(rows["layer"]))
+    first, last = (rows[rows["layer"] == n].sort_values("seed") for n in (layers[0], layers[-1]))
+    return Estimate.of(points((last["rlp_acc"] - last["frozen_acc"]).to_numpy()
+                              - (first["rlp_acc"] - first["frozen_acc"]).to_numpy()))
+
+
+def memorization(results: dict, model: str) -> dict:
+    """The preconditions' numbers for `model`: the worst seed's train accuracy and fit of its
+    flipped labels (fractions), its largest RLP excess over frozen init (the layer with the
+    largest mean, points) and the excess at its last probed layer."""
+    fit = results["fit"]
+    fit = fit[fit["model"] == model]
+    excess = excess_by_layer(results["layerwise"], model)
+    flipped = fit["noisy_fit"].dropna()
+    return {"data": results["dataset"], "train": float(fit["train_acc"].min()),
+            "flipped": float(flipped.min()) if len(flipped) else None,
+            **fit_record(fit),
+            "excess": max(excess.values(), key=lambda e: e.mean),
+            "last_excess": list(excess.values())[-1]}
+
+
+def fit_record(rows: pd.DataFrame) -> dict:
+    """The declared fit of the runs in `rows` (one per seed): "fit_epochs", each seed's epoch
+    of fit in seed order (None where its criterion was never met), and "fitted", whether
+    every seed met it."""
+    epochs = [None if pd.isna(e) else int(e) for e in rows.sort_values("seed")["fit_epoch"]]
+    return {"fit_epochs": epochs, "fitted": all(e is not None for e in epochs)}
+
+
+def by_seed(frame: pd.DataFrame, column: str, **where) -> list[float]:
+    """`column` of the rows matching `where`, in seed order."""
+    rows = frame
+    for key, value in where.items():
+        rows = rows[rows[key] == value]
+    return rows.sort_values("seed")[column].tolist()
+
+
+def trained_lambda(sweep: pd.DataFrame, where: str = "last") -> float | None:
+    """The largest λ > 0 of the sweep at which every seed still fits >= TRAINS of its
+    training labels (None if none does): where the regularizer claims are judged, since a
+    network that stops learning also "memorizes less"."""
+    rows = sweep[(sweep["regularize"] == where) & (sweep["lam"] > 0)]
+    worst = rows.groupby("lam")["train_acc"].min()
+    kept = worst[worst >= TRAINS]
+    return float(kept.index.max()) if len(kept) else None
+
+
+def worst_train(sweep: pd.DataFrame, where: str, lam: float | None) -> float | None:
+    """The worst seed's train accuracy at (where, λ); None without such runs."""
+    rows = sweep[(sweep["regularize"] == where) & (sweep["lam"] == lam)]
+    return float(rows["train_acc"].min()) if len(rows) else None
+
+
+def _differences(sweep: pd.DataFrame, column: str, where: str, lam: float) -> list[float]:
+    """Per seed, `column` at (where, λ) minus at λ = 0, in points."""
+    at = sweep[sweep["regularize"] == where]
+    return [b - a for a, b in zip(points(by_seed(at, column, lam=0.0)),
+                                  points(by_seed(at, column, lam=lam)), strict=True)]
+
+
+def _change(sweep: pd.DataFrame, column: str, where: str, lam: float) -> Estimate:
+    """`column` at (where, λ) minus at λ = 0, in points, paired by seed."""
+    return Estimate.of(_differences(sweep, column, where, lam))
+
+
+def _drop(sweep: pd.DataFrame, column: str, lam: float) -> Estimate:
+    """`column` at λ = 0 minus at λ (last-layer regularization), in points, paired by seed."""
+    return Estimate.of(-d for d in _differences(sweep, column, "last", lam))
+
+
+def layer_changes(sweep: pd.DataFrame, layers: Sequence[str], where: str,
+                  lam: float) -> dict[str, Estimate]:
+    """RLP accuracy change (points) of each earlier layer, λ vs 0, paired by seed."""
+    return {n: _change(sweep, f"rlp_{n}", where, lam) for n in layers[:-1]}
+
+
+def _rises(changes: dict[str, Estimate]) -> dict[str, Estimate]:
+    return {n: e for n, e in changes.items() if e.mean > 0 and e.beyond_noise}
+
+
+def rise_and_gap(histories: pd.DataFrame, frozen: pd.DataFrame, column: str) -> dict:
+    """Per seed (λ = 0): the epoch at which the trained-minus-frozen excess of `column`
+    (the head on the trained network minus the same head on the frozen initialisation, after
+    as many epochs) reaches half its final value, the first epoch with train − test accuracy
+    > 5 points, and the lead of the first over the second (gap epoch minus half epoch; None
+    unless both exist in every seed). Subtracting the frozen curve leaves what the network
+    memorized, not what the head learns by itself."""
+    base = histories[(histories["regularize"] == "last") & (histories["lam"] == 0)]
+    halves, gaps = [], []
+    for seed, h in base.groupby("seed"):
+        h = h.sort_values("epoch")
+        epochs = h["epoch"].tolist()
+        own = frozen[frozen["seed"] == seed].set_index("epoch")[column]
+        excess = (h[column].to_numpy() - own.loc[epochs].to_numpy()).tolist()
+        halves.append(onset_epoch(excess, 0.0, epochs=epochs))
+        gaps.append(gap_epoch(h["train_acc"].tolist(), h["test_acc"].tolist(), epochs=epochs))
+    known = all(e is not None for e in halves + gaps)
+    return {"half_epochs": halves, "gap_epochs": gaps,
+            "lead": paired(gaps, halves) if known else None}
+
+
+def sampling_claims(results: dict, data: str) -> dict:
+    """The sampling and tails claims' values from the sampling experiment's tables."""
+    fr, best = results["fractions"], results["best_lambda"]
+    small, large = fr["fraction"].min(), fr["fraction"].max()
+    change = {f: [b - a for a, b in zip(points(by_seed(fr, "test_acc", fraction=f, lam=0.0)),
+                                        points(by_seed(fr, "test_acc", fraction=f, lam=best)),
+                                        strict=True)] for f in (small, large)}
+    unregularized = fr[fr["lam"] == 0]
+    per_seed = [head_tail_change(d) for _, d in results["long_tail"].groupby("seed")]
+    return {"sampling": {"data": data, "noise": results["sampling_noise"],
+                         "train": float(unregularized["train_acc"].min()), "best_lam": best,
+                         "largest": Estimate.of(change[large]),
+                         "smallest": Estimate.of(change[small]),
+                         "difference": paired(change[large], change[small])},
+            "tails": {"data": data, "best_lam": best,
+                      "head": Estimate.of(100 * c["head"] for c in per_seed),
+                      "tail": Estimate.of(100 * c["tail"] for c in per_seed),
+                      "difference": Estimate.of(100 * (c["head"] - c["tail"])
+                                                for c in per_seed)}}
+
+
+def measure_claims(results: dict) -> dict:
+    """The measured value of every claim in CLAIMS, from `run`'s results. Accuracy
+    differences are in points and paired over seeds (Estimates); every value carries the
+    preconditions' numbers. The claims of a setting that was not run (the ImageNet and
+    CIFAR-100 arms below full scale) are None."""
+    last, layers = results["last_layer"], results["layers"]
+    models = list(dict.fromkeys(results["fit"]["model"]))
+    pre = memorization(results, results["model"])  # the model every sweep trains
+    column = f"rlp_{last}"
+    measured = {}
+
+    depth = {}
+    for model in models:
+        excess = excess_by_layer(results["layerwise"], model)
+        means = [e.mean for e in excess.values()]
+        rho = spearmanr(range(len(means)), means).statistic if len(means) > 2 else math.nan
+        depth[model] = {**memorization(results, model), "spearman": float(rho),
+                        "rise": layer_rise(results["layerwise"], model),
+                        "deepest": list(excess.values())[-1]}
+    measured["depth"] = depth
+
+    histories = results["histories"]
+    measured["early_rise"] = {**pre, **rise_and_gap(histories, results["frozen_histories"],
+                                                     column)}
+
+    reg = results["regularizers"]
+    none = points(by_seed(reg, column, regularizer="none"))
+    drops = {}
+    for kind in STANDARD_REGULARIZERS:
+        rows = reg[reg["regularizer"] == kind]
+        drops[kind] = paired(none, points(by_seed(rows, column,
+                                                  strength=rows["strength"].max())))
+    measured["regularizers"] = {**pre, **drops}
+
+    sweep = results["lambda_sweep"]
+    lam = trained_lambda(sweep)
+    top = float(sweep["lam"].max())
+    judged = {"lam": lam, "lam_train": worst_train(sweep, "last", lam)}
+    drop = None if lam is None else _drop(sweep, column, lam)
+    measured["regularizer_works"] = {**pre, **judged, "drop": drop, "largest_lam": top,
+                                     "drop_at_largest_lam": _drop(sweep, column, top)}
+    shift = {} if lam is None else layer_changes(sweep, layers, "last", lam)
+    measured["shift"] = {**pre, **judged, "drop": drop, "changes": shift}
+    all_lam = trained_lambda(sweep, "all")
+    all_judged = {"all_lam": all_lam, "all_train": worst_train(sweep, "all", all_lam)}
+    everywhere = {} if all_lam is None else layer_changes(sweep, layers, "all", all_lam)
+    measured["all_layers"] = {**pre, **judged, **all_judged, "shifted": _rises(shift),
+                              "changes": {n: everywhere[n] for n in _rises(shift)}}
+    measured["all_layers_test"] = {
+        **judged, **all_judged,
+        "change": None if all_lam is None else _change(sweep, "test_acc", "all", all_lam),
+        "last_layer_change": None if lam is None else _change(sweep, "test_acc", "last", lam)}
+
+    noise = results["noise"]
+    rate = noise["noise"].max()
+    high = noise[noise["noise"] == rate]
+    val = high[high["lam"] > 0].groupby("lam")["val_acc"].mean()
+    noise_lam = float(val.idxmax())
+    fitted = high[high["lam"] == 0]["noisy_fit"].dropna()
+    measured["noise"] = {"data": results["dataset"], "rate": float(rate), "best_lam": noise_lam,
+                         "flipped": float(fitted.min()) if len(fitted) else None,
+                         **fit_record(high[high["lam"] == 0]),
+                         "gain": paired(points(by_seed(high, "test_acc", lam=noise_lam)),
+                                        points(by_seed(high, "test_acc", lam=0.0)))}
+
+    measured["sampling"] = measured["tails"] = None  # not run where the preset leaves it out
+    if results["fractions"] is not None:
+        measured.update(sampling_claims(results, pre["data"]))
+
+    # the paper-scale arms: None (not run at this scale) elsewhere
+    best = results["best_lambda"]
+    for name in ("imagenet", "imagenet_rlp", "cifar100_small_lambda", "cifar100_train_stable"):
+        measured[name] = None
+    if results.get("dataset") == "imagenet":
+        test, train = (_differences(sweep, c, "last", best) for c in ("test_acc", "train_acc"))
+        measured["imagenet"] = {"best_lam": best, "test": Estimate.of(test),
+                                "train": Estimate.of(train),
+                                "gap": paired(train, test)}  # gap change: Δtrain − Δtest
+        measured["imagenet_rlp"] = {**pre, "best_lam": best,
+                                    "drop": _drop(sweep, column, best)}
+    if (results.get("dataset"), results.get("model")) == ("cifar100", "wrn"):
+        smallest = float(sweep.loc[sweep["lam"] > 0, "lam"].min())
+        measured["cifar100_small_lambda"] = {
+            "lam": smallest, "lam_train": worst_train(sweep, "last", smallest),
+            "change": _change(sweep, "test_acc", "last", smallest)}
+        measured["cifar100_train_stable"] = {
+            **judged, "change": None if lam is None else _change(sweep, "train_acc", "last", lam)}
+    return measured
+
+
+# --- the rules ---------------------------------------------------------------------------
+
+INTERPOLATES = ("interpolation: every seed met its declared fit (train acc >= 99% with >= 95% "
+                "of flipped labels fitted) within its epoch budget, by its fit record",
+                lambda v: v["fitted"])
+# what a regularizer of memorization needs: memorization at the layer it regularizes
+MEMORIZES = ("last layer's RLP excess over frozen init > 0 beyond noise",
+             lambda v: v["last_excess"].mean > 0 and v["last_excess"].beyond_noise)
+STILL_TRAINS = (f"some λ > 0 still trains (every seed fits >= {TRAINS:.0%} of its training "
+                "labels)", lambda v: v["lam"] is not None)
+REGULARIZER_BITES = ("that λ lowers the last layer's RLP accuracy beyond noise",
+                     lambda v: v["drop"].mean > 0 and v["drop"].beyond_noise)
+ALL_TRAIN = (f"some all-layer λ > 0 still trains (every seed fits >= {TRAINS:.0%} of its "
+             "training labels)", lambda v: v["all_lam"] is not None)
+SEEDS = "; points, paired by seed"
+AT_TRAINED = (f"at the largest λ at which every seed still fits >= {TRAINS:.0%} of its "
+              "training labels")
+AT_ALL_TRAINED = (f"at the largest all-layer λ at which every seed still fits >= {TRAINS:.0%} "
+                  "of its training labels")
+TARGET = (f"some model interpolates with a mean RLP excess of at least "
+          f"{MEMORIZATION_TARGET:g} points at some layer, its interval excluding 0")
+CHOSEN = "best λ: highest mean validation accuracy (held-out training-split samples)"
+LEFT_OUT = ("the small scale leaves the sampling experiment out: on earlier runs (MLP, "
+            "noisy labels) each arm would have needed 13 or more seeds and the tails "
+            "difference about 12, beyond the 15-minute budget of this notebook")
+
+
+def meets_target(v: dict) -> bool:
+    """The memorization target for a model: interpolation, and at some layer a mean RLP
+    excess over frozen init of at least MEMORIZATION_TARGET points whose interval excludes 0
+    (a memorizing model, not a mean that clears the target beyond noise)."""
+    return INTERPOLATES[1](v) and (v["excess"].mean >= MEMORIZATION_TARGET
+                                   and v["excess"].beyond_noise)
+
+
+def _memorizing(v: dict) -> list[dict]:
+    return [m for m in v.values() if meets_target(m)]
+
+
+# --- synthetic measured values for the rules' cases ---------------------------------------
+
+def _e(mean: float, se: float = 0.5, n: int = 5) -> Estimate:
+    return Estimate(mean, se, n)
+
+
+_PRE = {"train": 1.0, "flipped": 1.0, "fitted": True, "fit_epochs": [60] * 5,
+        "excess": _e(12.0), "last_excess": _e(8.0)}
+_NO_FIT = {**_PRE, "train": 0.8, "fitted": False, "fit_epochs": [60, 70, None, 80, 65]}
+_NO_MEMORY = {**_PRE, "last_excess": _e(0.5, 1.0)}
+_JUDGED = {"lam": 10.0, "lam_train": 0.97}
+
+
+def _model(spearman: float = 1.0, rise: float = 12.0, **pre) -> dict:
+    return {**_PRE, "spearman": spearman, "rise": _e(rise), "deepest": _e(rise), **pre}
+
+
+def _shift(changes: dict, **over) -> dict:
+    return {**_PRE, **_JUDGED, "drop": _e(12.0), "changes": changes, **over}
+
+
+_ALL_JUDGED = {"all_lam": 1.0, "all_train": 0.95}
+
+
+def _all_layers(changes: dict, **over) -> dict:
+    return {**_PRE, **_JUDGED, **_ALL_JUDGED, "shifted": {"act2": _e(3.0)},
+            "changes": changes, **over}
+
+
+CLAIMS = [
+    Claim("depth", "Random-label accuracy grows with depth.",
+          "ViT-B/32 ImageNet: ≈0% first layer, ≈70–80% deep",
+          "RLP accuracy minus frozen-init baseline per probed layer (points), each layer-wise "
+          "model: rise = deepest layer's excess minus the first layer's, paired by seed; "
+          "Spearman of depth against the seed-mean excess",
+          "for every model meeting the memorization target: rise > 0 beyond noise (the paper's "
+          "near-zero first layer below a high deep one) and Spearman(depth, mean excess) >= "
+          "0.5 (a trend over the layers, not only at the ends)",
+          lambda v: all(m["spearman"] >= 0.5 and m["rise"].mean > 0 for m in _memorizing(v)),
+          preconditions=((TARGET, lambda v: bool(_memorizing(v))),),
+          beyond_noise=lambda v: all(m["rise"].beyond_noise for m in _memorizing(v)),
+          cases=Cases(holds={"mlp": _model()}, fails={"mlp": _model(-0.5, -12.0)},
+                      preconditions={TARGET: {"mlp": _model(excess=_e(4.0))}}),
+          unit="points", headline=lambda v: next(
+              (m["rise"] for m in _memorizing(v)), next(iter(v.values()))["rise"]),
+          caveat="the deepest minus the first layer's excess, of the first model that meets "
+                 "the target; the levels are far below the paper's",
+          where="fig2_layerwise_rlp"),
+    Claim("early_rise", "RLP accuracy rises early, slightly before train and test accuracy "
+          "diverge.", "",
+          "per seed at λ = 0: first epoch with train − test accuracy > 5 points minus the "
+          "epoch at which the last layer's RLP excess (trained minus frozen-init head at the "
+          "same epoch) reaches half its final value (epochs, the lead)",
+          "lead >= 0 (RLP accuracy half-way no later than the divergence), decided by the 95% "
+          "t interval over seeds; replaces a verdict read off the first seed alone",
+          preconditions=(INTERPOLATES, MEMORIZES,
+                         ("both epochs defined in every seed", lambda v: v["lead"] is not None)),
+          **all_of(lambda v: [margin(v["lead"], 0)]),
+          cases=Cases(holds={**_PRE, "lead": _e(20.0, 3.0)},
+                      fails={**_PRE, "lead": _e(-60.0, 5.0)},
+                      preconditions={INTERPOLATES[0]: {**_NO_FIT, "lead": _e(20.0)},
+                                     MEMORIZES[0]: {**_NO_MEMORY, "lead": _e(20.0)},
+                                     "both epochs defined in every seed":
+                                         {**_PRE, "lead": None}}),
+          unit="epochs", headline=lambda v: v["lead"],
+          caveat="measured every 5 epochs at the small scale", where="fig3_rlp_over_training"),
+    Claim("regularizers", "Dropout, weight decay and label smoothing all lower memorization.",
+          "", "last-layer RLP accuracy without minus with each regularizer at its strongest"
+          + SEEDS, "all three drops > 0 (decided once every drop clears its 95% t interval, "
+          "or one falls below 0 beyond it)",
+          preconditions=(INTERPOLATES, MEMORIZES),
+          **all_of(lambda v: [margin(v[k], 0) for k in STANDARD_REGULARIZERS]),
+          cases=Cases(holds={**_PRE, **{k: _e(5.0) for k in STANDARD_REGULARIZERS}},
+                      fails={**_PRE, "dropout": _e(5.0), "weight_decay": _e(5.0),
+                             "label_smoothing": _e(-5.0)},
+                      preconditions={INTERPOLATES[0]: {**_NO_FIT, **{
+                          k: _e(5.0) for k in STANDARD_REGULARIZERS}},
+                                     MEMORIZES[0]: {**_NO_MEMORY, **{
+                          k: _e(5.0) for k in STANDARD_REGULARIZERS}}}),
+          unit="points", headline=lambda v: min((v[k] for k in STANDARD_REGULARIZERS),
+                                                key=lambda e: e.mean),
+          caveat="headline: the smallest of the three drops", where="fig4_standard_regularizers"),
+    Claim("regularizer_works", "The RLP regularizer reduces memorization at the regularized "
+          "layer.", "", "last-layer RLP accuracy at λ = 0 minus at the judged λ (last-layer "
+          "regularization), " + AT_TRAINED + SEEDS,
+          "drop >= 5 points (half the 10-point memorization target: a reduction, not a "
+          "flicker), decided by the 95% t interval of drop − 5; never judged at a λ that "
+          "stops the network from training",
+          preconditions=(INTERPOLATES, MEMORIZES, STILL_TRAINS),
+          **all_of(lambda v: [margin(v["drop"], 5.0)]),
+          cases=Cases(holds={**_PRE, **_JUDGED, "drop": _e(12.0)},
+                      fails={**_PRE, **_JUDGED, "drop": _e(1.0)},
+                      preconditions={INTERPOLATES[0]: {**_NO_FIT, **_JUDGED, "drop": _e(12.0)},
+                                     MEMORIZES[0]: {**_NO_MEMORY, **_JUDGED, "drop": _e(12.0)},
+                                     STILL_TRAINS[0]: {**_PRE, "lam": None, "drop": None}}),
+          unit="points", headline=lambda v: v["drop"],
+          caveat=f"judged at the largest λ at which every seed still fits >= {TRAINS:.0%} of "
+                 "its labels (the value shows λ and the drop at the largest λ)",
+          where="fig5_rlp_regularizer"),
+    Claim("shift", "Regularizing only the last layer shifts memorization to earlier layers.",
+          "", "RLP accuracy change of each earlier layer, judged λ vs λ = 0, last-layer "
+          "regularization, " + AT_TRAINED + SEEDS,
+          "some earlier layer's change > 0 (decided once one rises beyond its 95% t interval, "
+          "or every change clears it)",
+          preconditions=(INTERPOLATES, MEMORIZES, STILL_TRAINS, REGULARIZER_BITES),
+          **any_of(lambda v: [margin(e, 0) for e in v["changes"].values()]),
+          cases=Cases(holds=_shift({"act1": _e(-3.0), "act2": _e(3.0)}),
+                      fails=_shift({"act1": _e(-3.0), "act2": _e(-3.0)}),
+                      preconditions={INTERPOLATES[0]: _shift({}, fitted=False),
+                                     MEMORIZES[0]: _shift({}, last_excess=_e(0.5, 1.0)),
+                                     STILL_TRAINS[0]: _shift({}, lam=None, drop=None),
+                                     REGULARIZER_BITES[0]: _shift({}, drop=_e(0.5, 1.0))}),
+          unit="points", headline=lambda v: max(v["changes"].values(), key=lambda e: e.mean,
+                                                default=None),
+          caveat="headline: the earlier layer that rises most", where="fig5_rlp_regularizer"),
+    Claim("all_layers", "Regularizing all layers suppresses the shift.", "",
+          "RLP accuracy change under all-layer regularization, " + AT_ALL_TRAINED + ", vs "
+          "λ = 0, of each earlier layer that rose beyond noise under last-layer regularization "
+          "at its judged λ" + SEEDS,
+          "every such layer's change <= 0 (decided once every change clears its 95% t "
+          "interval, or one rises beyond it); asked only where last-layer regularization "
+          "shifted memorization",
+          preconditions=(INTERPOLATES, MEMORIZES, STILL_TRAINS,
+                         ("last-layer regularization shifts memorization (some earlier layer "
+                          "rises beyond noise at that λ)", lambda v: bool(v["shifted"])),
+                         ALL_TRAIN),
+          **all_of(lambda v: [margin(e, 0, at_least=False) for e in v["changes"].values()]),
+          cases=Cases(holds=_all_layers({"act2": _e(-4.0)}),
+                      fails=_all_layers({"act2": _e(3.0)}),
+                      preconditions={
+                          INTERPOLATES[0]: _all_layers({}, fitted=False),
+                          MEMORIZES[0]: _all_layers({}, last_excess=_e(0.5, 1.0)),
+                          STILL_TRAINS[0]: _all_layers({}, lam=None),
+                          "last-layer regularization shifts memorization (some earlier layer "
+                          "rises beyond noise at that λ)": _all_layers({}, shifted={}),
+                          ALL_TRAIN[0]: _all_layers({}, all_lam=None)}),
+          unit="points", headline=lambda v: max(v["changes"].values(), key=lambda e: e.mean,
+                                                default=None),
+          caveat="every layer is penalized directly under all-layer regularization, so once "
+                 "a shift exists this is a weak test", where="fig5_rlp_regularizer"),
+    Claim("all_layers_test", "Regularizing all layers does not necessarily improve test "
+          "accuracy.", "qualitative",
+          "test accuracy with all layers regularized minus at λ = 0, " + AT_ALL_TRAINED
+          + SEEDS,
+          f"change < {NO_GAIN:g} point (the paper's own gain from the regularizer is +1.5), "
+          f"decided by the 95% t interval of {NO_GAIN:g} − change",
+          preconditions=(ALL_TRAIN,),
+          **all_of(lambda v: [margin(v["change"], NO_GAIN, at_least=False)]),
+          cases=Cases(holds={**_ALL_JUDGED, "change": _e(-2.0)},
+                      fails={**_ALL_JUDGED, "change": _e(3.0)},
+                      preconditions={ALL_TRAIN[0]: {"all_lam": None, "all_train": None,
+                                                    "change": None}}),
+          unit="points", headline=lambda v: v["change"],
+          caveat="the value also shows last-layer regularization's change at its judged λ",
+          where="fig5_rlp_regularizer"),
+    Claim("noise", "With label noise the RLP regularizer improves test accuracy.",
+          "helps consistently under label noise",
+          "test accuracy, best λ > 0 minus λ = 0, at the highest noise rate; " + CHOSEN + SEEDS,
+          "gain > 0, decided by the 95% t interval",
+          preconditions=(("every seed's λ = 0 run met its declared fit (train acc >= 99% with "
+                          ">= 95% of flipped labels fitted), by its fit record",
+                          lambda v: v["fitted"]),),
+          **all_of(lambda v: [margin(v["gain"], 0)]),
+          cases=Cases(holds={"rate": 0.4, "best_lam": 10.0, "fitted": True, "gain": _e(3.0)},
+                      fails={"rate": 0.4, "best_lam": 10.0, "fitted": True, "gain": _e(-3.0)},
+                      preconditions={"every seed's λ = 0 run met its declared fit (train acc >= "
+                                     "99% with >= 95% of flipped labels fitted), by its fit "
+                                     "record": {"rate": 0.4, "best_lam": 10.0, "fitted": False,
+                                                "gain": _e(3.0)}}),
+          unit="points", headline=lambda v: v["gain"],
+          caveat="λ chosen on held-out training-split samples, never on test",
+          where="fig7_label_noise"),
+    Claim("sampling", "Suppressing memorization helps on well-sampled data and hurts on "
+          "under-sampled data.", "ImageNet 67.0% → 68.5% at λ = 1e4; small fractions hurt",
+          "test-accuracy change from best λ vs λ = 0 on the full training set and on the "
+          "smallest fraction, runs of their own at the sampling experiment's label noise "
+          "(clean at the small scale); " + CHOSEN + SEEDS,
+          "full-set change > 0 and smallest-fraction change < 0, each decided by its 95% t "
+          "interval (both arms, as the paper says; their difference is shown beside)",
+          preconditions=(("interpolation (train acc >= 99%, worst unregularized run of the "
+                          "experiment)", lambda v: v["train"] >= 0.99),),
+          **all_of(lambda v: [margin(v["largest"], 0),
+                              margin(v["smallest"], 0, at_least=False)]),
+          cases=Cases(holds={"train": 1.0, "best_lam": 10.0, "largest": _e(2.0),
+                             "smallest": _e(-3.0), "difference": _e(5.0)},
+                      fails={"train": 1.0, "best_lam": 10.0, "largest": _e(-2.0),
+                             "smallest": _e(-3.0), "difference": _e(1.0)},
+                      preconditions={"interpolation (train acc >= 99%, worst unregularized run "
+                                     "of the experiment)": {
+                          "train": 0.5, "best_lam": 10.0, "largest": _e(2.0),
+                          "smallest": _e(-3.0), "difference": _e(5.0)}}),
+          unit="points",
+          headline=lambda v: f"{v['largest']} (all data) vs {v['smallest']} (smallest "
+                             "fraction)",
+          caveat="λ chosen on held-out training-split samples, never on test; " + LEFT_OUT,
+          where="fig6_sampling"),
+    Claim("tails", "Regularization hurts tail classes more than head classes.", "",
+          "test-accuracy change from best λ vs λ = 0, mean over the rarer vs commoner half "
+          "of classes in a long-tailed subset at the sampling experiment's label noise; "
+          + CHOSEN + SEEDS,
+          "head change − tail change > 0, decided by the 95% t interval",
+          **all_of(lambda v: [margin(v["difference"], 0)]),
+          cases=Cases(holds={"best_lam": 10.0, "head": _e(1.0), "tail": _e(-4.0),
+                             "difference": _e(5.0)},
+                      fails={"best_lam": 10.0, "head": _e(-4.0), "tail": _e(1.0),
+                             "difference": _e(-5.0)}),
+          unit="points", headline=lambda v: v["difference"], caveat=LEFT_OUT,
+          where="fig6_sampling"),
+    Claim("imagenet", "On ImageNet the RLP regularizer raises test accuracy, lowers train "
+          "accuracy and narrows the train–test gap.", "ViT-B/32: up to +1.5 points test",
+          "test accuracy, train accuracy and train − test gap at the best λ minus at λ = 0 "
+          "(last-layer regularization, ImageNet arm); " + CHOSEN + SEEDS,
+          "test change > 0, train change < 0 and gap change < 0, each decided by its 95% t "
+          "interval",
+          **all_of(lambda v: [margin(v["test"], 0), margin(v["train"], 0, at_least=False),
+                              margin(v["gap"], 0, at_least=False)]),
+          cases=Cases(holds={"best_lam": 1e4, "test": _e(1.5), "train": _e(-3.0),
+                             "gap": _e(-4.5)},
+                      fails={"best_lam": 1e4, "test": _e(-1.5), "train": _e(-3.0),
+                             "gap": _e(-1.5)}),
+          unit="points", headline=lambda v: v["test"],
+          caveat="full scale only (ImageNet arm, GPUs); its preset runs one seed, so more "
+                 "seeds are needed to leave within noise", where="lambda_sweep"),
+    Claim("imagenet_rlp", "On ImageNet the RLP regularizer lowers random-label accuracy at the "
+          "regularized layer.", "ViT-B/32, λ up to 1e4",
+          "last-layer RLP accuracy at λ = 0 minus at the best λ (last-layer regularization, "
+          "ImageNet arm); " + CHOSEN + SEEDS,
+          "drop > 0, decided by the 95% t interval",
+          preconditions=(MEMORIZES,),
+          **all_of(lambda v: [margin(v["drop"], 0)]),
+          cases=Cases(holds={**_PRE, "best_lam": 1e4, "drop": _e(10.0)},
+                      fails={**_PRE, "best_lam": 1e4, "drop": _e(-10.0)},
+                      preconditions={MEMORIZES[0]: {**_NO_MEMORY, "best_lam": 1e4,
+                                                    "drop": _e(10.0)}}),
+          unit="points", headline=lambda v: v["drop"],
+          caveat="full scale only (ImageNet arm, GPUs)", where="lambda_sweep"),
+    Claim("cifar100_train_stable", "On CIFAR-100 the RLP regularizer leaves train accuracy "
+          "stable.", "qualitative",
+          "train accuracy at the judged λ minus at λ = 0 (last-layer regularization, "
+          "CIFAR-100 arm), " + AT_TRAINED + SEEDS,
+          f"change > −{NO_GAIN:g} point (train accuracy falls by less than the paper's own "
+          f"test gain), decided by the 95% t interval of change + {NO_GAIN:g}",
+          preconditions=(STILL_TRAINS,),
+          **all_of(lambda v: [margin(v["change"], -NO_GAIN)]),
+          cases=Cases(holds={**_JUDGED, "change": _e(-0.2, 0.1)},
+                      fails={**_JUDGED, "change": _e(-5.0)},
+                      preconditions={STILL_TRAINS[0]: {"lam": None, "change": None}}),
+          unit="points", headline=lambda v: v["change"],
+          caveat="full scale only (CIFAR-100 arm, GPUs)", where="lambda_sweep"),
+    Claim("cifar100_small_lambda", "On CIFAR-100 with WRN-16-4 the RLP regularizer lowers "
+          "test accuracy even at a small λ.", "qualitative",
+          "test accuracy at the smallest λ > 0 of the sweep minus at λ = 0 (last-layer "
+          "regularization, CIFAR-100 arm)" + SEEDS,
+          "change < 0, decided by the 95% t interval",
+          preconditions=((f"that λ still trains (every seed >= {TRAINS:.0%})",
+                          lambda v: v["lam_train"] is not None and v["lam_train"] >= TRAINS),),
+          **all_of(lambda v: [margin(v["change"], 0, at_least=False)]),
+          cases=Cases(holds={"lam": 10.0, "lam_train": 0.99, "change": _e(-2.0)},
+                      fails={"lam": 10.0, "lam_train": 0.99, "change": _e(2.0)},
+                      preconditions={f"that λ still trains (every seed >= {TRAINS:.0%})": {
+                          "lam": 10.0, "lam_train": 0.2, "change": _e(-40.0)}}),
+          unit="points", headline=lambda v: v["change"],
+          caveat="full scale only (CIFAR-100 arm, GPUs)", where="lambda_sweep"),
+]
+
+
+# The first registered versions of the rules whose words changed, evaluated beside the new
+# ones (register/01_random_label_heads.yaml gives the reasons): the sweep moved to the
+# SmallCNN, all-layer regularization got its own λ, early_rise subtracts the frozen head's
+# own rise, the sampling experiment got clean-label runs of its own, and the memorization
+# target says what it checks.
+_AT_THAT_LAMBDA = (f"all-layer regularization at that λ still trains (every seed >= "
+                   f"{TRAINS:.0%})", lambda v: v["all_train"] is not None
+                   and v["all_train"] >= TRAINS)
+_FIRST_WORDS = {
+    "depth": dict(preconditions=(("some model interpolates with an RLP excess >= 10 points "
+                                  "beyond noise", lambda v: bool(_memorizing(v))),)),
+    "early_rise": dict(measure="per seed at λ = 0: first epoch with train − test accuracy > "
+                       "5 points minus the epoch at which last-layer RLP accuracy reaches "
+                       "half its final excess over chance (epochs, the lead)"),
+    "all_layers": dict(
+        measure="RLP accuracy change under all-layer regularization, judged λ vs λ = 0, of "
+                "each earlier layer that rose beyond noise under last-layer regularization at "
+                "the same λ" + SEEDS,
+        preconditions=(INTERPOLATES, MEMORIZES, STILL_TRAINS,
+                       ("last-layer regularization shifts memorization (some earlier layer "
+                        "rises beyond noise at that λ)", lambda v: bool(v["shifted"])),
+                       _AT_THAT_LAMBDA),
+        cases=Cases(holds=_all_layers({"act2": _e(-4.0)}), fails=_all_layers({"act2": _e(3.0)}),
+                    preconditions={
+                        INTERPOLATES[0]: _all_layers({}, fitted=False),
+                        MEMORIZES[0]: _all_layers({}, last_excess=_e(0.5, 1.0)),
+                        STILL_TRAINS[0]: _all_layers({}, lam=None),
+                        "last-layer regularization shifts memorization (some earlier layer "
+                        "rises beyond noise at that λ)": _all_layers({}, shifted={}),
+                        _AT_THAT_LAMBDA[0]: _all_layers({}, all_train=0.3)})),
+    "all_layers_test": dict(
+        measure="test accuracy with all layers regularized at the judged λ minus at λ = 0, "
+                + AT_TRAINED + SEEDS,
+        preconditions=(STILL_TRAINS, _AT_THAT_LAMBDA),
+        cases=Cases(holds={**_JUDGED, **_ALL_JUDGED, "change": _e(-2.0)},
+                    fails={**_JUDGED, **_ALL_JUDGED, "change": _e(3.0)},
+                    preconditions={STILL_TRAINS[0]: {"lam": None, "all_train": None,
+                                                     "change": None},
+                                   _AT_THAT_LAMBDA[0]: {**_JUDGED, "all_train": 0.3,
+                                                        "change": _e(-20.0)}})),
+    "sampling": dict(
+        measure="test-accuracy change from best λ vs λ = 0 on the full training set and on "
+                "the smallest fraction; " + CHOSEN + SEEDS,
+        preconditions=(("interpolation (train acc >= 99%, worst seed)",
+                        lambda v: v["train"] >= 0.99),)),
+    "tails": dict(measure="test-accuracy change from best λ vs λ = 0, mean over the rarer vs "
+                          "commoner half of classes in a long-tailed subset; " + CHOSEN + SEEDS),
+}
+CLAIMS = [earlier_version(c, **_FIRST_WORDS[c.id]) if c.id in _FIRST_WORDS else c
+          for c in CLAIMS]
+
+# what decides each claim besides its rule: the functions that compute its value (with the
+# memlib functions and constants they name) and the preset values they read, all in the
+# claim's fingerprint. Every value passes through measure_claims, which reads the runs' final
+# rows and histories; the sweep's settings decide which runs those are.
+_RECIPE = ("model", "epochs", "noise", "train_samples", "measure_every", "fit_train_acc",
+           "fit_flipped_acc")
+_SWEEP = (*_RECIPE, "lambdas", "all_lambdas")
+_SAMPLING = (*_RECIPE, "lambdas", "sampling_experiment", "sampling_noise", "fractions",
+             "long_tail_ratio")
+CLAIMS = declare(CLAIMS, {
+    "depth": ((measure_claims, memorization), (*_RECIPE, "layer_models",
+                                                "layer_model_epochs")),
+    "early_rise": ((measure_claims, rise_and_gap, onset_epoch, gap_epoch), _RECIPE),
+    "regularizers": ((measure_claims,), (*_RECIPE, "dropouts", "weight_decays",
+                                         "label_smoothings")),
+    "regularizer_works": ((measure_claims, trained_lambda), _SWEEP),
+    "shift": ((measure_claims, trained_lambda, layer_changes), _SWEEP),
+    "all_layers": ((measure_claims, trained_lambda, layer_changes), _SWEEP),
+    "all_layers_test": ((measure_claims, trained_lambda), _SWEEP),
+    "noise": ((measure_claims, best_lambda), (*_RECIPE, "noise_rates", "noise_lambdas")),
+    "sampling": ((measure_claims, sampling_claims, best_lambda), _SAMPLING),
+    "tails": ((measure_claims, sampling_claims, head_tail_change, best_lambda), _SAMPLING),
+    "imagenet": ((measure_claims, best_lambda), _SWEEP),
+    "imagenet_rlp": ((measure_claims, best_lambda), _SWEEP),
+    "cifar100_small_lambda": ((measure_claims,), _SWEEP),
+    "cifar100_train_stable": ((measure_claims, trained_lambda), _SWEEP),
+})

@@ -1,0 +1,223 @@
+"""The study's configuration: Config (the preset's values), RunSpec (one training run's
+settings: its cache key) and `spec`, which makes one from the other."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from memlib import data as datasets
+from memlib.config import (
+    SEED_MAX,
+    AtLeast,
+    AtMost,
+    Distinct,
+    Domain,
+    Fraction,
+    MinLength,
+    NonEmpty,
+    NonNegative,
+    Positive,
+    Rate,
+    check,
+    check_fields,
+    check_stratified,
+)
+from memlib.models import unknown_model
+from memlib.train import (
+    check_device,
+)
+
+__all__ = [
+    "REGULARIZED", "FOLDER_DATASETS", "STANDARD_REGULARIZERS", "Config", "RunSpec", "spec"
+]
+
+
+REGULARIZED = ("last", "all")
+FOLDER_DATASETS = ("imagenet", "imagenet_lt")  # images stay on disk, read by a DataLoader
+STANDARD_REGULARIZERS = ("dropout", "weight_decay", "label_smoothing")
+
+
+@dataclass(frozen=True)
+class Config:
+    # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
+    dataset: Literal["fashion_mnist", "mnist", "mnist-5k", "cifar10", "cifar100", "digits",
+                     "imagenet", "imagenet_lt"] = "fashion_mnist"
+    # class-stratified subset of the train split; None: all
+    train_samples: Annotated[int | None, AtLeast(20), AtMost(10**7)] = 4000
+    test_samples: Annotated[int | None, AtLeast(10), AtMost(10**7)] = 2000
+    # class-stratified samples of the train split held out of training, with their clean
+    # labels: the validation set on which every "best λ" is chosen (never the test set)
+    validation_samples: Annotated[int, Positive, AtMost(10**7)] = 500
+    # train accuracy and RLP accuracy on a fixed class-stratified subset of the training
+    # samples (None: all of them); an estimate that spares ImageNet a second pass per epoch
+    measure_samples: Annotated[int | None, AtLeast(10), AtMost(10**7)] = None
+    model: str = "mlp"  # the default model of every sweep
+    # MLP
+    widths: Annotated[tuple[int, ...], MinLength(2), Positive, AtMost(2**16)] = (128, 128, 128, 128)
+    # SmallCNN
+    cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**14)] = (16, 32, 64)
+    wrn_depth: Annotated[int, Domain(lambda d: d >= 10 and (d - 4) % 6 == 0,
+                                     "6n + 4 with n >= 1 (10, 16, 22, 28...)"), AtMost(1000)] = 16
+    wrn_width: Annotated[int, Positive, AtMost(64)] = 4
+    # blocks of every ViT; None: the model's
+    vit_depth: Annotated[int | None, Positive, AtMost(1000)] = None
+    layer_models: Annotated[tuple[str, ...], NonEmpty] = ("mlp", "smallcnn", "vit_tiny")
+    # epochs for layer_models other than model
+    layer_model_epochs: Annotated[int, Positive, AtMost(10**4)] = 8
+    n_random: Annotated[int | None, AtLeast(2), AtMost(10**5)] = None  # None: the number of classes
+    head_hidden: Annotated[int, NonNegative, AtMost(2**16)] = 0  # 0: linear heads
+    # > 0: also a capacity-matched control head per layer, reading it through a fixed random
+    # projection to this many dimensions (rlpproj_<layer>)
+    head_project: Annotated[int, NonNegative, AtMost(2**16)] = 0
+    head_lr: Annotated[float | None, Positive] = 1e-2  # None: lr
+    epochs: Annotated[int, Positive, AtMost(10**4)] = 20
+    # epochs between measurements of train/test/RLP accuracy (and always the last)
+    measure_every: Annotated[int, Positive, AtMost(10**4)] = 1
+    # training runs computed at once, each in its own process on one CPU thread (1: all in
+    # this process; ignored under torchrun)
+    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1
+    batch_size: Annotated[int, Positive, AtMost(2**20)] = 128
+    optimizer: Literal["sgd", "adam", "adamw", "muon"] = "adam"
+    lr: Annotated[float, Positive] = 2e-3
+    momentum: Annotated[float, Rate] = 0.9
+    weight_decay: Annotated[float, NonNegative] = 0.0  # extractor and task head; RLP heads never
+    schedule: Literal["constant", "cosine", "warmup_cosine"] = "constant"
+    warmup_epochs: Annotated[float, NonNegative, AtMost(10**4)] = 0.0
+    dropouts: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.3, 0.5)
+    weight_decays: Annotated[tuple[float, ...], NonEmpty, NonNegative] = (1e-4, 1e-3, 1e-2)
+    label_smoothings: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.2, 0.3)
+    # λ > 0 of the sweep (λ = 0 always runs): last-layer regularization, and all-layer
+    # regularization (None: the same values), whose penalty sums over every probed layer and
+    # so stops a network from training at a smaller λ
+    lambdas: Annotated[tuple[float, ...], NonEmpty, Positive] = (1.0, 10.0, 100.0)
+    all_lambdas: Annotated[tuple[float, ...] | None, NonEmpty, Positive] = None
+    fractions: Annotated[tuple[float, ...], NonEmpty, Fraction] = (0.1, 0.3, 1.0)  # of train
+    long_tail_ratio: Annotated[float, AtLeast(1)] = 10.0  # largest / smallest class size
+    # the sampling experiment (fractions x {0, best λ}, long tail x {0, best λ}), at its own
+    # label noise: the paper's claims about well- and under-sampled data are about clean labels
+    sampling_experiment: bool = True
+    sampling_noise: Annotated[float, Rate] = 0.0
+    # label-noise rate of the default setting (every experiment but the noise sweep)
+    noise: Annotated[float, Rate] = 0.0
+    noise_rates: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.2, 0.4)
+    noise_lambdas: Annotated[tuple[float, ...], NonEmpty, Positive] = (1.0, 10.0)
+    # every condition runs once per seed
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
+        0, 1, 2)
+    label_seed: Annotated[int, NonNegative, AtMost(SEED_MAX)] = 12345
+    data_seed: Annotated[int, NonNegative, AtMost(SEED_MAX)] = 0
+    device: str = "cpu"  # "cpu", "cuda", "cuda:N", "mps" or "auto" (cuda when available)
+    # image folders (imagenet, imagenet_lt) only: the crop size and DataLoader worker processes
+    image_size: Annotated[int, AtLeast(8), AtMost(4096)] = 224
+    workers: Annotated[int, NonNegative, AtMost(256)] = 8
+    precision: Literal["fp32", "bf16"] = "fp32"  # bf16: autocast the training forward pass
+    channels_last: bool = False  # NHWC convolutions: faster on GPUs, and on CPUs with oneDNN
+    fused_optimizer: bool = True  # Adam/AdamW in one fused kernel per step (memlib.train)
+    # in-memory images: seeded batched crop + flip, + cutout (memlib.augment); image folders
+    # bring their own (random-resized crop + flip). RLP accuracy is measured without it.
+    augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
+    # in-memory images: standardized by the training split's per-channel statistics, or the
+    # stored [0, 1] pixels; image folders bring their own normalization
+    inputs: Literal["standardized", "unit"] = "standardized"
+    # the declared fit of every run (memlib.train.FitCriterion): train accuracy and the fit of
+    # the flipped labels, checked at every measured epoch (`measure_every`) on the measured
+    # training samples; `epochs` (and `layer_model_epochs`) are the maximum, and with
+    # `epochs_after_fit` a run stops at the first measured epoch that many epochs after its
+    # fit (None: every run trains all its epochs, the fit only recorded)
+    fit_train_acc: Annotated[float, Fraction] = 0.99
+    fit_flipped_acc: Annotated[float, Fraction] = 0.95
+    epochs_after_fit: Annotated[int | None, NonNegative, AtMost(10**4)] = None
+
+    def __post_init__(self):
+        check_fields(self)
+        check_device(self.device)
+        for name in (self.model, *self.layer_models):
+            problem = unknown_model(name)
+            check(problem is None, problem)
+        check(self.model in self.layer_models,
+              f"layer_models {self.layer_models} must include model {self.model!r}")
+        self._check_sample_counts()
+
+    def _check_sample_counts(self) -> None:
+        """Every class-stratified count covers the classes, and the long tail leaves its rarest
+        class a sample (image folders' classes are known only on disk: checked as they load)."""
+        classes = datasets.NUM_CLASSES.get(self.dataset)
+        if classes is None:
+            return
+        for name in ("train_samples", "test_samples", "validation_samples", "measure_samples"):
+            check_stratified(name, getattr(self, name), classes, self.dataset)
+        size = datasets.TRAIN_SIZES[self.dataset]
+        check(self.validation_samples < size, f"validation_samples={self.validation_samples} "
+              f"leaves none of the {size} training images of {self.dataset} to train on")
+        pool = min(self.train_samples or size, size - self.validation_samples)
+        most = pool // classes  # the smallest class holds no more
+        check(self.long_tail_ratio <= most,
+              f"long_tail_ratio={self.long_tail_ratio:g} exceeds the {most} samples of the "
+              f"smallest of the {classes} classes in {pool} training samples, so the long "
+              "tail's rarest class would be empty")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one training run depends on: its cache key."""
+
+    dataset: str
+    train_samples: int | None
+    test_samples: int | None
+    validation_samples: int
+    model: str
+    widths: tuple[int, ...]
+    cnn_channels: tuple[int, ...]
+    wrn_depth: int
+    wrn_width: int
+    vit_depth: int | None
+    n_random: int | None
+    head_hidden: int
+    head_lr: float | None
+    epochs: int
+    batch_size: int
+    optimizer: str
+    lr: float
+    momentum: float
+    weight_decay: float
+    schedule: str
+    warmup_epochs: float
+    label_seed: int
+    data_seed: int
+    device: str
+    measure_samples: int | None = None
+    image_size: int = 224
+    workers: int = 8
+    precision: str = "fp32"
+    augment: str = "none"
+    channels_last: bool = False
+    fused_optimizer: bool = False
+    dropout: float = 0.0
+    label_smoothing: float = 0.0
+    lam: float = 0.0
+    regularize: Literal["last", "all"] = "last"
+    fraction: float = 1.0
+    long_tail_ratio: float = 1.0  # 1: no long tail
+    noise: float = 0.0
+    seed: int = 0
+    head_project: int = 0
+    measure_every: int = 1
+    inputs: str = "standardized"
+    fit_train_acc: float = 0.99
+    fit_flipped_acc: float = 0.95
+    epochs_after_fit: int | None = None
+
+
+def spec(config: Config, **overrides) -> RunSpec:
+    shared = {f.name: getattr(config, f.name) for f in dataclasses.fields(RunSpec)
+              if hasattr(config, f.name) and f.name != "long_tail_ratio"}
+    shared["seed"] = config.seeds[0]
+    if config.dataset not in FOLDER_DATASETS:  # runs, tables and titles name the data used
+        shared["dataset"] = datasets.resolve(config.dataset)
+    out = RunSpec(**{**shared, **overrides})
+    if out.model != config.model and "epochs" not in overrides:
+        out = dataclasses.replace(out, epochs=config.layer_model_epochs)
+    return out
+

@@ -1,0 +1,286 @@
+"""The method of random-label prediction: random labels, the RLP heads and their losses, and
+the eval-mode measurements (accuracy, RLP accuracy, pooled features, class collapse)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from memlib import distributed
+from memlib.models import pool, taps
+from memlib.seed import generator
+from memlib.train import (
+    Batch,
+    to_device,
+)
+
+__all__ = [
+    "random_labels", "log1m_softmax", "rlp_penalty", "make_head", "RandomProjection", "PROJECTED",
+    "RLPHeads", "feature_dims", "rlp_losses", "rlp_step", "EvalData", "eval_batches",
+    "eval_loader", "measure", "pooled_features", "class_variance_ratio", "per_class_accuracy"
+]
+
+
+def random_labels(num_samples: int, n_random: int, seed: int) -> torch.Tensor:
+    """One random label per sample index of the full dataset, from a private generator.
+
+    Index the result with a subset's original indices: the label of a sample never depends
+    on which subset, shuffle or epoch it appears in.
+    """
+    if n_random < 2:
+        raise ValueError(f"n_random must be >= 2, got {n_random}")
+    return torch.randint(0, n_random, (num_samples,), generator=generator(seed))
+
+
+def log1m_softmax(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """log(1 - softmax(logits)[target]) per row, stably:
+    logsumexp over the other logits minus logsumexp over all of them."""
+    # in float32 even under bf16 autocast: at p̂ ≈ 1/n the difference is ~1/n, far below
+    # bf16's resolution of logsumexps of a few units (a no-op for float32/64 logits)
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+    others = logits.scatter(1, target[:, None], -math.inf)
+    return torch.logsumexp(others, 1) - torch.logsumexp(logits, 1)
+
+
+def rlp_penalty(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean of -log(1 - p̂_target): minimising it *lowers* the head's probability of r_i."""
+    return -log1m_softmax(logits, target).mean()
+
+
+def make_head(in_features: int, n_random: int, hidden: int = 0) -> nn.Module:
+    """A linear head, or (hidden > 0) Linear-LayerNorm-ReLU-Linear; never BatchNorm, whose
+    statistics would be updated twice per step (once per loss)."""
+    if hidden <= 0:
+        return nn.Linear(in_features, n_random)
+    return nn.Sequential(nn.Linear(in_features, hidden), nn.LayerNorm(hidden), nn.ReLU(),
+                         nn.Linear(hidden, n_random))
+
+
+class RandomProjection(nn.Module):
+    """A fixed Gaussian map from `d` to `k` dimensions (scaled by 1/sqrt(k), so norms are
+    kept on average), stored as a buffer: never trained, never decayed."""
+
+    def __init__(self, d: int, k: int, seed: int):
+        super().__init__()
+        weight = torch.randn(k, d, generator=generator(seed)) / math.sqrt(k)
+        self.register_buffer("weight", weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.weight.T
+
+
+PROJECTED = "proj__"
+
+
+class RLPHeads(nn.ModuleDict):
+    """One head per probed layer name (module names may contain dots, keys may not).
+
+    With `project` > 0 every layer also gets a capacity-matched control head, which reads
+    the layer through a fixed random projection to `project` dimensions: the same number of
+    head parameters at every layer, so a trend over depth cannot come from layer width.
+    Control heads are never regularized.
+    """
+
+    def __init__(self, dims: dict[str, int], n_random: int, hidden: int = 0,
+                 project: int = 0, seed: int = 0):
+        heads = {_key(n): make_head(d, n_random, hidden) for n, d in dims.items()}
+        if project > 0:
+            heads.update({PROJECTED + _key(n): nn.Sequential(
+                RandomProjection(d, project, seed + i), make_head(project, n_random, hidden))
+                for i, (n, d) in enumerate(dims.items())})
+        super().__init__(heads)
+        self.layers = tuple(dims)
+        self.project = project
+
+    def head(self, layer: str) -> nn.Module:
+        return self[_key(layer)]
+
+    def probes(self) -> list[tuple[str, str, nn.Module]]:
+        """(metric, layer, head) of every head: rlp_<layer>, then rlpproj_<layer>."""
+        out = [(f"rlp_{n}", n, self.head(n)) for n in self.layers]
+        if self.project > 0:
+            out += [(f"rlpproj_{n}", n, self[PROJECTED + _key(n)]) for n in self.layers]
+        return out
+
+
+def _key(layer: str) -> str:
+    return layer.replace(".", "__")
+
+
+@torch.no_grad()
+def feature_dims(model: nn.Module, layers: Sequence[str], example: torch.Tensor) -> dict[str, int]:
+    """Width of each layer's pooled representation, from one forward pass in eval mode."""
+    was_training = model.training
+    model.eval()
+    with taps(model, layers) as outs:
+        model(example[:2])
+    model.train(was_training)
+    return {n: pool(outs[n]).shape[1] for n in layers}
+
+
+def rlp_losses(features: dict[str, torch.Tensor], heads: RLPHeads, r: torch.Tensor,
+               reg_layers: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(L_rnd, L_reg) summed over layers, from the live tapped outputs.
+
+    L_rnd sees detached features: only the heads learn from it. L_reg runs the head with
+    detached parameters (functional_call): only the extractor learns from it.
+    """
+    l_rnd = l_reg = features[heads.layers[0]].new_zeros(())
+    for metric, layer, head in heads.probes():
+        f = pool(features[layer])
+        l_rnd = l_rnd + F.cross_entropy(head(f.detach()), r)
+        if layer in reg_layers and metric == f"rlp_{layer}":
+            frozen = {k: v.detach() for k, v in head.named_parameters()}
+            l_reg = l_reg + rlp_penalty(torch.func.functional_call(head, frozen, (f,)), r)
+    return l_rnd, l_reg
+
+
+def rlp_step(heads: RLPHeads, random: torch.Tensor, lam: float = 0.0,
+             reg_layers: Sequence[str] = (), label_smoothing: float = 0.0):
+    """A `memlib.train` step: L_class + L_rnd + λ L_reg; `random[idx]` are the batch's labels."""
+    reg_layers = tuple(reg_layers) if lam > 0 else ()
+
+    def step(model: nn.Module, batch) -> torch.Tensor:
+        x, y, idx = batch
+        with taps(model, heads.layers) as outs:
+            logits = model(x)
+        l_rnd, l_reg = rlp_losses(outs, heads, random[idx], reg_layers)
+        loss = F.cross_entropy(logits, y, label_smoothing=label_smoothing) + l_rnd
+        return loss + lam * l_reg if reg_layers else loss
+
+    return step
+
+
+EvalData = tuple[torch.Tensor, ...] | Iterable[Batch]
+
+
+def eval_batches(data: EvalData, batch_size: int = 2048, shard: bool = True
+                 ) -> Iterator[Batch]:
+    """(x, y, idx) batches in order. `data` is in-memory (x, y) or (x, y, idx) tensors (idx
+    default: positions), sliced here, under torch.distributed to this rank's every
+    world-th sample unless `shard` is False; or an iterable of batches, e.g. `eval_loader`'s
+    (sharded, or not, when it was made)."""
+    if not isinstance(data, tuple):
+        yield from data
+        return
+    x, y, *rest = data
+    idx = rest[0] if rest else torch.arange(len(y), device=y.device)
+    rank, world = distributed.rank(), distributed.world_size()
+    if shard and world > 1:
+        x, y, idx = x[rank::world], y[rank::world], idx[rank::world]
+    for start in range(0, len(y), batch_size):
+        sl = slice(start, start + batch_size)
+        yield x[sl], y[sl], idx[sl]
+
+
+def eval_loader(dataset, batch_size: int, workers: int = 0, shard: bool = True):
+    """Ordered batches of a dataset yielding (x, y, idx) (memlib.imagenet with the eval
+    transform; workers start per pass, none idle between epochs). Sharded: this rank's every
+    world-th sample and none twice (a DistributedSampler would pad with repeats), so
+    all-reduced sums count each sample once."""
+    from torch.utils.data import DataLoader, Subset
+
+    rank, world = distributed.rank(), distributed.world_size()
+    if shard and world > 1:
+        dataset = Subset(dataset, range(rank, len(dataset), world))
+    return DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=workers,
+                      pin_memory=torch.cuda.is_available())
+
+
+def _device(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+@torch.no_grad()
+def measure(model: nn.Module, heads: RLPHeads | None, data: EvalData,
+            random: torch.Tensor | None = None, batch_size: int = 2048,
+            labels: dict[str, torch.Tensor] | None = None) -> dict[str, float]:
+    """Eval-mode accuracy and mean cross-entropy on `data` and, with `heads`, each head's
+    accuracy on the random labels `random[idx]`; for each `labels` entry (labels by sample
+    position, -1 where a sample does not count), the accuracy "acc_<name>" against them
+    over the samples that count (NaN: none), from the same forward pass. Sums are
+    all-reduced over ranks."""
+    layers = heads.layers if heads is not None else ()
+    probes = heads.probes() if heads is not None else []
+    targets = labels or {}
+    was_training = model.training
+    model.eval()
+    device = _device(model)
+    sums = torch.zeros(3 + len(probes) + 2 * len(targets), dtype=torch.float64, device=device)
+    for batch in eval_batches(data, batch_size):
+        x, y, idx = to_device(batch, device)
+        with taps(model, layers) as outs:
+            logits = model(x)
+        predicted = logits.argmax(1)
+        hits = [(head(pool(outs[layer])).argmax(1) == random[idx]).sum()
+                for _, layer, head in probes]
+        for target in targets.values():
+            t = target.to(device)[idx]
+            hits += [(predicted == t).sum(), (t >= 0).sum()]
+        sums += torch.stack([(predicted == y).sum(), torch.tensor(len(y), device=device),
+                             F.cross_entropy(logits.float(), y, reduction="sum"), *hits])
+    model.train(was_training)
+    correct, n, loss, *rest = distributed.all_sum(sums.tolist())
+    hits, counts = rest[:len(probes)], rest[len(probes):]
+    n = max(1.0, n)
+    return {"acc": correct / n, "loss": loss / n,
+            **{metric: h / n for (metric, _, _), h in zip(probes, hits, strict=True)},
+            **{f"acc_{name}": (right / count if count else math.nan)
+               for name, right, count in zip(targets, counts[::2], counts[1::2], strict=True)}}
+
+
+@torch.no_grad()
+def pooled_features(model: nn.Module, data: EvalData, layers: Sequence[str],
+                    batch_size: int = 2048) -> dict[str, torch.Tensor]:
+    """Every sample's pooled eval-mode features, on every rank (not sharded)."""
+    was_training = model.training
+    model.eval()
+    device = _device(model)
+    parts: dict[str, list[torch.Tensor]] = {n: [] for n in layers}
+    for batch in eval_batches(data, batch_size, shard=False):
+        with taps(model, layers) as outs:
+            model(to_device(batch, device)[0])
+        for n in layers:
+            parts[n].append(pool(outs[n]))
+    model.train(was_training)
+    return {n: torch.cat(p) for n, p in parts.items()}
+
+
+def class_variance_ratio(features: torch.Tensor, labels: torch.Tensor) -> float:
+    """tr(Σ_within) / tr(Σ_between) of `features` grouped by `labels` (float64).
+
+    Small values mean each class has collapsed toward its mean (neural collapse): what is
+    left to tell samples of a class apart, and hence to predict their random labels, is small
+    compared with what tells the classes apart.
+    """
+    f = features.double().flatten(1)
+    classes = labels.unique()
+    means = torch.stack([f[labels == c].mean(0) for c in classes])
+    within = sum(((f[labels == c] - m) ** 2).sum() for c, m in zip(classes, means,
+                                                                     strict=True))
+    counts = torch.stack([(labels == c).sum() for c in classes]).double()
+    between = (counts[:, None] * (means - f.mean(0)) ** 2).sum()
+    return float(within / between) if between > 0 else math.inf
+
+
+@torch.no_grad()
+def per_class_accuracy(model: nn.Module, data: EvalData, num_classes: int,
+                       batch_size: int = 2048) -> list[float]:
+    """Eval-mode accuracy of each class (0 for a class without samples), all-reduced."""
+    was_training = model.training
+    model.eval()
+    device = _device(model)
+    sums = torch.zeros(2, num_classes, dtype=torch.float64, device=device)
+    for batch in eval_batches(data, batch_size):
+        x, y, _ = to_device(batch, device)
+        pred = model(x).argmax(1)
+        sums[0] += torch.bincount(y[pred == y], minlength=num_classes)
+        sums[1] += torch.bincount(y, minlength=num_classes)
+    model.train(was_training)
+    correct, counts = torch.tensor(distributed.all_sum(sums.flatten().tolist())).view(2, -1)
+    return (correct / counts.clamp(min=1)).tolist()
+

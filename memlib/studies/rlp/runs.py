@@ -1,0 +1,355 @@
+"""One training run: its data, model, heads and training (`train_run`), the frozen-initialisation
+baseline, the registered computations that cache both, and the rows a run contributes to the
+tables."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+
+import pandas as pd
+import torch
+from torch import nn
+
+from memlib import data as datasets
+from memlib import imagenet
+from memlib.models import build
+from memlib.runs import TRAINING, computation
+from memlib.seed import seed_everything
+from memlib.studies.rlp.config import FOLDER_DATASETS, RunSpec
+from memlib.studies.rlp.method import (
+    RLPHeads,
+    class_variance_ratio,
+    eval_loader,
+    feature_dims,
+    measure,
+    per_class_accuracy,
+    pooled_features,
+    random_labels,
+    rlp_step,
+)
+from memlib.train import (
+    FitCriterion,
+    TensorBatches,
+    TrainSpec,
+    dataset_batches,
+    fit_tracker,
+    make_optimizers,
+    resolve_device,
+    train,
+)
+
+__all__ = [
+    "make_model", "validation_indices", "train_indices", "load_data", "train_spec", "make_heads",
+    "train_run", "fit_criterion", "final_collapse", "layer_collapse", "frozen_baseline",
+    "cached_run", "cached_frozen", "final_row", "layer_rows"
+]
+
+
+def make_model(s: RunSpec, num_classes: int, in_shape) -> tuple[nn.Module, tuple[str, ...]]:
+    """The model and its probed layers (SmallCNN's `pool` is GAP of block3: not probed twice)."""
+    kwargs = {"mlp": dict(widths=s.widths, dropout=s.dropout),
+              "smallcnn": dict(channels=s.cnn_channels, dropout=s.dropout),
+              "wrn": dict(depth=s.wrn_depth, width=s.wrn_width, dropout=s.dropout)}
+    if s.model.startswith("vit"):
+        depth = {} if s.vit_depth is None else {"depth": s.vit_depth}
+        kwargs[s.model] = dict(drop_rate=s.dropout, proj_drop_rate=s.dropout, **depth)
+    elif s.model not in kwargs and s.dropout > 0:
+        raise ValueError(f"dropout is not available for {s.model!r}; use mlp, smallcnn, wrn "
+                         "or a vit")
+    extra = kwargs.get(s.model, {})
+    if s.model == "resnet18":  # CIFAR-sized inputs get the CIFAR stem (3x3, no max-pool)
+        extra = dict(cifar_stem=in_shape[-1] <= 32)
+    model = build(s.model, num_classes, in_shape, **extra)
+    layers = tuple(n for n in model.probe_layers if not (s.model == "smallcnn" and n == "pool"))
+    return model, layers
+
+
+def _splits(s: RunSpec):
+    """(train, test, train labels, test labels, number of classes): in-memory Splits, or
+    image-folder datasets whose images stay on disk."""
+    if s.dataset in FOLDER_DATASETS:
+        load = imagenet.imagenet if s.dataset == "imagenet" else imagenet.imagenet_lt
+        full = load("train", transform_fn=imagenet.transform(True, s.image_size))
+        test = load("val" if s.dataset == "imagenet" else "test",
+                    transform_fn=imagenet.transform(False, s.image_size))
+        return (full, test, torch.tensor(full.targets), torch.tensor(test.targets),
+                len(full.classes))
+    full, test = datasets.load(s.dataset, "train"), datasets.load(s.dataset, "test")
+    return full, test, full.y, test.y, full.num_classes
+
+
+def validation_indices(s: RunSpec, labels: torch.Tensor) -> torch.Tensor:
+    """Original indices of the validation samples: a class-stratified subset of the train
+    split, fixed by the data seed, that no run of the study trains on."""
+    return datasets.stratified_subset(labels, count=s.validation_samples, seed=s.data_seed + 5)
+
+
+def train_indices(s: RunSpec, labels: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """Original indices of the run's training samples: the train split without the validation
+    samples, then stratified subset, fraction, long tail."""
+    idx = torch.arange(len(labels))
+    idx = idx[~torch.isin(idx, validation_indices(s, labels))]
+    if s.train_samples is not None and s.train_samples < len(idx):
+        idx = idx[datasets.stratified_subset(labels[idx], count=s.train_samples,
+                                             seed=s.data_seed)]
+    if s.fraction < 1:
+        idx = idx[datasets.stratified_subset(labels[idx], s.fraction, seed=s.data_seed + 1)]
+    if s.long_tail_ratio > 1:
+        idx = idx[datasets.long_tail_subset(labels[idx], s.long_tail_ratio, s.data_seed + 2,
+                                            num_classes)]
+    return idx
+
+
+def load_data(s: RunSpec) -> dict:
+    """Train subset (its original indices, random labels, noisy labels) and test set.
+
+    Labels are tensors by subset position. The images come as data for `train` ("train":
+    (x, y) tensors, or a shuffled DataLoader with augmentation) and for `measure` and
+    friends ("train_eval", "clean_eval" (clean labels), "validation" (clean labels), "test",
+    "features" (every training sample on every rank): tensors, or eval-transform loaders whose
+    idx are positions).
+    """
+    full, test, labels, test_labels, num_classes = _splits(s)
+    idx = train_indices(s, labels, num_classes)
+    clean_y = labels[idx]
+    y = clean_y
+    if s.noise > 0:
+        y, _ = datasets.symmetric_noise(clean_y, s.noise, num_classes, seed=1000 + s.seed)
+    n_random = s.n_random or num_classes
+    test_idx = torch.arange(len(test_labels))
+    if s.test_samples is not None and s.test_samples < len(test_labels):
+        test_idx = datasets.stratified_subset(test_labels, count=s.test_samples,
+                                              seed=s.data_seed)
+    measured = None  # positions whose train and RLP accuracy are measured; None: all
+    if s.measure_samples is not None and s.measure_samples < len(idx):
+        measured = datasets.stratified_subset(clean_y, count=s.measure_samples,
+                                              seed=s.data_seed + 3)
+    device = resolve_device(s.device)
+    labels_by_position = {"y": y, "clean_y": clean_y, "index": idx,
+                          "random": random_labels(len(labels), n_random, s.label_seed)[idx]}
+    d = {**{k: v.to(device) for k, v in labels_by_position.items()}, "device": device,
+         "num_classes": num_classes, "n_random": n_random,
+         "validation": _validation(s, full, validation_indices(s, labels), device)}
+    if s.dataset in FOLDER_DATASETS:
+        return {**d, **_folder_sources(s, full, test, idx, y, test_idx, measured)}
+    x = datasets.scale_inputs(s.dataset, full.x[idx], s.inputs).to(device)
+    x_test = datasets.scale_inputs(s.dataset, test.x[test_idx], s.inputs).to(device)
+    pick = (lambda t: (x, t)) if measured is None else (
+        lambda t: (x[measured.to(device)], t[measured.to(device)], measured.to(device)))
+    return {**d, "train": (x, d["y"]), "train_eval": pick(d["y"]),
+            "clean_eval": pick(d["clean_y"]), "features": (x, d["y"]),
+            "test": (x_test, test.y[test_idx].to(device)), "example": x[:2]}
+
+
+def _validation(s: RunSpec, full, held: torch.Tensor, device: torch.device):
+    """The validation samples with their clean labels: tensors, or an eval-transform loader
+    for an image folder."""
+    if s.dataset in FOLDER_DATASETS:
+        dataset = imagenet.select(full, held, None, imagenet.transform(False, s.image_size))
+        return eval_loader(dataset, s.batch_size, s.workers)
+    # scaled as the training and test samples are: unscaled validation images made "best λ"
+    # a choice on inputs the network never saw
+    x = datasets.scale_inputs(s.dataset, full.x[held], s.inputs)
+    return x.to(device), full.y[held].to(device)
+
+
+def _folder_sources(s: RunSpec, full, test, idx, y, test_idx, measured) -> dict:
+    """load_data's image data for an image folder: each sample is read from disk per batch."""
+    from torch.utils.data import Subset
+
+    plain = imagenet.transform(False, s.image_size)
+    noisy = imagenet.select(full, idx, y, plain)
+    clean = imagenet.select(full, idx, None, plain)
+    if measured is not None:  # torch's Subset keeps the dataset's own (position) index
+        noisy, clean = Subset(noisy, measured.tolist()), Subset(clean, measured.tolist())
+
+    def loader(dataset, shard=True):
+        return eval_loader(dataset, s.batch_size, s.workers, shard)
+
+    return {"train": dataset_batches(imagenet.select(full, idx, y), s.batch_size, seed=s.seed,
+                                     workers=s.workers),
+            "train_eval": loader(noisy), "clean_eval": loader(clean),
+            "features": loader(imagenet.select(full, idx, y, plain), shard=False),
+            "test": loader(imagenet.select(test, test_idx, None, plain)),
+            "example": torch.stack([noisy[i][0] for i in range(min(2, len(noisy)))])}
+
+
+def train_spec(s: RunSpec, heads: bool = False) -> TrainSpec:
+    """The run's TrainSpec; for the RLP heads: their own LR and no weight decay."""
+    lr = s.head_lr if heads and s.head_lr is not None else s.lr
+    weight_decay = 0.0 if heads else s.weight_decay
+    return TrainSpec(epochs=s.epochs, batch_size=s.batch_size, optimizer=s.optimizer, lr=lr,
+                     momentum=s.momentum,
+                     weight_decay=weight_decay,
+                     schedule=s.schedule, warmup_epochs=s.warmup_epochs,
+                     label_smoothing=s.label_smoothing, seed=s.seed,
+                     precision=s.precision, channels_last=s.channels_last,
+                     fused=s.fused_optimizer,
+                     augment=s.augment if s.dataset not in FOLDER_DATASETS else "none")
+
+
+def make_heads(s: RunSpec, model: nn.Module, layers: Sequence[str], d: dict) -> RLPHeads:
+    """The run's heads, on its device; the control heads' projections depend only on the
+    label seed, so trained and frozen-init runs read their layers through the same ones."""
+    dims = feature_dims(model, layers, d["example"].to(d["device"]))
+    return RLPHeads(dims, d["n_random"], s.head_hidden, s.head_project,
+                    seed=s.label_seed).to(d["device"])
+
+
+def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
+    """Train model + RLP heads; history has train/test accuracy and rlp_<layer> per epoch.
+
+    `observe(model, heads, d, memo)`, if given, returns more end-of-epoch callbacks (e.g.
+    memlib.lens's per-example tracking; they keep their running state in the dict `memo`,
+    which is checkpointed with the model). The result then also holds "model", "heads",
+    "data" (load_data's dict) and "memo" for the caller to measure. Observers that only
+    evaluate (eval mode, no random draws) leave the training itself unchanged.
+    """
+    d = load_data(s)
+    seed_everything(s.seed)
+    model, layers = make_model(s, d["num_classes"], tuple(d["example"].shape[1:]))
+    model.to(d["device"])
+    heads = make_heads(s, model, layers, d)
+    reg_layers = layers[-1:] if s.regularize == "last" else layers
+    ts = train_spec(s)
+    optimizers = (make_optimizers(model.parameters(), ts)
+                  + make_optimizers(heads.parameters(), train_spec(s, heads=True)))
+
+    # the training samples' predictions give the fit (noisy, clean and flipped labels) and
+    # every head's accuracy in one forward pass, at the measured epochs only: measuring
+    # every epoch would cost as much as training
+    flipped = d["y"] != d["clean_y"]
+    targets = {"clean": d["clean_y"], "flipped": torch.where(flipped, d["y"], -1)}
+    latest: dict = {}
+    # measurements run at the training's precision: in fp32 a bf16 run's evaluation passes
+    # would take as long as its training steps on a GPU
+    precision = (torch.autocast(d["device"].type, dtype=torch.bfloat16)
+                 if s.precision == "bf16" else contextlib.nullcontext())
+
+    def measured(epoch: int) -> bool:
+        return epoch % s.measure_every == 0 or epoch == s.epochs
+
+    def train_scores(epoch: int) -> dict:
+        if latest.get("epoch") != epoch:
+            latest.clear()
+            with precision:
+                scores = measure(model, heads, d["train_eval"], d["random"], labels=targets)
+            latest.update(epoch=epoch, **scores)
+        return latest
+
+    def fit_scores(state) -> tuple[float, float | None] | None:
+        if not measured(state.epoch):
+            return None
+        scores = train_scores(state.epoch)
+        return scores["acc"], scores["acc_flipped"] if flipped.any() else None
+
+    def record(state) -> None:
+        if not measured(state.epoch) and not state.stop:
+            return
+        with precision:
+            test = measure(model, None, d["test"])
+            validation = measure(model, None, d["validation"])
+        state.row.update(test_acc=test["acc"], test_loss=test["loss"])
+        scores = dict(train_scores(state.epoch))
+        state.row["train_acc"] = scores["acc"]
+        state.row["clean_train_acc"] = scores["acc_clean"]
+        state.row.update({metric: scores[metric] for metric, _, _ in heads.probes()})
+        state.row["val_acc"] = validation["acc"]
+
+    memo: dict = {}
+    fit = fit_tracker(fit_criterion(s), fit_scores, memo)
+    extra = list(observe(model, heads, d, memo)) if observe is not None else []
+    history = train(model, d["train"], ts,
+                    step=rlp_step(heads, d["random"], s.lam, reg_layers, s.label_smoothing),
+                    optimizers=optimizers, callbacks=[fit, record, *extra], memo=memo,
+                    desc=f"{s.model} λ={s.lam:g}")
+    epochs_trained = int(history["epoch"].iloc[-1])
+    history = history[history["train_acc"].notna()].reset_index(drop=True)
+    out = {"history": history, "layers": list(layers), "n_random": d["n_random"],
+           "fit_epoch": memo["fit_epoch"], "epochs_trained": epochs_trained,
+           "noisy_fit": train_scores(epochs_trained)["acc_flipped"] if flipped.any() else None,
+           "collapse": final_collapse(model, layers, d),
+           "class_acc": per_class_accuracy(model, d["test"], d["num_classes"]),
+           "class_counts": torch.bincount(d["y"].cpu(), minlength=d["num_classes"]).tolist()}
+    if observe is not None:
+        out.update(model=model, heads=heads, data=d, memo=memo)
+    return out
+
+
+def fit_criterion(s: RunSpec) -> FitCriterion:
+    return FitCriterion(s.fit_train_acc, s.fit_flipped_acc, s.epochs_after_fit)
+
+
+def final_collapse(model: nn.Module, layers: Sequence[str], d: dict) -> dict | None:
+    """Each layer's within- to between-class variance ratio (clean labels) on the measured
+    training samples; None for image folders, whose features are not held in memory."""
+    if not isinstance(d["clean_eval"], tuple):
+        return None
+    return layer_collapse(model, layers, d["clean_eval"][:2])
+
+
+def layer_collapse(model: nn.Module, layers: Sequence[str], data: tuple) -> dict[str, float]:
+    feats = pooled_features(model, data, layers)
+    return {n: class_variance_ratio(feats[n].cpu(), data[1].cpu()) for n in layers}
+
+
+def frozen_baseline(s: RunSpec) -> dict:
+    """Per-epoch RLP accuracy (columns rlp_<layer>) of heads trained with the same optimizer,
+    epochs and batch size on the untrained extractor's eval-mode features: what a head
+    memorizes by itself."""
+    d = load_data(s)
+    seed_everything(s.seed)
+    model, layers = make_model(s, d["num_classes"], tuple(d["example"].shape[1:]))
+    model.to(d["device"])
+    # in memory: all layers in one pass; from disk: one pass per layer, so that only one
+    # layer's features (samples x width) are held at a time
+    groups = [layers] if isinstance(d["features"], tuple) else [(n,) for n in layers]
+    # the features are fixed: bf16 and channels_last would gain nothing for linear heads
+    head_spec = dataclasses.replace(train_spec(s, heads=True), label_smoothing=0.0,
+                                    precision="fp32", channels_last=False, augment="none")
+    heads = make_heads(s, model, layers, d)
+    history = pd.DataFrame({"epoch": range(s.epochs + 1)})
+    for group in groups:
+        feats = pooled_features(model, d["features"], group)
+        for metric, layer, head in heads.probes():
+            if layer not in group:
+                continue
+            seed_everything(s.seed)
+            h = train(head, TensorBatches(feats[layer], d["random"], s.batch_size, s.seed),
+                      head_spec, eval_sets={"random": (feats[layer], d["random"])})
+            history[metric] = h["random_acc"].to_numpy()
+    collapse = (layer_collapse(model, layers, d["clean_eval"][:2])
+                if isinstance(d["clean_eval"], tuple) else None)
+    return {"history": history, "collapse": collapse}
+
+
+@computation("rlp_run", 1, uses=(*TRAINING, imagenet))
+def cached_run(s: RunSpec) -> dict:
+    return train_run(s)
+
+
+@computation("rlp_frozen", 1, uses=(*TRAINING, imagenet))
+def cached_frozen(s: RunSpec) -> dict:
+    return frozen_baseline(s)
+
+
+def final_row(result: dict, **labels) -> dict:
+    last = result["history"].iloc[-1]
+    row = {**labels, "train_acc": last["train_acc"], "val_acc": last["val_acc"],
+           "test_acc": last["test_acc"], "fit_epoch": result["fit_epoch"]}
+    row.update({f"rlp_{n}": last[f"rlp_{n}"] for n in result["layers"]})
+    return row
+
+
+def layer_rows(result: dict, **labels) -> list[dict]:
+    last = result["history"].iloc[-1]
+    collapse = result.get("collapse") or {}
+    return [{**labels, "layer": n, "depth": i + 1, "rlp_acc": last[f"rlp_{n}"],
+             "train_acc": last["train_acc"], "test_acc": last["test_acc"],
+             "proj_acc": last.get(f"rlpproj_{n}", math.nan),
+             "collapse": collapse.get(n, math.nan)}
+            for i, n in enumerate(result["layers"])]
+
