@@ -157,6 +157,13 @@ def _global_loads(code: types.CodeType) -> set[str]:
     return names
 
 
+def _constant_name(name: str) -> bool:
+    """Whether a module-level container is a constant table (named as one: UPPER_CASE, public)
+    rather than the process's running state (`_WARNED`, `ledger`), which changes as the
+    process runs and so must never enter a fingerprint."""
+    return name.isupper() and not name.startswith("_")
+
+
 def closure(fn: Any, package: str = "memlib", deep: bool = False) -> list[Any]:
     """`fn` and, transitively, the globals it names that decide what it computes: functions
     and classes defined in `package`, and plain constants (numbers, strings, tuples...) of
@@ -165,8 +172,9 @@ def closure(fn: Any, package: str = "memlib", deep: bool = False) -> list[Any]:
     followed, so a caller lists those itself. `deep` reads only the global names the code
     loads (not an attribute that shares a global's name), and follows attributes (through the
     package's modules a function names or imports), the methods of classes, and the
-    package's functions in dict, list and set constants, which it keeps as values: what a
-    cache key needs."""
+    package's functions in dict, list and set constants (public UPPER_CASE names; other
+    module-level containers are running state), which it keeps as values: what a cache key
+    needs."""
     seen: dict[int, Any] = {}
     todo = [inspect.unwrap(fn)]
     while todo:
@@ -188,7 +196,7 @@ def closure(fn: Any, package: str = "memlib", deep: bool = False) -> list[Any]:
                     todo.append(value)
             elif isinstance(value, (bool, int, float, str, tuple, frozenset)) and value is not None:
                 seen[id(value)] = (f"{obj.__module__}.{name}", value)
-            elif deep and isinstance(value, (Mapping, list, set)):
+            elif deep and isinstance(value, (Mapping, list, set)) and _constant_name(name):
                 plain = _named(value, package, todo)
                 if plain is not None:
                     seen[id(value)] = (f"{obj.__module__}.{name}", plain)

@@ -81,3 +81,17 @@ def test_the_closure_follows_the_functions_and_constants_a_function_names():
     key = lambda m: fp.fingerprint(*fp.closure(m.rule))
     assert key(a) != key(b) and key(a) != key(c)
     assert len(fp.closure(a.rule)) == 3
+
+
+def test_running_state_stays_out_of_a_fingerprint_and_constant_tables_in():
+    src = ("TABLE = {'a': 1.0}\n_SEEN = set()\nledger = {}\n\n\n"
+           "def helper(x):\n    _SEEN.add(x)\n    ledger[x] = 1\n    return TABLE['a'] + x\n")
+    a = _module("memlib_fp_state_a", src)
+    b = _module("memlib_fp_state_b", src.replace("'a': 1.0", "'a': 2.0"))
+    for m in (a, b):
+        m.helper.__module__ = "memlib.fake"
+    key = lambda m: fp.fingerprint(*fp.closure(m.helper, deep=True))
+    before = key(a)
+    a.helper(3)  # the process runs: its state changes, its code and constants do not
+    assert key(a) == before
+    assert key(b) != before

@@ -536,5 +536,6 @@ def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, mo
         sweep_alphas=[0.5], sweep_activations=["relu"], sweep_weight_decays=[0.1],
         sweep_epochs=2, digits_alphas=[0.2], digits_width=8, digits_epochs=2,
         image_dataset="none"))
-    assert [f for f, _ in ma.planned_runs(config)][:2] == [ma.train_main, ma.image_order]
+    # the main runs with their analysis (one unit, the longest) first
+    assert [f for f, _ in ma.planned_runs(config)][:2] == [ma.main_analysis, ma.image_order]
     check_parallel_runs(ma, config, tmp_path, monkeypatch)

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pandas as pd
 import torch
 
-from memlib.runs import compute_missing
+from memlib.runs import TRAINING, compute_missing, inline
 from memlib.studies.modarith.config import Config, chance
 from memlib.studies.modarith.method import (
     analytic_quadratic_solution,
@@ -28,12 +28,14 @@ from memlib.studies.modarith.runs import (
     _task,
     image_order,
     learning_order,
+    main_key,
     train_main,
     variant_parts,
     width_sweep,
 )
 
-__all__ = ["analyse_main", "analytic_check", "run", "planned_runs", "prefetch_runs"]
+__all__ = ["analyse_main", "main_analysis", "ANALYSIS", "analytic_check", "run", "planned_runs",
+           "prefetch_runs"]
 
 
 def analyse_main(config: Config, main: dict) -> dict:
@@ -58,6 +60,15 @@ def analyse_main(config: Config, main: dict) -> dict:
             "spectra": {**spectra, "alpha": alphas[noisiest]}}
 
 
+def main_analysis(config: Config) -> dict:
+    """`analyse_main` of the main runs, cached: a worker that trains them analyses them too,
+    beside the other runs, rather than the notebook on one core after every worker is done."""
+    key = {**main_key(config), "eval_activations": list(config.eval_activations),
+           "partition_fractions": list(config.partition_fractions),
+           "spectra_neurons": config.spectra_neurons}
+    return ANALYSIS.get(key, lambda: analyse_main(config, train_main(config)))
+
+
 def analytic_check(config: Config) -> pd.DataFrame:
     """The hand-built x^2 solution: test accuracy, and how much FF changes it."""
     task = _task(config)
@@ -78,7 +89,7 @@ def run(config: Config) -> dict:
     """Every experiment of the study (each training cached), as tidy DataFrames."""
     prefetch_runs(config)
     main = train_main(config)
-    analysis = analyse_main(config, main)
+    analysis = main_analysis(config)
     images, image_note = image_order(config)
     return {"history": main["history"], **analysis, "order": learning_order(config),
             "sweep": width_sweep(config), "images": images, "image_note": image_note,
@@ -92,8 +103,9 @@ def run(config: Config) -> dict:
 def planned_runs(config: Config) -> list[tuple[Callable, Config]]:
     """(study function, config) calls that together make every cached computation of `run`,
     independent of each other, one entry each (the image runs: all four of theirs), longest
-    first (small scale, cold: the main runs 237 s, the image runs 41 s, a variant 33 s, an
-    optimizer's learning order 20-38 s, a sweep net 14 s at the widest to 3 s). A config
+    first (small scale, cold: the main runs 237 s and their analysis 35 s, the image runs
+    41 s, a variant 33 s, an optimizer's learning order 20-38 s, a sweep net 14 s at the
+    widest to 3 s). A config
     narrowed to one optimizer, variant or sweep net makes the entry that `config` makes for
     it: no key holds the lists it narrows."""
     order = [(learning_order, replace(config, order_optimizers=(opt,), order_lrs=(lr,),
@@ -105,10 +117,13 @@ def planned_runs(config: Config) -> list[tuple[Callable, Config]]:
              for width in sorted(config.sweep_widths, reverse=True)
              for act in config.sweep_activations for wd in config.sweep_weight_decays]
     variants = [(variant_parts, replace(config, variants=(v,))) for v in config.variants]
-    return [(train_main, config), (image_order, config), *variants, *order, *sweep]
+    return [(main_analysis, config), (image_order, config), *variants, *order, *sweep]
 
 
 def prefetch_runs(config: Config) -> None:
     """Compute the planned runs missing from the cache `config.parallel_runs` at a time, in
     worker processes (one CPU thread each; nothing under torchrun), for `run` to load."""
     compute_missing(planned_runs(config), config.parallel_runs, "modarith runs")
+
+
+ANALYSIS = inline("modarith-analysis", 1, main_analysis, uses=TRAINING)

@@ -24,8 +24,8 @@ from memlib.studies.modarith.method import (
 )
 from memlib.train import TrainSpec
 
-__all__ = ["train_main", "learning_order", "width_sweep", "image_order", "variant_parts", "MAIN",
-           "ORDER", "SWEEP", "IMAGES", "VARIANT"]
+__all__ = ["main_key", "train_main", "learning_order", "width_sweep", "image_order",
+           "variant_parts", "MAIN", "ORDER", "SWEEP", "IMAGES", "VARIANT"]
 
 
 def _task(config: Config) -> Task:
@@ -48,13 +48,19 @@ def _grid(alphas: Sequence[float], seeds: Sequence[int]) -> tuple[list[float], l
     return [a for a, _ in pairs], [s for _, s in pairs]
 
 
+def main_key(config: Config) -> dict:
+    """What the main runs are computed from."""
+    alphas, seeds = _grid(config.alphas, config.seeds)
+    return {**_task_key(config), "width": config.width, "activation": config.activation,
+            "alphas": alphas, "seeds": seeds, "optimizer": config.optimizer, "lr": config.lr,
+            "weight_decay": config.weight_decay, "epochs": config.epochs,
+            "log_every": config.log_every}
+
+
 def train_main(config: Config) -> dict:
     """The main runs (one per alpha x seed), cached."""
     alphas, seeds = _grid(config.alphas, config.seeds)
-    key = {**_task_key(config), "width": config.width, "activation": config.activation,
-           "alphas": alphas, "seeds": seeds, "optimizer": config.optimizer, "lr": config.lr,
-           "weight_decay": config.weight_decay, "epochs": config.epochs,
-           "log_every": config.log_every}
+    key = main_key(config)
     spec = TrainSpec(epochs=config.epochs, batch_size=None, optimizer=config.optimizer,
                      lr=config.lr, weight_decay=config.weight_decay, seed=seeds[0])
     return MAIN.get(key, lambda: train_runs(
