@@ -15,7 +15,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.py))
 STEMS := $(notdir $(NOTEBOOKS:.py=))
 EXECUTED := $(STEMS:%=$(BUILD)/$(SCALE)/%.ipynb)
 # Notebooks re-run when memlib's code changes; unchanged experiments then load from the cache.
-MEMLIB_SRC := $(wildcard memlib/*.py memlib/*/*.py) memlib/memlib.mplstyle
+MEMLIB_SRC := $(wildcard memlib/*.py memlib/*/*.py memlib/*/*/*.py) memlib/memlib.mplstyle
 # At full scale each study's training runs first, outside the notebook, under torchrun with
 # NPROC processes (one per GPU); the notebook then reads the results from the cache.
 NPROC ?= 1

@@ -1,6 +1,6 @@
 """The papers' claims as data, registered before the confirmatory run and checked against it.
 
-A study module declares its claims (statement, the paper's value, the statistic, the rule,
+A study's package declares its claims (statement, the paper's value, the statistic, the rule,
 preconditions, synthetic `Cases` that make the rule hold, fail and miss each precondition)
 as `Claim` objects. Each rule has a fingerprint over what decides its verdict (its text, the
 code of its rule and of the functions that compute its value, the constants they name, the

@@ -210,7 +210,7 @@ def preset_values(claim: Claim) -> dict[str, Any]:
         return {}
     study = study_of(claim)
     if study is None:
-        raise ValueError(f"claim {claim.id}: preset_keys need a rule defined in a study module")
+        raise ValueError(f"claim {claim.id}: preset_keys need a rule defined in a study's package")
     params = _preset(study)
     missing = [k for k in claim.preset_keys if k not in params]
     if missing:

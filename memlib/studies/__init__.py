@@ -1,4 +1,4 @@
-"""The registry of studies: each study module by its name (memlib.STUDIES gives the notebook).
+"""The registry of studies: each study's package by its name (memlib.STUDIES gives the notebook).
 
 The one way up from the runner and the claims commands to the studies: what needs a study's
 `Config`, `run` or claims by name asks here, so the import is written out where the layer
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def module(study: str) -> types.ModuleType:
-    """The study module `study` (a key of memlib.STUDIES)."""
+    """The package of the study `study` (a key of memlib.STUDIES)."""
     from memlib.studies import fisher, lens, modarith, probes, rlp
 
     modules = {"rlp": rlp, "modarith": modarith, "fisher": fisher, "probes": probes,

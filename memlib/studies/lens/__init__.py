@@ -1,8 +1,8 @@
 """Four lenses on one model: do the papers' memorization measures see the same thing?
 
 None of the four papers asks it; each measures memorization its own way. Here one model,
-study 1's default (its own preset, trained by `memlib.rlp.train_run`, random-label heads
-at every probed layer), is watched through all of them at once, with each study module's
+study 1's default (its own preset, trained by `memlib.studies.rlp.train_run`, random-label heads
+at every probed layer), is watched through all of them at once, with each study's
 public functions:
 
 - study 1 (rlp): each layer's random-label accuracy above a frozen-initialisation head,

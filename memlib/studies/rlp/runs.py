@@ -203,7 +203,7 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
     """Train model + RLP heads; history has train/test accuracy and rlp_<layer> per epoch.
 
     `observe(model, heads, d, memo)`, if given, returns more end-of-epoch callbacks (e.g.
-    memlib.lens's per-example tracking; they keep their running state in the dict `memo`,
+    memlib.studies.lens's per-example tracking; they keep their running state in the dict `memo`,
     which is checkpointed with the model). The result then also holds "model", "heads",
     "data" (load_data's dict) and "memo" for the caller to measure. Observers that only
     evaluate (eval mode, no random draws) leave the training itself unchanged.
