@@ -23,6 +23,7 @@ from memlib.claims import (
     register_path,
     registered_versions,
     rules,
+    same_rule_chain,
     with_versions,
     write,
 )
@@ -50,11 +51,13 @@ def test_earlier_versions_stay_in_the_claim(study):
     latest = latest_registration(study)
     for claim in study_claims(study):
         # an earlier version is kept as a Claim in previous (found by either fingerprint), or
-        # is this very rule registered by its words only
+        # is this very rule (registered by its words only, or before its code moved)
         kept = {fp for old in claim.previous for fp in (old.fingerprint, old.text_fingerprint)}
         kept.add(claim.text_fingerprint)
+        same = {v for v, _ in same_rule_chain(read_register(study), claim.id,
+                                              latest[claim.id]["version"])}
         earlier = {fp for fp, v in known.get(claim.id, {}).items()
-                   if v < latest[claim.id]["version"]}
+                   if v < latest[claim.id]["version"] and v not in same}
         assert earlier <= kept, f"{study}.{claim.id}: earlier versions dropped from previous"
 
 
@@ -223,6 +226,29 @@ def test_a_rule_registered_by_its_words_is_reregistered_as_the_same_rule(tmp_pat
     row = with_versions(evaluate([claim], {"x": Estimate(1, 0.1, 5)}), "demo").iloc[0]
     assert row["version"] == "v2"
     assert row["previous"] == "v1: the same rule, registered by its words only; same verdict"
+
+
+def test_a_rule_whose_code_moved_is_reregistered_as_the_same_rule(tmp_path, monkeypatch):
+    monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
+    claim = _claim()
+    path = register_path("demo")
+    path.parent.mkdir(parents=True)
+    path.write_text(f"seeds: []\npilot_seeds: []\nclaims:\n- id: x\n  version: 1\n"
+                    f"  fingerprint: {claim.text_fingerprint}\n  registered: '2026-01-01'\n"
+                    f"  reason: first\n- id: x\n  version: 2\n  fingerprint: 0123456789abcdef\n"
+                    f"  registered: '2026-01-02'\n  reason: code\n  same_rule_as: 1\n")
+    assert register("demo", [claim], "moved", "2026-02-01", moved=True) == ["x"]
+    entries = read_register("demo")["claims"]
+    assert [(e["version"], e.get("same_rule_as"), e.get("moved")) for e in entries] == [
+        (1, None, None), (2, 1, None), (3, 2, True)]
+    assert same_rule_chain(read_register("demo"), "x", 3) == [(2, True), (1, False)]
+    row = with_versions(evaluate([claim], {"x": Estimate(1, 0.1, 5)}), "demo").iloc[0]
+    assert row["previous"] == ("v2: the same rule, its code moved; same verdict; "
+                               "v1: the same rule, registered by its words only; same verdict")
+    # without the statement a changed fingerprint is a new rule, not the same one
+    assert register("demo", [dataclasses.replace(claim, rule="> 1")], "changed",
+                    "2026-03-01") == ["x"]
+    assert "same_rule_as" not in read_register("demo")["claims"][-1]
 
 
 # ---- the register checks itself ----------------------------------------------------------

@@ -38,6 +38,7 @@ from memlib.claims.register import (
     register,
     register_path,
     registered_versions,
+    same_rule_chain,
     with_versions,
     write,
 )
@@ -105,7 +106,8 @@ __all__ = [
     "every_beyond_noise", "fingerprint", "fisher_z", "headline", "holm", "holm_verdicts", "judge",
     "latest_registration", "margin", "new_confirmatory_run", "p_value", "paired",
     "parse_seeds", "pilot_verdicts", "read_register", "read_results", "register",
-    "register_path", "registered_versions", "replicates_needed", "some_beyond_noise",
+    "register_path", "registered_versions", "replicates_needed", "same_rule_chain",
+    "some_beyond_noise",
     "t_quantile", "text_fingerprint", "verdict", "with_versions", "write",
     "VERDICT_CSS", "earlier_version", "claim_cell", "claim_dataset", "note_cell", "verdict_cell",
 ]

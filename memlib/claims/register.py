@@ -3,9 +3,11 @@
 replaced (`register/earlier/`), and the check of each result's fingerprint against it.
 
 A register entry is (id, version, fingerprint, registered, reason), plus `same_rule_as: N`
-when the entry records the same rule as version N under a fingerprint that covers more (the
-code and preset values that decide it, where version N's covered its words only): the rule
-did not change, so its verdict is version N's, and the report says so once."""
+when the entry records the same rule as version N under another fingerprint: one that covers
+more (the code and preset values that decide it, where version N's covered its words only),
+or, with `moved: true`, the same words, code, constants and preset values read where the
+code now lives (a fingerprint names the modules its code sits in). The rule did not change,
+so its verdict is version N's, and the report says so."""
 
 from __future__ import annotations
 
@@ -109,12 +111,14 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def register(study: str, claims: Sequence[Claim], reason: str, today: str) -> list[str]:
+def register(study: str, claims: Sequence[Claim], reason: str, today: str,
+             moved: bool = False) -> list[str]:
     """Append a register entry for every claim whose fingerprint differs from its latest
     registration (version 1 for a new claim); return the ids registered. A changed rule
     must keep its earlier versions in `Claim.previous` so the report shows both verdicts;
     a rule registered by its words only whose words did not change is marked `same_rule_as`
-    that version."""
+    that version, and so is every rule when `moved` says that only where its code lives
+    changed (the registrant's statement, recorded with its reason)."""
     import yaml
 
     reason = check_reason(reason)
@@ -128,7 +132,9 @@ def register(study: str, claims: Sequence[Claim], reason: str, today: str) -> li
             continue
         new = {"id": claim.id, "version": entry["version"] + 1 if entry else 1,
                "fingerprint": claim.fingerprint, "registered": today, "reason": reason}
-        if entry and entry["fingerprint"] == claim.text_fingerprint:
+        if entry and moved:
+            new.update(same_rule_as=entry["version"], moved=True)
+        elif entry and entry["fingerprint"] == claim.text_fingerprint:
             new["same_rule_as"] = entry.get("same_rule_as", entry["version"])
         data["claims"].append(new)
         added.append(claim.id)
@@ -231,21 +237,29 @@ def with_versions(table: pd.DataFrame, study: str) -> pd.DataFrame:
     table = table.copy()
     table["version"] = [_version_of(known.get(i, {}), fp)
                         for i, fp in zip(table["id"], table["fingerprint"])]
-    same = {(e["id"], e["version"]): e["same_rule_as"] for e in data.get("claims", [])
-            if "same_rule_as" in e}
-
     def previous(row) -> str:
         pairs = [p.split("=", 1) for p in str(row["previous"]).split("; ") if "=" in p]
         shown = [f"{_version_of(known.get(row['id'], {}), *fps.split('/'))}: {v}"
                  for fps, v in pairs]
         version = row["version"][1:] if row["version"].startswith("v") else ""
-        if version and (row["id"], int(version)) in same:
-            shown.append(f"v{same[(row['id'], int(version))]}: the same rule, registered by "
-                         "its words only; same verdict")
+        for earlier, moved in same_rule_chain(data, row["id"], int(version)) if version else ():
+            how = "its code moved" if moved else "registered by its words only"
+            shown.append(f"v{earlier}: the same rule, {how}; same verdict")
         return "; ".join(shown)
 
     table["previous"] = table.apply(previous, axis=1) if len(table) else []
     return table
+
+
+def same_rule_chain(data: Mapping, claim_id: str, version: int) -> list[tuple[int, bool]]:
+    """(earlier version, whether only its code's place changed) for each earlier version that
+    the register records as this very rule, following `same_rule_as` back from `version`."""
+    entries = {e["version"]: e for e in data.get("claims", []) if e["id"] == claim_id}
+    chain, entry = [], entries.get(version)
+    while entry is not None and "same_rule_as" in entry:
+        chain.append((entry["same_rule_as"], bool(entry.get("moved"))))
+        entry = entries.get(entry["same_rule_as"])
+    return chain
 
 
 def _versions(data: Mapping) -> dict[str, dict[str, int]]:
