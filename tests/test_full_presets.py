@@ -231,7 +231,7 @@ def test_lens_full_preset(data_root):
     study1 = lens.study1_config(config)
     assert (study1.dataset, study1.model, study1.augment) == ("cifar100", "wrn", "cifar_cutout")
     results = lens.run(config)
-    table = evaluate(lens.claims(config), lens.measure(results))
+    table = evaluate(lens.claims_for(config), lens.measure(results))
     assert len(table) == 5 and NOT_RUN not in set(table["verdict"])
     assert len(results["examples"]) == 2 * 100  # every scored example of both runs
     layers = results["layers"]
