@@ -3,6 +3,7 @@
 import dataclasses
 import math
 
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -171,3 +172,14 @@ def test_replicates_needed_of_a_correlation_follows_its_own_interval():
     assert replicates_needed(rho) == 14
     assert replicates_needed(Estimate(0.3, 0.5, 10, (0.2, 0.4))) == 2  # already clear
     assert replicates_needed(Estimate(0.001, 0.01, 10, (-0.3, 0.3))) == MAX_REPLICATES + 1
+
+
+def test_holm_keeps_no_more_rows_than_the_intervals_decided():
+    from memlib.claims.report import decided_by_interval, kept_by_holm
+
+    table = pd.DataFrame({
+        "verdict": [HOLDS, HOLDS, HOLDS, WITHIN_NOISE],
+        "holm": [HOLDS, WITHIN_NOISE, HOLDS, WITHIN_NOISE],
+        "p": ["0.001", "0.02", "", ""]})  # the third: settled by a test outside its margins
+    assert decided_by_interval(table) == 2
+    assert kept_by_holm(table) == 1
