@@ -61,12 +61,15 @@ def analyse_main(config: Config, main: dict) -> dict:
 
 
 def main_analysis(config: Config) -> dict:
-    """`analyse_main` of the main runs, cached: a worker that trains them analyses them too,
-    beside the other runs, rather than the notebook on one core after every worker is done."""
+    """The main runs' history and `analyse_main` of them, the analysis cached: a worker that
+    trains the runs analyses them too, beside the other runs, rather than the notebook on one
+    core after every worker is done. The runs are loaded outside the analysis's computation,
+    so its stored cost is its own."""
     key = {**main_key(config), "eval_activations": list(config.eval_activations),
            "partition_fractions": list(config.partition_fractions),
            "spectra_neurons": config.spectra_neurons}
-    return ANALYSIS.get(key, lambda: analyse_main(config, train_main(config)))
+    main = train_main(config)
+    return {"history": main["history"], **ANALYSIS.get(key, lambda: analyse_main(config, main))}
 
 
 def analytic_check(config: Config) -> pd.DataFrame:
@@ -88,10 +91,8 @@ def analytic_check(config: Config) -> pd.DataFrame:
 def run(config: Config) -> dict:
     """Every experiment of the study (each training cached), as tidy DataFrames."""
     prefetch_runs(config)
-    main = train_main(config)
-    analysis = main_analysis(config)
     images, image_note = image_order(config)
-    return {"history": main["history"], **analysis, "order": learning_order(config),
+    return {**main_analysis(config), "order": learning_order(config),
             "sweep": width_sweep(config), "images": images, "image_note": image_note,
             "analytic": analytic_check(config), "variants": variant_parts(config),
             "chance": chance(config)}
