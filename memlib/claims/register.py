@@ -237,6 +237,7 @@ def with_versions(table: pd.DataFrame, study: str) -> pd.DataFrame:
     table = table.copy()
     table["version"] = [_version_of(known.get(i, {}), fp)
                         for i, fp in zip(table["id"], table["fingerprint"])]
+
     def previous(row) -> str:
         pairs = [p.split("=", 1) for p in str(row["previous"]).split("; ") if "=" in p]
         shown = [f"{_version_of(known.get(row['id'], {}), *fps.split('/'))}: {v}"
