@@ -211,15 +211,21 @@ def test_a_preset_key_the_preset_lacks_is_an_error(tmp_path, monkeypatch):
         _ = broken.fingerprint
 
 
-def test_a_rule_registered_by_its_words_is_reregistered_as_the_same_rule(tmp_path,
-                                                                         monkeypatch):
+def _demo_register(tmp_path, monkeypatch, claim, later: str = "") -> None:
+    """A register "demo" whose version 1 of `claim` holds its text fingerprint (the first
+    scheme), followed by the entries `later` (YAML)."""
     monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
-    claim = _claim()
     path = register_path("demo")
     path.parent.mkdir(parents=True)
     path.write_text(f"seeds: []\npilot_seeds: []\nclaims:\n- id: x\n  version: 1\n"
                     f"  fingerprint: {claim.text_fingerprint}\n  registered: '2026-01-01'\n"
-                    f"  reason: first\n")
+                    f"  reason: first\n{later}")
+
+
+def test_a_rule_registered_by_its_words_is_reregistered_as_the_same_rule(tmp_path,
+                                                                         monkeypatch):
+    claim = _claim()
+    _demo_register(tmp_path, monkeypatch, claim)
     assert register("demo", [claim], "the fingerprint covers the code", "2026-02-01") == ["x"]
     entries = read_register("demo")["claims"]
     assert [(e["version"], e.get("same_rule_as")) for e in entries] == [(1, None), (2, 1)]
@@ -229,14 +235,10 @@ def test_a_rule_registered_by_its_words_is_reregistered_as_the_same_rule(tmp_pat
 
 
 def test_a_rule_whose_code_moved_is_reregistered_as_the_same_rule(tmp_path, monkeypatch):
-    monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
     claim = _claim()
-    path = register_path("demo")
-    path.parent.mkdir(parents=True)
-    path.write_text(f"seeds: []\npilot_seeds: []\nclaims:\n- id: x\n  version: 1\n"
-                    f"  fingerprint: {claim.text_fingerprint}\n  registered: '2026-01-01'\n"
-                    f"  reason: first\n- id: x\n  version: 2\n  fingerprint: 0123456789abcdef\n"
-                    f"  registered: '2026-01-02'\n  reason: code\n  same_rule_as: 1\n")
+    _demo_register(tmp_path, monkeypatch, claim,
+                   "- id: x\n  version: 2\n  fingerprint: 0123456789abcdef\n"
+                   "  registered: '2026-01-02'\n  reason: code\n  same_rule_as: 1\n")
     assert register("demo", [claim], "moved", "2026-02-01", moved=True) == ["x"]
     entries = read_register("demo")["claims"]
     assert [(e["version"], e.get("same_rule_as"), e.get("moved")) for e in entries] == [
