@@ -251,3 +251,11 @@ def from_namespace(cls, namespace: dict[str, Any]):
     """Build `cls` from the variables of a notebook's parameters cell (e.g. `globals()`)."""
     names = [f.name for f in dataclasses.fields(cls)]
     return build(cls, {k: namespace[k] for k in names if k in namespace})
+
+
+def confirmatory_seeds(config) -> tuple[int, ...]:
+    """Every seed a preset's confirmatory run uses: `seeds`, then the seeds of each arm that
+    runs on seeds of its own (the fields its class names in `ARM_SEEDS`), which must be as
+    fresh as `seeds` and are registered with them."""
+    arms = getattr(type(config), "ARM_SEEDS", ())
+    return (*config.seeds, *(s for name in arms for s in getattr(config, name)))

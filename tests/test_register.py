@@ -27,6 +27,7 @@ from memlib.claims import (
     with_versions,
     write,
 )
+from memlib.config import confirmatory_seeds
 from memlib.paths import ROOT, figures_dir
 from memlib.studies import every_claim, preset_config, study_claims
 
@@ -67,7 +68,7 @@ def test_small_preset_runs_the_registered_fresh_seeds(study):
     seeds, pilot = set(reg["seeds"]), set(reg["pilot_seeds"])
     assert seeds and not seeds & pilot, "confirmatory seeds must be fresh"
     config = preset_config(study, "small")
-    used = set(config.seeds)
+    used = set(confirmatory_seeds(config))
     assert used == seeds, f"params/small runs seeds {sorted(used)}, registered {sorted(seeds)}"
 
 
