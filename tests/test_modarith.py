@@ -363,7 +363,8 @@ def test_larger_is_better_needs_a_width_curve(monkeypatch):
     # two or three synthetic seeds exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
     config = build(ma.Config, {"sweep_alphas": [0.5], "sweep_activations": ["relu"],
-                               "sweep_weight_decays": [0.1], "weight_decay": 0.1})
+                               "sweep_weight_decays": [0.1], "weight_decay": 0.1,
+                               "seeds": [0, 1, 2, 3, 4]})
     claim = {c.id: c for c in ma.CLAIMS}["larger-is-better"]
     none_fit = ma.larger_is_better(sweep_rows({8: 0.3, 32: 0.6, 128: 0.9},
                                               {8: 0.01, 32: 0.01, 128: 0.01}), config)
@@ -378,7 +379,7 @@ def test_larger_is_better_needs_a_width_curve(monkeypatch):
 
 
 SWEEP_CONFIG = {"sweep_alphas": [0.5], "sweep_activations": ["relu"],
-                "sweep_weight_decays": [0.1, 1.0], "weight_decay": 0.1}
+                "sweep_weight_decays": [0.1, 1.0], "weight_decay": 0.1, "seeds": [0, 1, 2, 3, 4]}
 FLAT_TEST = {8: 0.01, 32: 0.3, 128: 0.6}
 
 

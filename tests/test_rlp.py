@@ -587,3 +587,23 @@ def test_small_preset_interpolates_its_noisy_labels():
     result = rlp.train_run(s)
     assert s.noise >= 0.4 and result["history"]["train_acc"].iloc[-1] >= 0.99
     assert result["noisy_fit"] >= 0.95
+
+
+def test_swept_runs_are_measured_at_their_last_epoch_only_with_the_same_final_values():
+    config = build(rlp.Config, dict(dataset="digits", train_samples=200, test_samples=100,
+                                    widths=(16, 16), epochs=5, layer_models=("mlp",),
+                                    measure_every=2, lambdas=(1.0,), all_lambdas=(1.0,),
+                                    dropouts=(0.1,), weight_decays=(1e-3,),
+                                    label_smoothings=(0.1,)))
+    plan = {s for _, s in rlp.planned_runs(config)}
+    swept = {s for s in plan if s.lam > 0 or s.weight_decay > 0 or s.dropout > 0
+             or s.label_smoothing > 0}
+    assert swept and all(s.measure_every == config.epochs for s in swept)
+    assert all(s.measure_every == 2 for s in plan - swept)  # the base and layer-wise runs
+    curve = rlp.train_run(rlp.spec(config, lam=1.0))
+    last_only = rlp.train_run(rlp.swept(config, lam=1.0))
+    assert list(last_only["history"]["epoch"]) == [0, 5]
+    pd.testing.assert_series_equal(curve["history"].iloc[-1], last_only["history"].iloc[-1],
+                                   check_names=False)  # the same bits at the last epoch
+    stopping = dataclasses.replace(config, epochs_after_fit=1)
+    assert rlp.swept(stopping, lam=1.0).measure_every == 2  # the fit is seen only when measured

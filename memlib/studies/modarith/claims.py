@@ -10,13 +10,23 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
-from memlib.claims import Cases, Claim, Estimate, all_of, correlations, declare, margin, paired
+from memlib.claims import (
+    MIN_REPLICATES,
+    Cases,
+    Claim,
+    Estimate,
+    all_of,
+    correlations,
+    declare,
+    margin,
+    paired,
+)
 from memlib.studies.modarith.config import Config, chance
 from memlib.studies.modarith.method import noisy_first
 
 __all__ = ["FIT", "HALF", "GENERALIZES", "IMAGE_DATA", "per_seed", "fitted", "noisy_lead",
            "epochs_to_fit", "fit_lead", "image_lead", "measure", "activation_maxima",
-           "larger_is_better", "train_accuracies", "interpolation_widths",
+           "larger_is_better", "sweep_judged", "train_accuracies", "interpolation_widths",
            "regularization_delay", "descent_past_threshold", "activation_peaks",
            "PASSES", "IS_MNIST", "MEMORIZES", "FIT_08", "FIT_02", "RELU_GENERALIZES",
            "VARIANT_FITS", "WIDTH_CURVE", "INTERPOLATES", "EVERY_SEED_INTERPOLATES",
@@ -179,6 +189,12 @@ def measure(results: dict, config: Config) -> dict:
     return measured
 
 
+def sweep_judged(config: Config) -> bool:
+    """Whether the width sweep can decide its rows: on fewer seeds than a decided rule needs
+    it is drawn, not judged, and its rows read not run at this scale."""
+    return len(config.seeds[:config.sweep_seeds]) >= MIN_REPLICATES
+
+
 def _interpolating(sweep: pd.DataFrame, activation: str, config: Config):
     """(alpha, per-(width, seed) accuracies, widths at and above the interpolation threshold)
     of the raw nets trained with `activation` at the main weight decay."""
@@ -198,7 +214,8 @@ def activation_maxima(sweep: pd.DataFrame, config: Config) -> dict | None:
     the interpolating width with the highest seed-mean test accuracy (one value per seed),
     and which widths interpolate."""
     acts = [a for a in ("quadratic", "gelu") if a in config.sweep_activations]
-    if not acts or config.weight_decay not in config.sweep_weight_decays:
+    if not acts or config.weight_decay not in config.sweep_weight_decays or \
+            not sweep_judged(config):
         return None
     value = {"maxima": {}, "at_width": {}, "fitted_widths": {}, "chance": chance(config)}
     for act in acts:
@@ -219,7 +236,7 @@ def larger_is_better(sweep: pd.DataFrame, config: Config) -> dict | None:
     >= FIT), the train accuracy of the widest net, the test-accuracy steps between
     consecutive such widths (paired by seed) and the widest one's test accuracy."""
     if "relu" not in config.sweep_activations or config.weight_decay not in \
-            config.sweep_weight_decays:
+            config.sweep_weight_decays or not sweep_judged(config):
         return None
     value = {"fitted_widths": {}, "widest_train": {}, "steps": {}, "widest_test": {}}
     for alpha, accs, train_acc, widths in _interpolating(sweep, "relu", config):
@@ -263,7 +280,7 @@ def regularization_delay(sweep: pd.DataFrame, config: Config) -> dict | None:
     width, with the widest net's seed-mean train accuracy there."""
     stronger = [wd for wd in config.sweep_weight_decays if wd > config.weight_decay]
     if "relu" not in config.sweep_activations or not stronger or \
-            config.weight_decay not in config.sweep_weight_decays:
+            config.weight_decay not in config.sweep_weight_decays or not sweep_judged(config):
         return None
     decays = (config.weight_decay, max(stronger))
     train = {wd: train_accuracies(sweep, wd) for wd in decays}
@@ -288,7 +305,7 @@ def descent_past_threshold(sweep: pd.DataFrame, config: Config) -> dict | None:
     seed-mean train accuracy is >= FIT), paired by seed, where two or more widths
     interpolate."""
     if "relu" not in config.sweep_activations or config.weight_decay not in \
-            config.sweep_weight_decays:
+            config.sweep_weight_decays or not sweep_judged(config):
         return None
     value = {"fitted_widths": {}, "widest_train": {}, "descent": {}, "chance": chance(config)}
     for alpha, accs, train_acc, widths in _interpolating(sweep, "relu", config):
@@ -308,7 +325,8 @@ def activation_peaks(sweep: pd.DataFrame, config: Config) -> dict | None:
     peak), and each seed's test accuracy there minus at the widest interpolating width (the
     fall past the peak), where two or more widths interpolate."""
     acts = [a for a in ("quadratic", "gelu") if a in config.sweep_activations]
-    if not acts or config.weight_decay not in config.sweep_weight_decays:
+    if not acts or config.weight_decay not in config.sweep_weight_decays or \
+            not sweep_judged(config):
         return None
     value = {"fall": {}, "peak_width": {}, "fitted_widths": {}}
     for act in acts:
@@ -322,6 +340,10 @@ def activation_peaks(sweep: pd.DataFrame, config: Config) -> dict | None:
                 value["fall"][key] = paired(test.loc[peak].to_numpy(),
                                             test.loc[widths[-1]].to_numpy())
     return value
+
+
+_SWEEP_NOTE = (f"a width sweep on fewer than {MIN_REPLICATES} seeds is drawn, not judged "
+               "(not run at this scale); ")
 
 
 def _fit_at(alpha: float) -> tuple[str, Callable]:
@@ -552,7 +574,7 @@ CLAIMS = [
           unit="points",
           headline=lambda v: (_points(_lowest(v["widest_test"].values()))
                               if v["widest_test"] else None),
-          caveat="headline: the widest interpolating net's test accuracy",
+          caveat=_SWEEP_NOTE + "headline: the widest interpolating net's test accuracy",
           where="fig_width_sweep"),
     Claim("activation-maxima",
           "Over-parameterized x^2 and GeLU nets also reach a high test-accuracy maximum over "
@@ -575,7 +597,7 @@ CLAIMS = [
                                                "chance": 0.017}}),
           unit="% test",
           headline=lambda v: _points(_lowest(v["maxima"].values())) if v["maxima"] else None,
-          caveat="headline: the lowest maximum over activations and noise ratios",
+          caveat=_SWEEP_NOTE + "headline: the lowest maximum over activations and noise ratios",
           where="fig_width_sweep"),
     Claim("regularization-delays-descent",
           "Stronger regularization delays the second descent in width: with a larger weight "
@@ -600,8 +622,8 @@ CLAIMS = [
                                "0.40)"]}}),
           unit="octaves of width",
           headline=lambda v: _lowest(v["delay"].values()) if v["delay"] else None,
-          caveat="headline: the smallest delay over noise ratios; sweep widths are spaced "
-                 "an octave or more apart, so a delay is a whole number of steps",
+          caveat=_SWEEP_NOTE + "headline: the smallest delay over noise ratios; sweep widths "
+                 "are spaced an octave or more apart, so a delay is a whole number of steps",
           where="fig_width_sweep"),
     Claim("second-descent",
           "Double descent in width: past the interpolation threshold, test error falls again "
@@ -623,8 +645,9 @@ CLAIMS = [
                                               "chance": 0.017}}),
           unit="points",
           headline=lambda v: _points(_lowest(v["descent"].values())) if v["descent"] else None,
-          caveat="headline: the smallest rise over noise ratios; larger-is-better asks that "
-                 "no step along the way falls, this row that the widest net ends higher",
+          caveat=_SWEEP_NOTE + "headline: the smallest rise over noise ratios; "
+                 "larger-is-better asks that no step along the way falls, this row that the "
+                 "widest net ends higher",
           where="fig_width_sweep"),
     Claim("activation-peaks",
           "Unlike ReLU's, the test-accuracy maxima of x^2 and GeLU nets peak as width grows: "
@@ -649,8 +672,9 @@ CLAIMS = [
                   "fitted_widths": {"quadratic, α=0.5": [128]}}}),
           unit="points",
           headline=lambda v: _points(_lowest(v["fall"].values())) if v["fall"] else None,
-          caveat="headline: the smallest fall; the peak is chosen on the same seeds' mean, "
-                 "which favours a fall; ReLU's side (no peak) is larger-is-better's rule",
+          caveat=_SWEEP_NOTE + "headline: the smallest fall; the peak is chosen on the same "
+                 "seeds' mean, which favours a fall; ReLU's side (no peak) is "
+                 "larger-is-better's rule",
           where="fig_width_sweep"),
     _ff_claim("leaky_relu", "with LeakyReLU"),
     _ff_claim("mul", "for multiplication mod P (Fourier analysis in discrete-log "
@@ -671,10 +695,10 @@ CLAIMS = declare(CLAIMS, {
     "partition-weaker": ((per_seed, _argmax_mean, fitted), ("alphas", "partition_fractions")),
     "larger-is-better": ((larger_is_better,), ("sweep_widths", "sweep_alphas",
                                                "sweep_weight_decays", "weight_decay",
-                                               "sweep_epochs")),
+                                               "sweep_epochs", "sweep_seeds")),
     "activation-maxima": ((activation_maxima,), ("sweep_widths", "sweep_alphas",
                                                  "sweep_activations", "weight_decay",
-                                                 "sweep_epochs")),
+                                                 "sweep_epochs", "sweep_seeds")),
     "regularization-delays-descent": ((regularization_delay, train_accuracies,
                                        interpolation_widths),
                                       ("sweep_widths", "sweep_alphas", "sweep_weight_decays",

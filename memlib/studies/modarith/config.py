@@ -71,8 +71,8 @@ class Config:
     sweep_weight_decays: Annotated[tuple[float, ...], NonEmpty, NonNegative] = (0.1, 1.0)
     sweep_epochs: Annotated[int, Positive, AtMost(10**7)] = 300
     # the width sweep runs the first this many seeds (None: all): below full scale no width
-    # interpolates within its budget, so its rows read "precondition failed" on any number of
-    # seeds, and its figure needs no more than two
+    # interpolates within its budget, so its figure needs no more than two; on fewer seeds
+    # than a decided rule needs, its rows read "not run at this scale"
     sweep_seeds: Annotated[int | None, Positive, AtMost(10**4)] = None
     # learning order on images: digits always, `image_dataset` when on disk (else its fallback)
     digits_alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.05, 0.2)

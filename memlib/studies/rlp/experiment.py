@@ -12,8 +12,8 @@ from memlib.studies.rlp.config import REGULARIZED, STANDARD_REGULARIZERS, Config
 from memlib.studies.rlp.runs import cached_frozen, cached_run, final_row, layer_rows
 
 __all__ = [
-    "regularizer_grid", "lambda_grid", "sampling_spec", "planned_runs", "run", "sampling",
-    "best_lambda"
+    "regularizer_grid", "lambda_grid", "swept", "sampling_spec", "noise_spec", "planned_runs",
+    "run", "sampling", "best_lambda"
 ]
 
 
@@ -30,9 +30,26 @@ def lambda_grid(config: Config, where: str = "last") -> tuple[float, ...]:
     return (0.0, *values)
 
 
+def swept(config: Config, **overrides) -> RunSpec:
+    """A regularized run of a sweep: the claims and tables read only its last epoch, so it is
+    measured there alone (each measurement costs about one training epoch; the unregularized
+    runs keep their curves and fit epochs, which the claims read). A run that stops a set
+    number of epochs after its fit keeps measuring, since the fit is seen only when measured."""
+    if config.epochs_after_fit is not None:
+        return spec(config, **overrides)
+    return spec(config, measure_every=config.epochs, **overrides)
+
+
 def sampling_spec(config: Config, **overrides) -> RunSpec:
     """A run of the sampling experiment: the default setting at `sampling_noise`."""
     return spec(config, noise=config.sampling_noise, **overrides)
+
+
+def noise_spec(config: Config, rate: float, lam: float, seed: int) -> RunSpec:
+    """A run of the label-noise experiment: unregularized runs keep their curves (the noise
+    claim reads their fit record); at the default noise they are the sweeps' base runs."""
+    make = spec if lam == 0 else swept
+    return make(config, noise=rate, lam=lam, seed=seed)
 
 
 def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
@@ -52,12 +69,12 @@ def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
     layer = [(cached_run, spec(config, model=name, seed=seed)) for name in config.layer_models
              for seed in seeds]
     frozen = [(cached_frozen, s) for _, s in layer]
-    regs = [(cached_run, spec(config, seed=seed, **{field: v}))
+    regs = [(cached_run, swept(config, seed=seed, **{field: v}))
             for field, values in regularizer_grid(config) for v in values for seed in seeds]
-    lams = [(cached_run, spec(config, lam=lam, regularize=where, seed=seed))
+    lams = [(cached_run, swept(config, lam=lam, regularize=where, seed=seed))
             for where in REGULARIZED for lam in lambda_grid(config, where)[1:]
             for seed in seeds]
-    noise = [(cached_run, spec(config, noise=rate, lam=lam, seed=seed))
+    noise = [(cached_run, noise_spec(config, rate, lam, seed))
              for rate in config.noise_rates for lam in (0.0, *config.noise_lambdas)
              for seed in seeds]
     return list(dict.fromkeys(lams + noise + regs + layer + frozen))  # noise reuses runs
@@ -109,7 +126,7 @@ def run(config: Config) -> dict:
     for kind, values in regularizer_grid(config):
         for v in values:
             for seed in seeds:
-                rows.append(final_row(cached_run(spec(config, seed=seed, **{kind: v})),
+                rows.append(final_row(cached_run(swept(config, seed=seed, **{kind: v})),
                                       regularizer=kind, strength=v, seed=seed))
     out["regularizers"] = pd.DataFrame(rows)
 
@@ -120,7 +137,7 @@ def run(config: Config) -> dict:
         for lam in lambda_grid(config, where):
             for seed in seeds:
                 result = (base[seed] if lam == 0 else
-                          cached_run(spec(config, lam=lam, regularize=where, seed=seed)))
+                          cached_run(swept(config, lam=lam, regularize=where, seed=seed)))
                 rows.append(final_row(result, regularize=where, lam=lam, seed=seed))
                 lrows += layer_rows(result, regularize=where, lam=lam, seed=seed)
                 histories.append(result["history"].assign(regularize=where, lam=lam,
@@ -141,7 +158,7 @@ def run(config: Config) -> dict:
     for rate in config.noise_rates:
         for lam in (0.0, *config.noise_lambdas):
             for seed in seeds:
-                result = cached_run(spec(config, noise=rate, lam=lam, seed=seed))
+                result = cached_run(noise_spec(config, rate, lam, seed))
                 rows.append(final_row(result, noise=rate, lam=lam, seed=seed,
                                       noisy_fit=result["noisy_fit"],
                                       clean_train_acc=result["history"]["clean_train_acc"].iloc[-1]))
