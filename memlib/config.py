@@ -94,7 +94,7 @@ def build(cls, params: dict[str, Any] | None = None, **overrides):
     """
     params = {**(params or {}), **overrides}
     hints = get_type_hints(cls, include_extras=True)
-    names = [f.name for f in dataclasses.fields(cls)]
+    names = _parameters(cls)
     unknown = sorted(set(params) - set(names), key=str)  # YAML keys may be numbers too
     if unknown:
         raise ConfigError(
@@ -105,10 +105,11 @@ def build(cls, params: dict[str, Any] | None = None, **overrides):
 
 
 def to_dict(config) -> dict[str, Any]:
-    """Plain, JSON-friendly dict of a config (tuples become lists)."""
-    return {
-        k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()
-    }
+    """Plain, JSON-friendly dict of a config (tuples become lists), without the fields it
+    derives as it is built (metadata "derived"), which are not parameters."""
+    derived = {f.name for f in dataclasses.fields(config) if f.metadata.get("derived")}
+    return {k: list(v) if isinstance(v, tuple) else v
+            for k, v in dataclasses.asdict(config).items() if k not in derived}
 
 
 def _parse_string(value: str, name: str = "value"):
@@ -249,8 +250,12 @@ def check_stratified(name: str, count: int | None, classes: int, dataset: str) -
 
 def from_namespace(cls, namespace: dict[str, Any]):
     """Build `cls` from the variables of a notebook's parameters cell (e.g. `globals()`)."""
-    names = [f.name for f in dataclasses.fields(cls)]
-    return build(cls, {k: namespace[k] for k in names if k in namespace})
+    return build(cls, {k: namespace[k] for k in _parameters(cls) if k in namespace})
+
+
+def _parameters(cls) -> list[str]:
+    """The fields a config is built from (not those it derives as it is built)."""
+    return [f.name for f in dataclasses.fields(cls) if f.init]
 
 
 def confirmatory_seeds(config) -> tuple[int, ...]:

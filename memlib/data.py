@@ -22,6 +22,7 @@ import math
 import pickle
 import textwrap
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -364,6 +365,19 @@ def resolve(name: str, root=None) -> str:
                                for s in SPLITS):
         return MNIST_5K
     return name
+
+
+def resolve_fields(config, fields: Sequence[str]) -> None:
+    """Resolve the dataset names in `fields` of a frozen config, once, as it is built: every
+    run, cache key, table, check and manifest then reads the data actually used (`resolve`),
+    and none resolves it again. Names of other data (image folders, "none") stay as given."""
+    def one(name):
+        return resolve(name) if name in DATASETS else name
+
+    for field in fields:
+        value = getattr(config, field)
+        resolved = one(value) if isinstance(value, str) else tuple(one(v) for v in value)
+        object.__setattr__(config, field, resolved)  # frozen: set once, in __post_init__
 
 
 def mnist_5k_file() -> Path:

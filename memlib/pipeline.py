@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memlib import SCALES, paths
+from memlib import SCALES, STUDIES, paths
 from memlib.presets import PresetError, params_file, read_params
 from memlib.process import one_cpu_thread, pin_cpu_dispatch
-from memlib.studies import preset_config
+from memlib.studies import data_used, preset_config
 
 
 class NotebookError(RuntimeError):
@@ -170,7 +170,7 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
     final = build_dir / f"{study}.ipynb"
     try:
         write_manifest(staged, manifest(study, scale, params, time.time() - start,
-                                        work / "compute.jsonl"))
+                                        work / "compute.jsonl", _data_used(study, params)))
         # published beside its figures, outputs included, so a code host renders it and the
         # book is built from it without executing anything
         _publish_notebook(executed, staged / f"{study}.ipynb", notebook.name)
@@ -183,6 +183,13 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
                             f"{(err.strerror or str(err)).lower()}; the published outputs were "
                             "left as they were") from None
     return final
+
+
+def _data_used(notebook: str, params: dict[str, Any]) -> list[str]:
+    """The datasets the notebook's study read with `params`, as its config resolved them
+    (none for a notebook that is not one of the studies)."""
+    study = {nb: key for key, nb in STUDIES.items()}.get(notebook)
+    return data_used(study, params) if study else []
 
 
 def relative_papermill_paths(executed: dict, source: str, output: str) -> dict:

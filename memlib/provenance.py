@@ -71,20 +71,15 @@ def gpu() -> dict[str, Any]:
             "cudnn": str(cudnn) if cudnn else "none", "nondeterministic_kernels": warned}
 
 
-def data_sources(parameters: dict[str, Any]) -> dict[str, str]:
-    """For every dataset a parameter names: the data it resolves to and where that comes from
-    ("mnist" without its IDX files is the bundled mnist-5k subset, with its split)."""
+def data_sources(names: list[str]) -> dict[str, str]:
+    """For every dataset the run read (as its config resolved it): where its data comes from
+    ("mnist-5k" is the bundled subset of MNIST, with its split)."""
     from memlib import data
 
-    names = []
-    for value in parameters.values():
-        for item in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(item, str) and item in data.DATASETS and item not in names:
-                names.append(item)
     sources = {}
     for name in names:
         try:
-            sources[name] = data.source(data.resolve(name))
+            sources[name] = data.source(name)
         except Exception as err:  # a manifest records what it can; it never stops the run
             sources[name] = f"unknown ({type(err).__name__}: {err})"
     return sources
@@ -105,8 +100,8 @@ FIXED_INPUTS = {"04_task_complexity_probes": "[-1, 1] (2x - 1 of the [0, 1] pixe
                                              "-1), as the paper's authors did"}
 
 
-def input_scaling(study: str, parameters: dict[str, Any]) -> dict[str, str]:
-    """For every dataset a parameter names: how the study's images were scaled, with the
+def input_scaling(study: str, parameters: dict[str, Any], names: list[str]) -> dict[str, str]:
+    """For every dataset in `names`: how the study's images were scaled, with the
     training split's per-channel statistics where it standardizes them. The scaling is the
     `inputs` parameter (the lens: an `inputs=` item of study1_sets), else the study's own."""
     from memlib import data
@@ -115,26 +110,27 @@ def input_scaling(study: str, parameters: dict[str, Any]) -> dict[str, str]:
                 if "=" in str(item))
     scaling = parameters.get("inputs") or sets.get("inputs") or "standardized"
     out = {}
-    for name in data_sources(parameters):
+    for name in names:
         if study in FIXED_INPUTS or scaling == "unit":
             out[name] = FIXED_INPUTS.get(study, "[0, 1] pixels, not standardized")
             continue
         try:
-            out[name] = data.standardization(data.resolve(name)).describe()
+            out[name] = data.standardization(name).describe()
         except Exception as err:  # a manifest records what it can; it never stops the run
             out[name] = f"unknown ({type(err).__name__}: {err})"
     return out
 
 
 def manifest(study: str, scale: str, parameters: dict[str, Any], wall_seconds: float,
-             ledger: Path | None = None) -> dict:
-    """`ledger`: the file in which the run noted the cache entries it loaded or computed."""
+             ledger: Path | None = None, data_used: list[str] = ()) -> dict:
+    """`ledger`: the file in which the run noted the cache entries it loaded or computed;
+    `data_used`: the datasets it read, as its config resolved them."""
     return {
         "study": study,
         "scale": scale,
         "parameters": parameters,
-        "data": data_sources(parameters),
-        "inputs": input_scaling(study, parameters),
+        "data": data_sources(list(data_used)),
+        "inputs": input_scaling(study, parameters, list(data_used)),
         "git_sha": git_sha(),
         "versions": versions(),
         "device": device(),

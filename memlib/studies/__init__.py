@@ -32,6 +32,21 @@ def preset_config(study: str, scale: str):
     return preset_of(module(study).Config, study, scale)
 
 
+def data_used(study: str, params: dict) -> list[str]:
+    """The in-memory datasets a run of `study` with `params` reads, as its Config resolved them
+    when it was built (the fields it names in DATASET_FIELDS; for the lens, also study 1's)."""
+    from memlib.config import from_namespace
+    from memlib.data import DATASETS
+
+    config = from_namespace(module(study).Config, params)
+    names = []
+    for found in (config, getattr(config, "study1", None)):
+        for field in getattr(type(found), "DATASET_FIELDS", ()):
+            value = getattr(found, field)
+            names += [value] if isinstance(value, str) else list(value)
+    return [n for n in dict.fromkeys(names) if n in DATASETS]
+
+
 def study_claims(study: str) -> list[Claim]:
     """The study's claims (the lens's depend on the datasets its small preset runs)."""
     found = module(study)

@@ -7,7 +7,6 @@ import math
 
 import pandas as pd
 
-from memlib import data as datasets
 from memlib.claims import (
     Cases,
     Claim,
@@ -298,5 +297,5 @@ def _with_first_words(claims: list[Claim]) -> list[Claim]:
 
 def claims_for(config: Config) -> list[Claim]:
     """The claims of the datasets the config runs ("mnist" also answers for mnist-5k)."""
-    keys = dict.fromkeys(probes.claim_dataset(datasets.resolve(d)) for d in config.datasets)
+    keys = dict.fromkeys(probes.claim_dataset(d) for d in config.datasets)
     return _with_first_words([claim for key in keys for claim in _dataset_claims(key)])

@@ -31,7 +31,7 @@ from memlib.studies import rlp
 __all__ = ["DATASETS", "Config", "LensRun", "study1_config", "lens_runs", "frozen_spec"]
 
 
-DATASETS = ("fashion_mnist", "mnist", "cifar10", "cifar100", "digits")  # in memory
+DATASETS = ("fashion_mnist", "mnist", "mnist-5k", "cifar10", "cifar100", "digits")  # in memory
 
 
 @dataclass(frozen=True)
@@ -56,15 +56,22 @@ class Config:
     null_draws: Annotated[int, Positive, AtMost(10**4)] = 3  # null-model B shuffles per layer
     # training runs computed at once, each in its own process on one CPU thread
     parallel_runs: Annotated[int, Positive, AtMost(256)] = 1
+    # study 1's config that every run starts from: its preset at `setting` changed by
+    # `study1_sets`, read once as this config is built (not a parameter of its own)
+    study1: rlp.Config = dataclasses.field(init=False, repr=False, metadata={"derived": True})
+
+    DATASET_FIELDS = ("datasets",)  # resolved as the config is built (memlib.data.resolve)
 
     def __post_init__(self):
         check_fields(self)
         bad = [d for d in self.datasets if d not in DATASETS]
         check(not bad, f"dataset {bad[:1]} is not available to the lens (its images must fit "
                        f"in memory); choose from: {', '.join(DATASETS)}")
+        datasets.resolve_fields(self, self.DATASET_FIELDS)
         bad = [s for s in self.study1_sets if "=" not in s]
         check(not bad, f"study1_sets expects key=value items, got {bad[:1]}")
-        study1 = study1_config(self)  # the preset with these changes: a valid study-1 config
+        study1 = _read_study1(self.setting, self.study1_sets)
+        object.__setattr__(self, "study1", study1)  # frozen: set once, here
         for name in self.datasets:  # on every dataset the lens runs it on
             check_stratified("scatter_samples", self.scatter_samples, datasets.NUM_CLASSES[name],
                              name)
@@ -87,8 +94,12 @@ class LensRun:
 
 def study1_config(config: Config) -> rlp.Config:
     """Study 1's config: its preset at `config.setting`, changed by `config.study1_sets`."""
-    preset = to_dict(preset_of(rlp.Config, "rlp", config.setting))
-    sets = dict(item.split("=", 1) for item in config.study1_sets)
+    return config.study1
+
+
+def _read_study1(setting: str, study1_sets: tuple[str, ...]) -> rlp.Config:
+    preset = to_dict(preset_of(rlp.Config, "rlp", setting))
+    sets = dict(item.split("=", 1) for item in study1_sets)
     try:  # the lens runs no long tail: its ratio need not fit the samples (none, unless set)
         return build(rlp.Config, {**preset, "long_tail_ratio": 1.0, **sets})
     except ConfigError as err:
@@ -96,11 +107,11 @@ def study1_config(config: Config) -> rlp.Config:
 
 
 def lens_runs(config: Config) -> list[LensRun]:
-    """Every (dataset, noise rate, seed) run, on the resolved dataset names."""
+    """Every (dataset, noise rate, seed) run."""
     base = study1_config(config)
     watch = dict(scatter_samples=config.scatter_samples, measure_every=config.measure_every,
                  exact_loo_max=config.exact_loo_max, null_draws=config.null_draws)
-    return [LensRun(rlp.spec(base, dataset=datasets.resolve(name), noise=noise, seed=seed),
+    return [LensRun(rlp.spec(base, dataset=name, noise=noise, seed=seed),
                     **watch)
             for name in config.datasets for noise in config.noise_rates for seed in config.seeds]
 

@@ -21,7 +21,7 @@ from memlib.config import (
     check_fields,
     check_stratified,
 )
-from memlib.data import NUM_CLASSES
+from memlib.data import NUM_CLASSES, resolve_fields
 from memlib.studies.modarith.method import Activation, is_prime
 
 __all__ = ["Optimizer", "Config", "chance"]
@@ -79,14 +79,17 @@ class Config:
     digits_width: Annotated[int, Positive, AtMost(2**16)] = 256
     digits_lr: Annotated[float, Positive] = 1e-3
     digits_epochs: Annotated[int, NonNegative, AtMost(10**6)] = 300
-    image_dataset: Literal["mnist", "fashion_mnist", "none"] = "mnist"
+    image_dataset: Literal["mnist", "mnist-5k", "fashion_mnist", "none"] = "mnist"
     image_fallback: Literal["fashion_mnist", "none"] = "fashion_mnist"
     image_samples: Annotated[int, Positive, AtMost(10**7)] = 2000
     image_epochs: Annotated[int, NonNegative, AtMost(10**5)] = 100
     parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # runs at once: in no key
 
+    DATASET_FIELDS = ("image_dataset", "image_fallback")  # resolved as the config is built
+
     def __post_init__(self):
         check_fields(self)
+        resolve_fields(self, self.DATASET_FIELDS)
         check(len(self.order_lrs) == len(self.order_optimizers) == len(self.order_weight_decays),
               "order_optimizers, order_lrs and order_weight_decays must have the same length")
         # multiplication mod p is addition mod p - 1 (multiplication_task)

@@ -124,7 +124,7 @@ def width_sweep(config: Config) -> pd.DataFrame:
 def image_order(config: Config) -> tuple[pd.DataFrame, str]:
     """Learning order on digits and on `image_dataset` (or its fallback when not on disk),
     one run per seed. MNIST without its IDX files is the bundled mnist-5k subset
-    (memlib.data.resolve), and the results carry that name."""
+    (resolved as the config is built), and the results carry that name."""
     from memlib import data
 
     frames, notes = [], []
@@ -132,7 +132,7 @@ def image_order(config: Config) -> tuple[pd.DataFrame, str]:
                      lr=config.digits_lr, seed=config.seeds[0])
     names = ["digits"]
     if config.image_dataset != "none" and config.image_epochs > 0:
-        wanted = data.resolve(config.image_dataset)
+        wanted = config.image_dataset
         try:
             data.load(wanted, "train", download=False)
             names.append(wanted)

@@ -130,8 +130,11 @@ class Config:
     fit_flipped_acc: Annotated[float, Fraction] = 0.95
     epochs_after_fit: Annotated[int | None, NonNegative, AtMost(10**4)] = None
 
+    DATASET_FIELDS = ("dataset",)  # resolved as the config is built (memlib.data.resolve)
+
     def __post_init__(self):
         check_fields(self)
+        datasets.resolve_fields(self, self.DATASET_FIELDS)
         check_device(self.device)
         for name in (self.model, *self.layer_models):
             problem = unknown_model(name)
@@ -214,8 +217,6 @@ def spec(config: Config, **overrides) -> RunSpec:
     shared = {f.name: getattr(config, f.name) for f in dataclasses.fields(RunSpec)
               if hasattr(config, f.name) and f.name != "long_tail_ratio"}
     shared["seed"] = config.seeds[0]
-    if config.dataset not in FOLDER_DATASETS:  # runs, tables and titles name the data used
-        shared["dataset"] = datasets.resolve(config.dataset)
     out = RunSpec(**{**shared, **overrides})
     if out.model != config.model and "epochs" not in overrides:
         out = dataclasses.replace(out, epochs=config.layer_model_epochs)
