@@ -322,12 +322,11 @@ def arm_phrase(rule: str, reads: str) -> str:
     if not config.attribution_seeds:
         return f"The `{rule}` claim reads the {len(config.seeds)} seeds."
     return (f"The `{rule}` claim reads {reads} of these {len(config.seeds)} seeds and of the "
-            f"{len(config.attribution_seeds)} seeds of an attribution arm, "
-            f"{len(config.seeds) + len(config.attribution_seeds)} in all: its seed-to-seed "
-            f"spread is too wide for {len(config.seeds)} seeds to place it against its "
-            f"threshold. The arm's seeds run only the two levels that `first_order` and "
-            f"`difficulty_control` read, the clean run and the run at "
-            f"{config.attribution_corruption:.0%} noise, and no other claim, table or figure "
+            f"{len(config.attribution_seeds)} seeds of an attribution arm "
+            f"({len(config.seeds) + len(config.attribution_seeds)} in all): its seed-to-seed "
+            f"spread is too wide for {len(config.seeds)} seeds to decide it, so the arm's seeds "
+            f"run only the clean run and the run at {config.attribution_corruption:.0%} noise, "
+            "the two levels `first_order` and `difficulty_control` read, and nothing else "
             "reads them.")
 
 
@@ -496,9 +495,10 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set attribution_corruption=0.2
 #    ```
-#    **Run time:** about 8 min on 2 cores: the attribution's noise rate is part of every
-#    run's cache key, so all 25 runs are computed again (measured 900 s of compute, 14–54 s
-#    a run), two at a time.
+#    **Run time:** about 12 min on 2 cores: the attribution's noise rate is part of every
+#    run's cache key, so every run is computed again, the attribution arm's too (measured 900 s
+#    of compute for the 25 main runs, 14–54 s a run; the arm's 28 runs about 480 s, projected
+#    from a clean and a 40% run of 14 and 20 s), two at a time.
 #    <details><summary>Answer</summary>
 #
 #    Expect the corrupted examples to stay enriched at the top of the attribution, with a
@@ -510,10 +510,11 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set epochs_after_fit=40
 #    ```
-#    **Run time:** about 12 min on 2 cores: every run is computed again and trains 30 epochs
-#    more (measured: 900 s of compute for 51 epochs a run on average, about 0.75 s an epoch
-#    with er, from the `train_seconds` and `er_seconds_per_epoch` of the runs table), two at
-#    a time.
+#    **Run time:** about 20 min on 2 cores: every run, the attribution arm's too, is computed
+#    again and trains 30 epochs more (measured: 900 s of compute for the 25 main runs at 51
+#    epochs a run on average, about 0.75 s an epoch with er, from the `train_seconds` and
+#    `er_seconds_per_epoch` of the runs table; the arm's 28 runs, projected from a clean and
+#    a 40% run, about 480 s at 45 epochs a run), two at a time.
 #    <details><summary>Answer</summary>
 #
 #    Expect the epochs up to the fit, and with them the er peak and the attribution at the
@@ -525,9 +526,10 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set weight_decay=5e-4
 #    ```
-#    **Run time:** about 8 to 16 min on 2 cores: every run is computed again (measured 900 s
-#    of compute at 51 epochs a run on average), up to twice as long if weight decay delays
-#    the fit toward the 100-epoch cap, two runs at a time.
+#    **Run time:** about 12 to 23 min on 2 cores: every run is computed again (measured 900 s
+#    of compute for the 25 main runs at 51 epochs a run on average, about 480 s projected for
+#    the attribution arm's 28), up to twice as long if weight decay delays the fit toward the
+#    100-epoch cap, two runs at a time.
 #    <details><summary>Answer</summary>
 #
 #    Expect a later and lower er peak (Figures 3.1 and 3.2) and slower fitting of the

@@ -397,12 +397,19 @@ def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, mo
 
     config = build(fisher.Config, {
         "dataset": "digits", "n_train": 200, "n_test": 100, "n_scatter": 60,
-        "mlp_widths": [16], "corruptions": [0.0, 0.4], "seeds": [0], "epochs": 2,
-        "early_epoch": 1, "top_k": 10, "direct_checks": 2, "arch_models": [],
+        "mlp_widths": [16], "corruptions": [0.0, 0.4], "seeds": [0], "attribution_seeds": [1],
+        "epochs": 2, "early_epoch": 1, "top_k": 10, "direct_checks": 2, "arch_models": [],
         "synthetic_n": 40})
-    assert [r[2] for _, (_, *r) in fisher.planned_runs(config)[:-1]] == [0.4, 0.0]
+    assert [r[2:4] for _, (_, *r) in fisher.planned_runs(config)[:-1]] == [
+        [0.4, 0], [0.4, 1], [0.0, 0], [0.0, 1]]
     check_parallel_runs(fisher, config, tmp_path, monkeypatch,
                         clocks={"er_seconds", "train_seconds", "er_seconds_per_epoch", "seconds"})
+    results = fisher.run(config)  # from the cache the workers filled
+    assert set(results["arm_summary"]["seed"]) == {1}
+    for table in ("summary", "signals", "curves", "examples"):
+        assert set(results[table]["seed"]) == {0}, table
+    assert set(results["difficulty"].groupby("seed")["corruption"].unique().map(tuple)) == {
+        (0.0, 0.4), (0.0,)}
 
 
 def test_a_seed_in_both_seeds_and_the_attribution_arm_is_refused():

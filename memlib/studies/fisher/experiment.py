@@ -1,5 +1,8 @@
 """Study 3's experiment: the runs a Config asks for, the order worker processes compute
-them in, and the tables `run` assembles from them."""
+them in, and the tables `run` assembles from them. The attribution arm's seeds
+(`attribution_seeds`) run only the clean level and attribution_corruption; `run` keeps their
+runs out of every table but the difficulty control's clean rows and `arm_summary`, which
+only the first_order and difficulty_control claims read."""
 
 from __future__ import annotations
 
