@@ -56,7 +56,9 @@
 # true flip mask.
 #
 # **How the claims are judged.** Every claim is measured on each seed's run and read as the
-# mean ± the half-width of its 95% Student-t interval over the 6 seeds (300-305); a verdict
+# mean ± the half-width of its 95% Student-t interval over the 6 confirmatory seeds (500-505;
+# two rules, `first_order` and `difficulty_control`, also read the seeds of an attribution arm,
+# sections 4 and 5); a verdict
 # whose threshold lies inside that interval is *within noise*. Each rule also names what it
 # presupposes (the noisy labels were fitted, er peaks and then declines, test accuracy
 # degrades); where that fails the verdict is *precondition failed*, never "holds". The
@@ -73,7 +75,8 @@ model = "mlp"
 mlp_widths = [256, 64]
 cnn_channels = [8, 16, 32]
 corruptions = [0.0, 0.2, 0.4, 0.6]
-seeds = [300, 301, 302, 303, 304, 305]
+seeds = [500, 501, 502, 503, 504, 505]
+attribution_seeds = [506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519]
 epochs = 100
 batch_size = 32
 optimizer = "adam"
@@ -307,14 +310,35 @@ below = (ex["delta_first"] < ex["delta_exact"]).mean()
 rho_first = summary[(summary["model"] == config.model)
                     & (summary["corruption"] == config.attribution_corruption)][
     "spearman_exact_first"]
+arm_runs = results["arm_summary"]
+rho_arm = arm_runs[arm_runs["corruption"] == config.attribution_corruption][
+    "spearman_exact_first"] if len(arm_runs) else pd.Series(dtype=float)
 side = ("below" if below > 0.5 else "above")
+
+
+def arm_phrase(rule: str, reads: str) -> str:
+    """Which seeds the claim `rule` reads (it reads `reads`), and why an attribution arm, where
+    one ran."""
+    if not config.attribution_seeds:
+        return f"The `{rule}` claim reads the {len(config.seeds)} seeds."
+    return (f"The `{rule}` claim reads {reads} of these {len(config.seeds)} seeds and of the "
+            f"{len(config.attribution_seeds)} seeds of an attribution arm "
+            f"({len(config.seeds) + len(config.attribution_seeds)} in all): its seed-to-seed "
+            f"spread is too wide for {len(config.seeds)} seeds to decide it, so the arm's seeds "
+            f"run only the clean run and the run at {config.attribution_corruption:.0%} noise, "
+            "the two levels `first_order` and `difficulty_control` read, and nothing else "
+            "reads them.")
+
+
 display(Markdown(f"""
 Left: the exact attribution of the clean and the corrupted examples at the er peak (first
 seed); right: first order against exact, one point per example. The first-order value sits
 {side} the line y = x for {pct(max(below, 1 - below))} of the examples: it mostly
 {"underestimates" if side == "below" else "overestimates"} the exact $\\Delta_i$. How alike
 the two rank the examples, which is what attribution by ranking needs: Spearman
-ρ(exact, first order) {span(rho_first, 3)} over seeds.
+ρ(exact, first order) {span(rho_first, 3)} over the confirmatory seeds
+{f"and {span(rho_arm, 3)} over the attribution arm's" if len(rho_arm) else ""}.
+{arm_phrase("first_order", f"the {config.attribution_corruption:.0%} noise run")}
 """))
 
 # %%
@@ -386,8 +410,8 @@ savefig(fig, "fig5_difficulty_control", STUDY, scale, data=resolve(config.datase
 
 # %% [markdown]
 # **Figure 3.5.** Clean-difficulty control: mean exact $\Delta_i$ of clean and corrupted
-# examples per difficulty decile of the noisy run (left), and where the clean run's top-100
-# $\Delta_i$ fall (right).
+# examples per difficulty decile of the noisy run (left, the confirmatory seeds), and where
+# the clean run's top-100 $\Delta_i$ fall (right, those and the attribution arm's seeds).
 
 # %% tags=["remove-input"]
 by_decile = noisy.groupby(["flipped", "decile"])["mean_delta"].mean()
@@ -405,7 +429,9 @@ $\\Delta$ above zero) in {corrupted_up} of {deciles} difficulty deciles (mean $\
 hardest decile holds {num(hardest_share, 1)}× its uniform share of the top-100 $\\Delta$ (the
 claim checks it against 2×); the deciles holding the most are {listing(str(d) for d in
 top_deciles)}. The rule looks only at the hardest decile, so fairly hard clean examples that
-contribute from other deciles are not seen by it.
+contribute from other deciles are not seen by it. The left panel shows the confirmatory
+seeds, the right one those and the attribution arm's ({clean["seed"].nunique()} seeds).
+{arm_phrase("difficulty_control", "the clean run")}
 """))
 
 # %% [markdown]
@@ -469,9 +495,10 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set attribution_corruption=0.2
 #    ```
-#    **Run time:** about 8 min on 2 cores: the attribution's noise rate is part of every
-#    run's cache key, so all 25 runs are computed again (measured 900 s of compute, 14–54 s
-#    a run), two at a time.
+#    **Run time:** about 12 min on 2 cores: the attribution's noise rate is part of every
+#    run's cache key, so every run is computed again, the attribution arm's too (measured 900 s
+#    of compute for the 25 main runs, 14–54 s a run; the arm's 28 runs about 480 s, projected
+#    from a clean and a 40% run of 14 and 20 s), two at a time.
 #    <details><summary>Answer</summary>
 #
 #    Expect the corrupted examples to stay enriched at the top of the attribution, with a
@@ -483,10 +510,11 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set epochs_after_fit=40
 #    ```
-#    **Run time:** about 12 min on 2 cores: every run is computed again and trains 30 epochs
-#    more (measured: 900 s of compute for 51 epochs a run on average, about 0.75 s an epoch
-#    with er, from the `train_seconds` and `er_seconds_per_epoch` of the runs table), two at
-#    a time.
+#    **Run time:** about 20 min on 2 cores: every run, the attribution arm's too, is computed
+#    again and trains 30 epochs more (measured: 900 s of compute for the 25 main runs at 51
+#    epochs a run on average, about 0.75 s an epoch with er, from the `train_seconds` and
+#    `er_seconds_per_epoch` of the runs table; the arm's 28 runs, projected from a clean and
+#    a 40% run, about 480 s at 45 epochs a run), two at a time.
 #    <details><summary>Answer</summary>
 #
 #    Expect the epochs up to the fit, and with them the er peak and the attribution at the
@@ -498,9 +526,10 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 #    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
 #        notebooks/03_fisher_rank_inflation.py --set weight_decay=5e-4
 #    ```
-#    **Run time:** about 8 to 16 min on 2 cores: every run is computed again (measured 900 s
-#    of compute at 51 epochs a run on average), up to twice as long if weight decay delays
-#    the fit toward the 100-epoch cap, two runs at a time.
+#    **Run time:** about 12 to 23 min on 2 cores: every run is computed again (measured 900 s
+#    of compute for the 25 main runs at 51 epochs a run on average, about 480 s projected for
+#    the attribution arm's 28), up to twice as long if weight decay delays the fit toward the
+#    100-epoch cap, two runs at a time.
 #    <details><summary>Answer</summary>
 #
 #    Expect a later and lower er peak (Figures 3.1 and 3.2) and slower fitting of the
@@ -512,8 +541,9 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 # ## Claims
 #
 # The rules were rewritten after the pilot (seeds 0-2, whose verdicts the claims report
-# keeps beside these) and registered before the confirmatory seeds were run (first 100-105;
-# then 300-305, fresh seeds for the rules as registered now, whose verdicts these are):
+# keeps beside these) and registered before the confirmatory seeds were run (first 100-105,
+# then 300-305; now 500-505 with the attribution arm's 506-519, fresh seeds for the rules as
+# registered now, whose verdicts these are):
 #
 # - `onset` measured the first epoch at which er had risen a tenth of the way to its peak;
 #   er climbs from epoch 1, so that epoch was 2 in every pilot run and the rule could not
@@ -531,6 +561,8 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 #   interval excludes 0.
 # - `first_order` is judged on the mean over seeds (it was the minimum in an earlier draft)
 #   against the paper's CNN figure 0.96 (it was 0.9); the minimum is shown beside the mean.
+# - `first_order` and `difficulty_control` read the confirmatory seeds and the seeds of an
+#   attribution arm (sections 4 and 5): on six seeds their intervals straddled the threshold.
 # - `inflation_collapse` is judged on each seed's curve; the gap of the seed-mean curve is
 #   shown beside it.
 # - New rows: `attribution_weakens` (AUROC at the er peak minus at the last epoch, after the

@@ -397,9 +397,75 @@ def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, mo
 
     config = build(fisher.Config, {
         "dataset": "digits", "n_train": 200, "n_test": 100, "n_scatter": 60,
-        "mlp_widths": [16], "corruptions": [0.0, 0.4], "seeds": [0], "epochs": 2,
-        "early_epoch": 1, "top_k": 10, "direct_checks": 2, "arch_models": [],
+        "mlp_widths": [16], "corruptions": [0.0, 0.4], "seeds": [0], "attribution_seeds": [1],
+        "epochs": 2, "early_epoch": 1, "top_k": 10, "direct_checks": 2, "arch_models": [],
         "synthetic_n": 40})
-    assert [r[2] for _, (_, *r) in fisher.planned_runs(config)[:-1]] == [0.4, 0.0]
+    assert [r[2:4] for _, (_, *r) in fisher.planned_runs(config)[:-1]] == [
+        [0.4, 0], [0.4, 1], [0.0, 0], [0.0, 1]]
     check_parallel_runs(fisher, config, tmp_path, monkeypatch,
                         clocks={"er_seconds", "train_seconds", "er_seconds_per_epoch", "seconds"})
+    results = fisher.run(config)  # from the cache the workers filled
+    assert set(results["arm_summary"]["seed"]) == {1}
+    for table in ("summary", "signals", "curves", "examples"):
+        assert set(results[table]["seed"]) == {0}, table
+    assert set(results["difficulty"].groupby("seed")["corruption"].unique().map(tuple)) == {
+        (0.0, 0.4), (0.0,)}
+
+
+def test_a_seed_in_both_seeds_and_the_attribution_arm_is_refused():
+    with pytest.raises(ConfigError, match=r"seeds \[2\] are in both seeds and attribution_seeds"):
+        build(fisher.Config, {"seeds": [1, 2], "attribution_seeds": [2, 3]})
+    assert build(fisher.Config, {"seeds": [1, 2], "attribution_seeds": [3]}).ARM_SEEDS == (
+        "attribution_seeds",)
+
+
+def test_the_arm_runs_the_clean_and_the_attribution_level_only():
+    config = build(fisher.Config, {"corruptions": [0.0, 0.2, 0.4, 0.6], "seeds": [0, 1],
+                                   "attribution_seeds": [7, 8], "arch_models": ["smallcnn"]})
+    planned = [r for _, (_, *r) in fisher.planned_runs(config)[:-1]]
+    arm = [r for r in planned if r[3] in (7, 8)]
+    assert sorted((r[2], r[3]) for r in arm) == [(0.0, 7), (0.0, 8), (0.4, 7), (0.4, 8)]
+    assert all(tuple(r[:2]) == ("mlp", "symmetric") and r[4] == config.epochs for r in arm)
+    assert len(planned) == 4 * 2 + 1 + 4  # the grid, one SmallCNN run, the arm
+    # longest first: the arm's 40% runs go with the other 40% runs, before the clean ones
+    levels = [r[2] for r in planned if r[0] == "mlp"]
+    assert levels == sorted(levels, reverse=True)
+    # a seed's run is the same cached computation whether it is a main or an arm seed
+    main = build(fisher.Config, {"seeds": [7]})
+    assert fisher.runs._run_key(config, "mlp", "symmetric", 0.4, 7, 50) == \
+        fisher.runs._run_key(main, "mlp", "symmetric", 0.4, 7, 50)
+
+
+def test_only_first_order_and_difficulty_control_read_the_arm(monkeypatch):
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    config = build(fisher.Config, {"epochs": 5})
+    alone = synthetic_results(config)
+    armed_config = build(fisher.Config, {"epochs": 5, "attribution_seeds": [3, 4]})
+    armed = synthetic_results(armed_config)
+    arm = synthetic_results(build(fisher.Config, {"epochs": 5, "seeds": [3, 4]}))
+    armed["arm_summary"] = arm["summary"].query("corruption in (0.0, 0.4)")
+    armed["difficulty"] = pd.concat([armed["difficulty"],
+                                     arm["difficulty"].query("corruption == 0.0")])
+    without, with_arm = fisher.measure(alone, config), fisher.measure(armed, armed_config)
+    assert with_arm["first_order"]["spearman"].n == 5
+    assert with_arm["first_order"]["min_over_seeds"] == pytest.approx(0.975)
+    assert with_arm["first_order"]["spearman"] != without["first_order"]["spearman"]
+    share = with_arm["difficulty_control"]["share_over_uniform"]
+    assert share.n == 5 and share.mean == pytest.approx(np.mean([1 + 0.1 * s for s in range(5)]))
+    for key in set(without) - {"first_order", "difficulty_control"}:
+        assert with_arm[key] == without[key], key
+
+
+def test_difficulty_control_reads_the_arm_seeds_clean_run_only():
+    config = build(fisher.Config, {"corruptions": [0.0, 0.4], "seeds": [0],
+                                   "attribution_seeds": [1], "top_k": 5})
+    rng = np.random.default_rng(0)
+    examples = pd.DataFrame([
+        {"model": "mlp", "noise": "symmetric", "corruption": c, "seed": seed, "index": i,
+         "flipped": c > 0 and i % 3 == 0, "final_loss_true": rng.random(),
+         "delta_exact": rng.normal()}
+        for c in (0.0, 0.4) for seed in (0, 1) for i in range(40)])
+    table = fisher.difficulty_control(examples, config)
+    assert set(map(tuple, table[["seed", "corruption"]].drop_duplicates().to_numpy())) == {
+        (0, 0.0), (0, 0.4), (1, 0.0)}
+    assert table.query("seed == 0")["count"].sum() == 80

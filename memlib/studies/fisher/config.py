@@ -45,6 +45,10 @@ class Config:
     corruptions: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.0, 0.2, 0.4, 0.6)
     seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
         0, 1, 2)
+    # the attribution arm: seeds of its own that run only the clean run and the run at
+    # attribution_corruption, read only by the first_order and difficulty_control rules
+    attribution_seeds: Annotated[tuple[int, ...], Distinct, NonNegative,
+                                 AtMost(SEED_MAX)] = ()
     epochs: Annotated[int, AtLeast(2), AtMost(10**4)] = 50
     batch_size: Annotated[int, Positive, AtMost(2**20)] = 32
     optimizer: Literal["sgd", "adam", "adamw"] = "adam"
@@ -77,8 +81,14 @@ class Config:
     epochs_after_fit: Annotated[int | None, NonNegative, AtMost(10**4)] = None
     parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # runs at once: in no key
 
+    # the fields holding an arm's seeds, registered with `seeds` (memlib.config.confirmatory_seeds)
+    ARM_SEEDS = ("attribution_seeds",)
+
     def __post_init__(self):
         check_fields(self)
+        both = [s for s in self.attribution_seeds if s in self.seeds]
+        check(not both, f"seeds {both} are in both seeds and attribution_seeds: the attribution "
+                        "arm needs seeds of its own")
         check(self.attribution_corruption in self.corruptions,
               f"attribution_corruption={self.attribution_corruption} must be one of "
               f"corruptions {self.corruptions}")

@@ -1,5 +1,8 @@
 """Study 3's experiment: the runs a Config asks for, the order worker processes compute
-them in, and the tables `run` assembles from them."""
+them in, and the tables `run` assembles from them. The attribution arm's seeds
+(`attribution_seeds`) run only the clean level and attribution_corruption; `run` keeps their
+runs out of every table but the difficulty control's clean rows and `arm_summary`, which
+only the first_order and difficulty_control claims read."""
 
 from __future__ import annotations
 
@@ -14,8 +17,8 @@ from memlib.studies.fisher.method import onset_epoch, ranking_metrics
 from memlib.studies.fisher.runs import cached_checks, cached_run
 
 # `runs` is left out: the package's `runs` is its runs part
-__all__ = ["SIGNALS", "TIMING", "run", "difficulty_control", "planned_runs", "prefetch_runs",
-           "training_runs"]
+__all__ = ["SIGNALS", "TIMING", "run", "arm_corruptions", "difficulty_control", "planned_runs",
+           "prefetch_runs", "training_runs"]
 
 
 def training_runs(config: Config) -> list[tuple[str, str, float, int, int]]:
@@ -27,7 +30,15 @@ def training_runs(config: Config) -> list[tuple[str, str, float, int, int]]:
             for s in config.seeds[:config.arch_seeds]]
     human = [(config.model, name, math.nan, config.seeds[0], config.epochs)
              for name in config.human_label_sets]
-    return grid + arch + human
+    arm = [(config.model, "symmetric", c, s, config.epochs)
+           for c in arm_corruptions(config) for s in config.attribution_seeds]
+    return grid + arch + human + arm
+
+
+def arm_corruptions(config: Config) -> tuple[float, ...]:
+    """The corruptions the attribution arm's seeds run: of `corruptions`, the clean level
+    (difficulty_control) and attribution_corruption (first_order)."""
+    return tuple(c for c in config.corruptions if c in (0.0, config.attribution_corruption))
 
 
 SIGNALS = {  # name -> (column, sign): a higher sign * value means "more likely corrupted"
@@ -90,28 +101,38 @@ def run(config: Config) -> dict:
     signals = pd.DataFrame(signals)
     examples = pd.concat(examples, ignore_index=True)
     difficulty = difficulty_control(examples, config)
-    return {"checks": checks, "curves": pd.concat(curves, ignore_index=True),
-            "summary": summary, "signals": signals, "examples": examples,
-            "difficulty": difficulty}
+    tables = {"curves": pd.concat(curves, ignore_index=True), "summary": summary,
+              "signals": signals, "examples": examples}
+    split = {name: _split_arm(frame, config) for name, frame in tables.items()}
+    return {"checks": checks, **{name: main for name, (main, _) in split.items()},
+            "difficulty": difficulty, "arm_summary": split["summary"][1]}
+
+
+def _split_arm(frame: pd.DataFrame, config: Config) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the rows of the main runs, the rows of the attribution arm's runs): every table but
+    the rules that read the arm sees the main runs alone, as if the arm had not run."""
+    in_arm = frame["seed"].isin(config.attribution_seeds)
+    return frame[~in_arm].reset_index(drop=True), frame[in_arm].reset_index(drop=True)
 
 
 def difficulty_control(examples: pd.DataFrame, config: Config) -> pd.DataFrame:
     """Delta by difficulty decile, difficulty = loss under the clean-label run (same seed).
 
     One row per (corruption, seed, decile, flipped): mean exact Delta and count, plus the
-    clean run's share of top-k Delta in each decile (column top_share).
+    clean run's share of top-k Delta in each decile (column clean_top_share); every
+    corruption of the main seeds, and the clean run of the attribution arm's seeds.
     """
     if 0.0 not in config.corruptions:
         return pd.DataFrame()
     main = examples[(examples["model"] == config.model) & (examples["noise"] == "symmetric")]
     rows = []
-    for seed in config.seeds:
+    for seed in (*config.seeds, *config.attribution_seeds):
         clean = main[(main["corruption"] == 0.0) & (main["seed"] == seed)]
         difficulty = clean.set_index("index")["final_loss_true"]
         deciles = pd.qcut(difficulty.rank(method="first"), 10, labels=False)
         top = clean.nlargest(config.top_k, "delta_exact")["index"]
         top_share = deciles.loc[top].value_counts(normalize=True)
-        for corruption in config.corruptions:
+        for corruption in config.corruptions if seed in config.seeds else (0.0,):
             run_ex = main[(main["corruption"] == corruption) & (main["seed"] == seed)]
             run_ex = run_ex.assign(decile=deciles.loc[run_ex["index"]].to_numpy())
             for (decile, flipped), group in run_ex.groupby(["decile", "flipped"]):

@@ -175,8 +175,9 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
 def _run_key(config: Config, model_name: str, noise: str, corruption: float, seed: int,
              epochs: int) -> dict:
     shared = {k: v for k, v in to_dict(config).items()
-              if k not in ("corruptions", "seeds", "arch_models", "arch_epochs", "arch_seeds",
-                           "human_label_sets", "synthetic_n", "top_k", "attribution_corruption",
+              if k not in ("corruptions", "seeds", "attribution_seeds", "arch_models",
+                           "arch_epochs", "arch_seeds", "human_label_sets", "synthetic_n",
+                           "top_k", "attribution_corruption",
                            "parallel_runs",  # which process computes a run, not what
                            "direct_checks")}
     return {**shared, "dataset": mdata.resolve(config.dataset), "model": model_name,
