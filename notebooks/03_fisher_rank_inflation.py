@@ -107,7 +107,6 @@ from IPython.display import Markdown, display
 
 from memlib.claims import Estimate, evaluate, write
 from memlib.config import from_namespace
-from memlib.data import resolve
 from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import claims_markdown, listing, num, pct, pct_span, pm, span, spread_phrase
@@ -162,7 +161,7 @@ axes[1].set(xlabel="epoch", ylabel="accuracy / fraction", title="fit of noisy la
 axes[0].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
 axes[1].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
 fig.set_figheight(4.2)
-savefig(fig, "fig1_inflation_collapse", STUDY, scale, data=resolve(config.dataset))
+savefig(fig, "fig1_inflation_collapse", STUDY, scale, data=config.dataset)
 
 # %% [markdown]
 # **Figure 3.1.** er of the scatter set over training per corruption rate (mean ± sd over
@@ -227,7 +226,7 @@ ax.errorbar(peaks.index * 100, peaks["mean"], yerr=peaks["std"], marker="o", cap
 ax.plot([0, 60], [28.88, 97.09], "s", color="0.35", label="paper (clean, 60%)")
 ax.set(xlabel="corruption (%)", ylabel="peak er", title="peak effective rank")
 ax.legend(fontsize="small")
-savefig(fig, "fig2_peak_er_vs_corruption", STUDY, scale, data=resolve(config.dataset))
+savefig(fig, "fig2_peak_er_vs_corruption", STUDY, scale, data=config.dataset)
 peaks.round(2)
 
 # %% [markdown]
@@ -297,7 +296,7 @@ axes[1].set(xlabel=r"exact $\Delta_i$", ylabel=r"first-order $\Delta_i^{(1)}$",
             title="first order vs exact")
 axes[1].locator_params(axis="both", nbins=5)
 axes[1].legend(markerscale=2)
-savefig(fig, "fig3_attribution", STUDY, scale, data=resolve(config.dataset))
+savefig(fig, "fig3_attribution", STUDY, scale, data=config.dataset)
 print(summary[summary["corruption"] == config.attribution_corruption][
     ["model", "seed", "spearman_exact_first", "direct_max_abs_error"]])
 
@@ -354,7 +353,7 @@ ax.axvspan(0.6, 0.8, facecolor="C2", alpha=0.25, edgecolor="C2", hatch="//", lin
 ax.set(xlabel="AUROC for the corrupted examples", xlim=(0, 1),
        title=f"label-error signals, {config.attribution_corruption:.0%} noise (seed mean)")
 ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
-savefig(fig, "fig4_signals", STUDY, scale, data=resolve(config.dataset))
+savefig(fig, "fig4_signals", STUDY, scale, data=config.dataset)
 
 # %% [markdown]
 # **Figure 3.4.** AUROC of each label-error signal for the corrupted examples (mean over
@@ -406,7 +405,7 @@ reference_line(axes[1], 0.1, "uniform share")
 axes[1].set(xlabel="difficulty decile (10 = hardest)", ylabel="share of top-100 Δ",
             title="clean run: where the top contributors are")
 axes[1].legend()
-savefig(fig, "fig5_difficulty_control", STUDY, scale, data=resolve(config.dataset))
+savefig(fig, "fig5_difficulty_control", STUDY, scale, data=config.dataset)
 
 # %% [markdown]
 # **Figure 3.5.** Clean-difficulty control: mean exact $\Delta_i$ of clean and corrupted

@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from memlib import data as mdata
 from memlib.claims import Cases, Claim, Estimate, all_of, correlations, declare, margin, paired
 from memlib.studies.fisher.config import Config
 from memlib.studies.fisher.experiment import difficulty_control
@@ -174,7 +173,7 @@ def measure(results: dict, config: Config) -> dict:
     hardest = None
     if len(diff):
         clean = diff[(diff["corruption"] == 0.0) & (diff["decile"] == 10)]
-        hardest = {"data": mdata.resolve(config.dataset), "share_over_uniform": Estimate.of(
+        hardest = {"data": config.dataset, "share_over_uniform": Estimate.of(
             clean.groupby("seed")["clean_top_share"].first().to_numpy() / 0.1)}
     weakens = None
     if len(exact) and "auroc_last" in at:
@@ -183,7 +182,7 @@ def measure(results: dict, config: Config) -> dict:
                    "auroc_peak": Estimate.of(peak_auroc), "auroc_last": Estimate.of(last_auroc),
                    "noisy_fit": float(at_last.min()), **fit_record(at)}
     noisy = main[main["corruption"] >= 0.2]
-    data = mdata.resolve(config.dataset)
+    data = config.dataset
     peaks["data"] = data
     with_arm = pd.concat([at, _arm_at(results, config)])
     return {

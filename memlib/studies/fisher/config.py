@@ -83,9 +83,11 @@ class Config:
 
     # the fields holding an arm's seeds, registered with `seeds` (memlib.config.confirmatory_seeds)
     ARM_SEEDS = ("attribution_seeds",)
+    DATASET_FIELDS = ("dataset",)  # resolved as the config is built (memlib.data.resolve)
 
     def __post_init__(self):
         check_fields(self)
+        mdata.resolve_fields(self, self.DATASET_FIELDS)
         both = [s for s in self.attribution_seeds if s in self.seeds]
         check(not both, f"seeds {both} are in both seeds and attribution_seeds: the attribution "
                         "arm needs seeds of its own")

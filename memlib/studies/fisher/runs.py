@@ -78,7 +78,7 @@ def build_model(config: Config, name: str, num_classes: int, in_shape) -> torch.
 def train_run(config: Config, model_name: str, noise: str, corruption: float, seed: int,
               epochs: int) -> dict:
     """Train once, tracking er on the scatter set every epoch; attribution at the peak."""
-    train_split, test_split, subset = _data(mdata.resolve(config.dataset), config.n_train,
+    train_split, test_split, subset = _data(config.dataset, config.n_train,
                                             config.n_test, config.inputs)
     num_classes = train_split.num_classes
     true = train_split.y
@@ -180,7 +180,7 @@ def _run_key(config: Config, model_name: str, noise: str, corruption: float, see
                            "top_k", "attribution_corruption",
                            "parallel_runs",  # which process computes a run, not what
                            "direct_checks")}
-    return {**shared, "dataset": mdata.resolve(config.dataset), "model": model_name,
+    return {**shared, "dataset": config.dataset, "model": model_name,
             "noise": noise, "corruption": corruption,
             "seed": seed, "epochs": epochs,
             "direct_checks": config.direct_checks
