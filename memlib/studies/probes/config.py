@@ -81,9 +81,10 @@ class Config:
     heatmap_train_per_class: Annotated[int | None, Positive, AtMost(10**7)] = 2000
     heatmap_null_draws: Annotated[int, Positive, AtMost(10**4)] = 3
     # one ViT stand-in per seed: its initialisation, batch order, training subset and probe
-    # draws; fresh seeds of their own, so that the replicates share no draw with the MLP runs
+    # draws; seeds of their own, none of `seeds` (by default far above the runs' seeds that
+    # presets and commands list, so that a list of `seeds` alone does not collide with them)
     standin_seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative,
-                             AtMost(SEED_MAX)] = (5, 6, 7, 8, 9)
+                             AtMost(SEED_MAX)] = (1000, 1001, 1002, 1003, 1004)
     standin_train: Annotated[int, Positive, AtMost(10**7)] = 12000
     standin_test: Annotated[int, Positive, AtMost(10**7)] = 2000
     standin_epochs: Annotated[int, NonNegative, AtMost(10**4)] = 4

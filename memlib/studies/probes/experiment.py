@@ -69,7 +69,7 @@ def planned_runs(config: Config) -> list[tuple]:
     """(cached computation, argument) calls that together make every cached result of `run`,
     independent of each other, in an order that keeps two workers busy to the end at the
     small scale (cold: a task's training and probes 36-75 s, a dataset's heatmaps 47-56 s,
-    each ViT stand-in, one per stand-in seed, STANDIN_S). With pairs chosen by SSIM distance
+    each ViT stand-in, one per stand-in seed, 77 s). With pairs chosen by SSIM distance
     the tasks need the distances first: they are computed here when missing."""
     from memlib import data
 
