@@ -604,8 +604,6 @@ def _layer_claim(key: str, statement: str, paper: str, measure: str, trained: tu
     quadrature (`registered`: the functions and preset values that decided it, and
     `registered_measure`, its measure's words when they differ), and with `first` the first
     registered rule (no interval), which rows added after it was replaced never had."""
-    import dataclasses
-
     measured_as = registered_measure or measure
     cases = Cases(_LAYERS_CASE, _LAYERS_FAIL, {trained[0]: {**_LAYERS_CASE, "float": 0.1}})
     # the first registered rule compared one model's losses without an interval
