@@ -689,8 +689,9 @@ print(results["distilbert_status"])
 standin = results["standin"]
 models = standin["seed"].nunique()
 display(Markdown(f"""
-**Stand-in (not the paper's experiment):** {models} four-block ViTs trained here on 10-class
-Fashion-MNIST ({config.standin_train:,} training images, {config.standin_epochs} epochs), one
+**Stand-in (not the paper's experiment):** {models} small ViTs trained here on 10-class
+Fashion-MNIST ({config.standin_train:,} training images, {config.standin_epochs}
+epoch{"s" * (config.standin_epochs != 1)}), one
 per stand-in seed (`standin_seeds`: the seed fixes a model's initialisation, batch order,
 training images and probe draws; every model is scored on the same {config.standin_test:,}
 test images), each probed one matrix at a time with the same code (patch embedding, first
