@@ -793,7 +793,7 @@ if results["distilbert"] is not None:
 #    The hard pair becomes the most similar pair and the easy pair the least similar.
 #    **Run time:** at most about 5 min on 2 cores: the chosen pairs' runs and probes are
 #    computed again, at most the notebook's measured cold compute (572 s), two at a time;
-#    the SSIM matrix, the heat maps and the ViT stand-in load from the cache.
+#    the SSIM matrix, the heat maps and the ViT stand-ins load from the cache.
 #    <details><summary>Answer</summary>
 #
 #    Expect the paper's picture to sharpen: the binarized hard model nearer chance, the easy

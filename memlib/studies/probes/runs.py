@@ -1,6 +1,6 @@
 """What one run of study 4 computes: a class pair's data and its MLPs (one per seed, trained
-side by side), their probe sweeps, the SSIM distances and heatmaps, the ViT stand-in, and the
-cached computations that keep each."""
+side by side), their probe sweeps, the SSIM distances and heatmaps, the ViT stand-ins (one per
+stand-in seed), and the cached computations that keep each."""
 
 from __future__ import annotations
 
