@@ -170,7 +170,7 @@ def shrunk(study: str, device: str, epochs: int, tiny: bool) -> dict:
                        early_epoch=1, **(dict(n_scatter=300, cnn_channels=[8, 8, 8],
                                               synthetic_n=50) if tiny else {})),
         "probes": dict(seeds=[100], epochs=epochs, heatmap_runs=1, heatmap_epochs=epochs,
-                       standin_epochs=epochs, distilbert=False, null_draws=1,
+                       standin_seeds=[120], standin_epochs=epochs, distilbert=False, null_draws=1,
                        heatmap_null_draws=1, curveball_trades=2,
                        **({"ssim_pairs": 20, "standin_train": 600, "standin_test": 200}
                           if tiny else {})),

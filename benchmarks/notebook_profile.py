@@ -127,7 +127,8 @@ def probes_unit() -> Unit:
     task = next(a for f, a in calls if f is probes.cached_task and a[0] == dataset)
     return Unit(f"probes.cached_task: {dataset} {task[1]} pair, 12 runs, probe grids",
                 lambda: probes.cached_task(task), 1.0, 1.0, len(calls),
-                f"{len(calls)} units (4 tasks, 2 heatmaps, the stand-in) counted as tasks")
+                f"{len(calls)} units (4 tasks, 2 heatmaps, {len(config.standin_seeds)} "
+                "stand-ins) counted as tasks")
 
 
 def lens_unit() -> Unit:

@@ -52,8 +52,8 @@ FISHER = {  # CIFAR-10 (whole tiny train/test sets, n_train = n_test = 0 as in t
     "arch_epochs": 2, "synthetic_n": 40,
 }
 PROBES = {  # MNIST + Fashion-MNIST, authors' pairs, all training images kept (the tiny files);
-    # fewer runs, epochs, probe levels, null draws, pairs
-    "epochs": 1, "seeds": [0, 1], "eval_batch_size": 100,
+    # fewer runs, epochs, probe levels, null draws, pairs, stand-ins
+    "epochs": 1, "seeds": [0, 1], "standin_seeds": [120, 121], "eval_batch_size": 100,
     "prune_levels": [0.0, 0.5], "noise_log2_levels": [-4, 0], "flip_levels": [0.0, 0.2],
     "null_draws": 1, "null_prune_levels": [0.0, 0.5], "curveball_trades": 2, "ssim_pairs": 5,
     "heatmap_classes": 3, "heatmap_runs": 1, "heatmap_epochs": 1,

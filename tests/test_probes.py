@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlib.claims import FAILS, HOLDS, NOT_RUN, WITHIN_NOISE, Estimate, evaluate
-from memlib.config import ConfigError, build
+from memlib.config import ConfigError, build, confirmatory_seeds
 from memlib.models import MLP
 from memlib.studies import probes
 from memlib.train import TrainSpec, train
@@ -254,6 +254,55 @@ def test_layerwise_table_and_drops(tiny):
     assert probes.layer_drops(table, "prune", 0.3) is None  # a level the table lacks
 
 
+def layer_table(losses, probe="sign", level=0.0, unprobed=90.0):
+    """A layer-wise table of stand-in models by seed: each model's unprobed metric and its
+    losses (first matrix, the last block's two) under `probe` at `level`."""
+    rows = []
+    for seed, drops in losses.items():
+        for order, drop in zip((0, 3, 4), drops, strict=True):
+            rows += [{"seed": seed, "order": order, "probe": "float", "level": 0.0,
+                      "metric": unprobed},
+                     {"seed": seed, "order": order, "probe": probe, "level": level,
+                      "metric": unprobed - drop}]
+    return pd.DataFrame(rows)
+
+
+def test_layer_estimates_pair_each_models_losses(monkeypatch):
+    # three hand-made models exercise the rules; the registered minimum has its own test
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    table = layer_table({9: (35, 4, 3), 7: (40, 5, 2), 8: (30, 6, 1)})
+    drops = probes.model_drops(table)
+    assert drops.to_dict("list") == {"float": [90.0] * 3, "first": [40.0, 30.0, 35.0],
+                                     "last_block_1": [5.0, 6.0, 4.0],
+                                     "last_block_2": [2.0, 1.0, 3.0]}  # by seed
+    value = probes.layer_estimates(table)
+    assert value["models"] == 3 and value["float"] == 90.0
+    assert value["first"] == Estimate.of([40, 30, 35])
+    assert value["first_minus_last_block_1"] == Estimate.of([35, 24, 31])
+    assert value["first_minus_last_block_2"] == Estimate.of([38, 29, 32])
+    assert probes.layer_estimates(table, "prune", 0.5) is None  # a probe the table lacks
+
+    def verdict(losses, unprobed=90.0):
+        value = probes.layer_estimates(layer_table(losses, unprobed=unprobed))
+        return verdicts({"transformer_layers_standin": value})["transformer_layers_standin"]
+
+    assert verdict({7: (40, 5, 2), 8: (30, 6, 1), 9: (35, 4, 3)}) == HOLDS
+    # the first matrix loses less than a last-block one on every model
+    assert verdict({7: (5, 20, 1), 8: (6, 25, 2), 9: (4, 22, 0)}) == FAILS
+    assert verdict({7: (40, 5, 2), 8: (3, 6, 1), 9: (35, 4, 3)}) == WITHIN_NOISE
+    # losses that move together from model to model: paired, the small gap is decided
+    together = {7: (40, 38, 39), 8: (20, 17.5, 19), 9: (60, 58.5, 58.5)}
+    assert verdict(together) == HOLDS
+    claim = {c.id: c for c in probes.CLAIMS}["transformer_layers_standin"]
+    one_model_rule = claim.previous[-1]
+    assert one_model_rule.rule == probes.claims._ONE_MODEL_RULE
+    value = probes.layer_estimates(layer_table(together))
+    assert not one_model_rule.beyond_noise(value)  # unpaired, the models' spread hides it
+    assert verdict({7: (40, 5, 2)}) == WITHIN_NOISE  # one model: no interval
+    assert verdict({7: (40, 5, 2), 8: (30, 6, 1), 9: (35, 4, 3)}, unprobed=30.0).startswith(
+        "precondition failed: the stand-in learned its task")
+
+
 @pytest.mark.parametrize("warmup_steps", [0, 3])
 def test_ensemble_training_equals_separate_runs(warmup_steps):
     x = torch.randn(50, 6, generator=gen(5))
@@ -407,9 +456,10 @@ def test_claim_rules_preconditions_and_noise(monkeypatch):
     v = verdicts({"stochastic_resonance": {"a/easy": room, "a/hard": flat_noise}})
     assert v["stochastic_resonance"] == FAILS  # every task with room must show the peak
 
-    standin = {"float": 85.0, "first": 30.0, "last_block_1": 5.0, "last_block_2": 2.0}
-    v = verdicts({"transformer_layers_pruned_standin": standin,
-                  "transformer_layers_pruned_distilbert": {**standin, "float": 0.3}})
+    one = probes.layer_estimates(layer_table({7: (30, 5, 2)}, "prune", 0.5, unprobed=85.0),
+                                 "prune", 0.5)
+    v = verdicts({"transformer_layers_pruned_standin": one,
+                  "transformer_layers_pruned_distilbert": {**one, "float": 0.3}})
     assert v["transformer_layers_pruned_standin"] == WITHIN_NOISE  # one model: no interval
     assert v["transformer_layers_pruned_distilbert"].startswith("precondition failed: the model")
     assert len({c.id for c in probes.CLAIMS}) == len(probes.CLAIMS)
@@ -459,10 +509,13 @@ def synthetic_results(dataset="fashion_mnist", runs=3, dead_hard_run=None):
                                for a in range(10) for b in range(10)])
     pairs = pd.DataFrame({"task": ["easy", "hard"], "distance": [0.6, 0.4]})
     tag = {"dataset": dataset}
-    standin = pd.DataFrame({"order": [0, 0, 0, 3, 3, 3, 4, 4, 4],
+    standin = pd.DataFrame({"seed": 7, "order": [0, 0, 0, 3, 3, 3, 4, 4, 4],
                             "probe": ["float", "sign", "prune"] * 3,
                             "level": [0.0, 0.0, 0.5] * 3,
                             "metric": [90, 10, 40, 90, 80, 85, 90, 85, 88]})
+    # a second stand-in model, 10 points less accurate everywhere
+    standin = pd.concat([standin, standin.assign(seed=8, metric=standin["metric"] - 10)],
+                        ignore_index=True)
     return {"sweep": pd.DataFrame(rows).assign(**tag), "nulls": nulls.assign(**tag),
             "baseline": baseline.assign(**tag), "pairs": pairs.assign(**tag),
             "heatmap_runs": heatmap_runs.assign(**tag), "difficulty": difficulty.assign(**tag),
@@ -489,9 +542,12 @@ def test_measure_on_a_synthetic_result(monkeypatch):
     assert resonance["start"] == 51.0
     flips = measured["flips_mirror_noise"]["fashion_mnist/easy"]
     assert flips["noise_gain"].mean == 10 and flips["flip_gain"].mean == 8
-    assert measured["transformer_layers_standin"] == {"float": 90, "first": 80,
-                                                      "last_block_1": 10, "last_block_2": 5}
-    assert measured["transformer_layers_pruned_standin"]["first"] == 50
+    layers = measured["transformer_layers_standin"]
+    assert layers["float"] == 85 and layers["models"] == 2
+    assert layers["first"] == Estimate(80.0, 0.0, 2)
+    assert layers["last_block_2"] == Estimate(5.0, 0.0, 2)
+    assert layers["first_minus_last_block_1"] == Estimate(70.0, 0.0, 2)
+    assert measured["transformer_layers_pruned_standin"]["first"].mean == 50
     complexity = measured["complexity_measure_fashion_mnist"]
     assert complexity["rho_bin"].mean == pytest.approx(-1.0) and complexity["pairs"] == 45
     assert measured["measures_agree_fashion_mnist"]["rho"].mean == pytest.approx(1.0)
@@ -528,20 +584,22 @@ def test_pruning_improves_binarized_models_where_they_have_room(monkeypatch):
 def test_randomized_layer_rows_read_null_model_b():
     results = synthetic_results()
     assert probes.measure(results)["transformer_layers_randomized_standin"] is None  # no B probe
-    randomized = pd.DataFrame({"order": [0, 3, 4], "probe": "B", "level": 0.0,
-                               "metric": [20, 85, 88]})
+    randomized = pd.DataFrame({"seed": [7, 7, 7, 8, 8, 8], "order": [0, 3, 4] * 2,
+                               "probe": "B", "level": 0.0, "metric": [20, 85, 88, 15, 74, 77]})
     standin = pd.concat([results["standin"], randomized], ignore_index=True)
     measured = probes.measure({**results, "standin": standin})
     value = measured["transformer_layers_randomized_standin"]
-    assert value == {"float": 90, "first": 70, "last_block_1": 5, "last_block_2": 2}
+    assert value["first"] == Estimate.of([70, 65])
+    assert value["first_minus_last_block_1"] == Estimate.of([65, 59])
     v = verdicts(measured)
-    assert v["transformer_layers_randomized_standin"] == WITHIN_NOISE  # one model: no interval
+    assert v["transformer_layers_randomized_standin"] == WITHIN_NOISE  # two models: too few
     assert v["transformer_layers_randomized_distilbert"] == NOT_RUN
     untrained = verdicts({"transformer_layers_randomized_standin": {**value, "float": 30.0}})
     assert untrained["transformer_layers_randomized_standin"].startswith(
         "precondition failed: the stand-in learned its task")
     claim = {c.id: c for c in probes.CLAIMS}["transformer_layers_randomized_standin"]
-    assert claim.previous == ()  # added after the layer rows' first rule was replaced
+    # added after the layer rows' first rule was replaced: only the one-model rule is kept
+    assert [old.rule for old in claim.previous] == [probes.claims._ONE_MODEL_RULE]
 
 
 def test_pairs_of_the_bundled_subset_take_the_full_sets_steps():
@@ -595,6 +653,13 @@ def test_config_coercion_and_bad_values():
         build(probes.Config, {"seeds": [1, 1]})
     with pytest.raises(ConfigError, match="heatmap_runs"):
         build(probes.Config, {"seeds": [1, 2], "heatmap_runs": 3})
+    with pytest.raises(ConfigError, match="seeds and standin_seeds both hold 6, 9: the stand-in"):
+        build(probes.Config, {"seeds": [0, 6, 9], "heatmap_runs": 1,
+                              "standin_seeds": [9, 6, 12]})
+    with pytest.raises(ConfigError, match="repeat"):
+        build(probes.Config, {"standin_seeds": [12, 12]})
+    assert confirmatory_seeds(build(probes.Config, {"seeds": [1, 2], "heatmap_runs": 1,
+                                                    "standin_seeds": [3]})) == (1, 2, 3)
 
 
 def test_distilbert_offline_message():
@@ -791,7 +856,7 @@ TINY_RUN = {
     "prune_levels": [0.0, 0.5], "noise_log2_levels": [0], "flip_levels": [0.0, 0.2],
     "null_draws": 1, "null_prune_levels": [0.0, 0.5], "curveball_trades": 2, "ssim_pairs": 5,
     "heatmap_classes": 3, "heatmap_runs": 1, "heatmap_epochs": 1, "heatmap_null_draws": 1,
-    "standin_train": 60, "standin_test": 20, "standin_epochs": 1,
+    "standin_seeds": [2, 3], "standin_train": 60, "standin_test": 20, "standin_epochs": 1,
     "standin_prune_levels": [0.5], "standin_noise_levels": [1.0],
     "standin_flip_levels": [0.1]}
 
@@ -842,7 +907,20 @@ def test_pairs_chosen_by_ssim_prefetch_the_distances_first(monkeypatch, tiny_dat
                                    "pair_choice": "ssim", "parallel_runs": 2})
     probes.prefetch_runs(config)
     assert phases == [["cached_difficulty"],
-                      ["cached_standin", "cached_task", "cached_task", "cached_heatmap"]]
+                      ["cached_standin", "cached_standin", "cached_task", "cached_task",
+                       "cached_heatmap"]]
     computed = cache.activity["computed"]
     probes.run(config)
     assert cache.activity["computed"] == computed and phases[2:] == [[], []]
+
+
+def test_each_standin_seed_trains_its_own_model(tiny_data, one_thread):
+    config = build(probes.Config, {**TINY_RUN, "datasets": ["fashion_mnist"]})
+    first, second = (probes.standin_model(config, seed) for seed in config.standin_seeds)
+    assert not torch.equal(first.head.weight, second.head.weight)
+    assert torch.equal(probes.standin_model(config, 2).head.weight, first.head.weight)
+    tables = probes.standin_tables(config)
+    assert tables["seed"].unique().tolist() == [2, 3]
+    unprobed = tables.query("probe == 'float'").groupby("seed")["metric"]
+    assert unprobed.nunique().tolist() == [1, 1]  # one model each, probed one matrix at a time
+    assert probes.layer_estimates(tables)["models"] == 2

@@ -277,10 +277,11 @@ def measure(results: dict) -> dict:
     for name, table in (("standin", results["standin"]),
                         ("distilbert", results.get("distilbert"))):
         if table is not None:
-            measured[f"transformer_layers_{name}"] = layer_drops(table)
-            measured[f"transformer_layers_pruned_{name}"] = layer_drops(table, "prune",
-                                                                        LAYER_PRUNE)
-            measured[f"transformer_layers_randomized_{name}"] = layer_drops(table, RANDOMIZED)
+            measured[f"transformer_layers_{name}"] = layer_estimates(table)
+            measured[f"transformer_layers_pruned_{name}"] = layer_estimates(table, "prune",
+                                                                            LAYER_PRUNE)
+            measured[f"transformer_layers_randomized_{name}"] = layer_estimates(table,
+                                                                                RANDOMIZED)
     return measured
 
 
@@ -296,6 +297,32 @@ def layer_drops(table: pd.DataFrame, probe: str = "sign", level: float = 0.0
     drop = unprobed - probed.set_index("order")["metric"]
     return {"float": float(unprobed.loc[0]), "first": float(drop.loc[0]),
             "last_block_1": float(drop.loc[3]), "last_block_2": float(drop.loc[4])}
+
+
+LAST_BLOCK = ("last_block_1", "last_block_2")  # the keys of the last block's two losses
+
+
+def model_drops(table: pd.DataFrame, probe: str = "sign", level: float = 0.0
+                ) -> pd.DataFrame | None:
+    """`layer_drops` of each model in the table, one row per model in the order of its `seed`
+    column (a table without one holds one model); None where the table has no such probe."""
+    models = [part for _, part in table.groupby("seed")] if "seed" in table else [table]
+    drops = [layer_drops(part, probe, level) for part in models]
+    return None if any(d is None for d in drops) else pd.DataFrame(drops)
+
+
+def layer_estimates(table: pd.DataFrame, probe: str = "sign", level: float = 0.0
+                    ) -> dict | None:
+    """Over the table's models: the mean unprobed metric (float) and the model count, each
+    compared matrix's loss under `probe` at `level`, and the first matrix's loss minus each
+    last-block matrix's, paired by model (Estimates over the models: one model has no
+    interval); None where the table has no such probe."""
+    drops = model_drops(table, probe, level)
+    if drops is None:
+        return None
+    return {"float": float(drops["float"].mean()), "models": len(drops),
+            **{k: Estimate.of(drops[k]) for k in ("first", *LAST_BLOCK)},
+            **{f"first_minus_{k}": paired(drops["first"], drops[k]) for k in LAST_BLOCK}}
 
 
 def _learned(task: str) -> tuple[str, Callable[[dict], bool]]:
@@ -532,8 +559,12 @@ _RESONANCE_CASE = {"x/easy": {"peak": 0.125, "gain": _est(20), "fall": _est(30),
                    "x/hard": {"peak": 0.25, "gain": _est(1), "fall": _est(40), "start": 97.0}}
 _FLIP_CASE = {"x/easy": {"noise_gain": _est(20), "flip_gain": _est(15), "flip_peak": 0.2},
               "x/hard": {"noise_gain": _est(1), "flip_gain": _est(0), "flip_peak": 0.1}}
-_LAYERS_CASE = {"float": 85.0, "first": _est(30), "last_block_1": _est(5),
-                "last_block_2": _est(2)}
+_LAYERS_CASE = {"float": 85.0, "models": 8, "first": _est(30), "last_block_1": _est(5),
+                "last_block_2": _est(2), "first_minus_last_block_1": _est(25),
+                "first_minus_last_block_2": _est(28)}
+# the first matrix's loss below both last-block matrices', beyond noise
+_LAYERS_FAIL = {**_LAYERS_CASE, "first": _est(1, 0.1), "last_block_2": _est(4),
+                "first_minus_last_block_1": _est(-4), "first_minus_last_block_2": _est(-3)}
 
 
 def _as_estimate(x) -> Estimate:
@@ -543,7 +574,7 @@ def _as_estimate(x) -> Estimate:
 
 def _layer_margins(v: dict) -> list[Estimate]:
     """The first matrix's loss minus each last-block matrix's (independent models: the
-    standard errors add in quadrature)."""
+    standard errors add in quadrature): the registered one-model rule's margins."""
     first = _as_estimate(v["first"])
     out = []
     for key in ("last_block_1", "last_block_2"):
@@ -553,32 +584,61 @@ def _layer_margins(v: dict) -> list[Estimate]:
     return out
 
 
+def _paired_layer_margins(v: dict) -> list[Estimate]:
+    """The first matrix's loss minus each last-block matrix's, paired by model."""
+    return [margin(v[f"first_minus_{key}"], 0) for key in LAST_BLOCK]
+
+
+_ONE_MODEL_RULE = ("the first matrix's loss > both last-block losses, beyond noise (one model "
+                   "has no interval: within noise until the models are replicated)")
+_PAIRED_RULE = ("the first matrix's loss minus each last-block loss, paired by model, > 0 for "
+                "both, each beyond noise (95% t interval over the models; a single model has no "
+                "interval: within noise)")
+
+
 def _layer_claim(key: str, statement: str, paper: str, measure: str, trained: tuple,
-                 unit: str, caveat: str = "", where: str = "", first: bool = True) -> Claim:
-    """A layer-wise row; `first` keeps its first registered rule (no interval) beside it, which
-    rows added after that rule was replaced never had."""
-    failing_float = {"float": 0.1}
-    cases = Cases(_LAYERS_CASE, {**_LAYERS_CASE, "first": _est(1, 0.1)},
-                  {trained[0]: {**_LAYERS_CASE, **failing_float}})
+                 unit: str, registered: tuple, caveat: str = "", where: str = "",
+                 first: bool = True, registered_measure: str = "") -> Claim:
+    """A layer-wise row, decided by the paired differences over its models. Its earlier rules
+    stay beside it: the one-model rule that compared the losses with an interval added in
+    quadrature (`registered`: the functions and preset values that decided it, and
+    `registered_measure`, its measure's words when they differ), and with `first` the first
+    registered rule (no interval), which rows added after it was replaced never had."""
+    measured_as = registered_measure or measure
+    cases = Cases(_LAYERS_CASE, _LAYERS_FAIL, {trained[0]: {**_LAYERS_CASE, "float": 0.1}})
     # the first registered rule compared one model's losses without an interval
-    earlier = Claim(key, statement, paper, measure,
+    earlier = Claim(key, statement, paper, measured_as,
                     "the first matrix's loss > both last-block losses (one model: no interval)",
                     lambda v: min(m.mean for m in _layer_margins(v)) > 0,
                     preconditions=(trained,), cases=cases, unit=unit)
-    return Claim(key, statement, paper, measure,
-                 "the first matrix's loss > both last-block losses, beyond noise (one model "
-                 "has no interval: within noise until the models are replicated)",
-                 **all_of(_layer_margins), preconditions=(trained,), cases=cases,
+    one_model = Claim(key, statement, paper, measured_as, _ONE_MODEL_RULE,
+                      **all_of(_layer_margins), preconditions=(trained,), cases=cases,
+                      unit=unit, headline=lambda v: v["first"], caveat=caveat, where=where,
+                      decided_by=registered[0], preset_keys=registered[1])
+    return Claim(key, statement, paper, measure, _PAIRED_RULE,
+                 **all_of(_paired_layer_margins), preconditions=(trained,), cases=cases,
                  unit=unit, headline=lambda v: v["first"], caveat=caveat, where=where,
-                 previous=(earlier,) if first else ())
+                 previous=(earlier, one_model) if first else (one_model,))
+
+
+def _standin_measure(probed: str) -> str:
+    return ("per stand-in model (one ViT per seed of standin_seeds): accuracy loss (points) "
+            f"{probed}, and the first matrix's loss minus each last-block loss, paired by "
+            "model; the mean over the models with its 95% t interval; float = the mean "
+            "unprobed accuracy")
 
 
 _STANDIN_TRAINED = (f"the stand-in learned its task (accuracy >= {STANDIN_TRAINED:g}%)",
                     lambda v: v["float"] >= STANDIN_TRAINED)
 _DISTILBERT_TRAINED = (f"the model is accurate before probing (F1 >= {DISTILBERT_TRAINED:g})",
                        lambda v: v["float"] >= DISTILBERT_TRAINED)
-_STANDIN_CAVEAT = ("one small ViT trained here on Fashion-MNIST, a stand-in for the paper's "
-                   "DistilBERT; one model, so no interval")
+_STANDIN_CAVEAT = ("small ViTs trained here on Fashion-MNIST, one per stand-in seed (the preset's "
+                   "standin_seeds sets how many), stand-ins for the paper's DistilBERT; the "
+                   "precondition reads their mean accuracy")
+# what decided the one-model rules (their functions and preset values)
+_ONE_STANDIN = ((layer_drops,), ("standin_epochs", "standin_train", "standin_prune_levels"))
+_ONE_RANDOMIZED = ((layer_drops,), ("standin_epochs", "standin_train"))
+_ONE_DISTILBERT = ((layer_drops,), ("distilbert_model",))
 
 CLAIMS: list[Claim] = [
     *_dataset_claims("fashion_mnist", {"binarize": "authors' code: easy ~83%, hard ~51%",
@@ -626,17 +686,24 @@ CLAIMS: list[Claim] = [
                  "Early layers are least robust, deep layers resilient (stand-in: ViT on "
                  "Fashion-MNIST, not the paper's model).", "DistilBERT: position embeddings "
                  "binarized F1 ~ 0 vs baseline 0.885",
-                 "one model: accuracy loss (points) under sign of the first probed matrix "
-                 "(patch embedding) and of the last block's two MLP matrices; float = "
-                 "unprobed accuracy", _STANDIN_TRAINED, "points", _STANDIN_CAVEAT,
-                 "fig5_layerwise_vit_standin"),
+                 _standin_measure("under sign of the first probed matrix (patch embedding) "
+                                  "and of each of the last block's two MLP matrices"),
+                 _STANDIN_TRAINED, "points", _ONE_STANDIN, _STANDIN_CAVEAT,
+                 "fig5_layerwise_vit_standin",
+                 registered_measure="one model: accuracy loss (points) under sign of the first "
+                 "probed matrix (patch embedding) and of the last block's two MLP matrices; "
+                 "float = unprobed accuracy"),
     _layer_claim("transformer_layers_pruned_standin",
                  "Early layers are fragile under pruning as well as binarization (stand-in: "
                  "ViT on Fashion-MNIST, not the paper's model).", "",
-                 f"one model: accuracy loss (points) when the {LAYER_PRUNE:g} smallest-|w| "
-                 "fraction of the first probed matrix (patch embedding) or of one of the last "
-                 "block's two MLP matrices is pruned", _STANDIN_TRAINED, "points",
-                 _STANDIN_CAVEAT, "fig5_layerwise_vit_standin"),
+                 _standin_measure(f"when the {LAYER_PRUNE:g} smallest-|w| fraction of the "
+                                  "first probed matrix (patch embedding) or of one of the last "
+                                  "block's two MLP matrices is pruned"),
+                 _STANDIN_TRAINED, "points", _ONE_STANDIN, _STANDIN_CAVEAT,
+                 "fig5_layerwise_vit_standin",
+                 registered_measure=f"one model: accuracy loss (points) when the "
+                 f"{LAYER_PRUNE:g} smallest-|w| fraction of the first probed matrix (patch "
+                 "embedding) or of one of the last block's two MLP matrices is pruned"),
     Claim("pruning_improves_binarized",
           "Pruning the small-magnitude weights improves binarized models: sign(pruned W) is "
           "more accurate than sign(W).", "MNIST hard signed ~50% at p = 0, 92-96% by p ~ 0.5",
@@ -659,33 +726,40 @@ CLAIMS: list[Claim] = [
     _layer_claim("transformer_layers_randomized_standin",
                  "Deep layers stay resilient when randomized, early ones do not (stand-in: ViT "
                  "on Fashion-MNIST, not the paper's model).", "",
-                 f"one model: accuracy loss (points) when null model {RANDOMIZED} (magnitudes "
-                 "shuffled among the weights of the same sign, the paper's randomization of "
-                 "Δ_rand) randomizes the first probed matrix (patch embedding) or one of the "
-                 "last block's two MLP matrices", _STANDIN_TRAINED, "points", _STANDIN_CAVEAT,
-                 "fig5_layerwise_vit_standin", first=False),
+                 _standin_measure(f"when null model {RANDOMIZED} (magnitudes shuffled among "
+                                  "the weights of the same sign, the paper's randomization of "
+                                  "Δ_rand) randomizes the first probed matrix (patch "
+                                  "embedding) or one of the last block's two MLP matrices"),
+                 _STANDIN_TRAINED, "points", _ONE_RANDOMIZED, _STANDIN_CAVEAT,
+                 "fig5_layerwise_vit_standin", first=False,
+                 registered_measure=f"one model: accuracy loss (points) when null model "
+                 f"{RANDOMIZED} (magnitudes shuffled among the weights of the same sign, the "
+                 "paper's randomization of Δ_rand) randomizes the first probed matrix (patch "
+                 "embedding) or one of the last block's two MLP matrices"),
     _layer_claim("transformer_layers_distilbert",
                  "Early layers are least robust, deep layers resilient (DistilBERT NER).",
                  "position embeddings and layer-0 lin1 binarized F1 ~ 0; classifier 0.887",
                  "entity-level F1 loss under sign of the position embeddings vs layer 5 "
-                 "lin1/lin2", _DISTILBERT_TRAINED, "F1"),
+                 "lin1/lin2", _DISTILBERT_TRAINED, "F1", _ONE_DISTILBERT),
     _layer_claim("transformer_layers_pruned_distilbert",
                  "Early layers are fragile under pruning as well as binarization "
                  "(DistilBERT NER).", "",
                  f"entity-level F1 loss when the {LAYER_PRUNE:g} smallest-|w| fraction of the "
                  "position embeddings or of layer 5 lin1/lin2 is pruned", _DISTILBERT_TRAINED,
-                 "F1"),
+                 "F1", _ONE_DISTILBERT),
     _layer_claim("transformer_layers_randomized_distilbert",
                  "Deep layers stay resilient when randomized, early ones do not (DistilBERT "
                  "NER).", "",
                  f"entity-level F1 loss when null model {RANDOMIZED} randomizes the position "
-                 "embeddings or layer 5 lin1/lin2", _DISTILBERT_TRAINED, "F1",
+                 "embeddings or layer 5 lin1/lin2", _DISTILBERT_TRAINED, "F1", _ONE_DISTILBERT,
                  caveat="full scale only (DistilBERT NER)", first=False),
 ]
 
 # what decides each claim besides its rule: the functions that compute its value and the
 # preset values they read (both in the claim's fingerprint)
-_STANDIN = ((layer_drops,), ("standin_epochs", "standin_train", "standin_prune_levels"))
+_STANDIN = ((layer_estimates,), ("standin_seeds", *_ONE_STANDIN[1]))
+_RANDOMIZED_STANDIN = ((layer_estimates,), ("standin_seeds", *_ONE_RANDOMIZED[1]))
+_DISTILBERT = ((layer_estimates,), _ONE_DISTILBERT[1])
 CLAIMS = declare(CLAIMS, {
     "stochastic_resonance": ((interior_peak, run_curves), ("noise_log2_levels", *_TRAINING)),
     "flips_mirror_noise": ((interior_peak, run_curves), ("flip_levels", "noise_log2_levels",
@@ -693,9 +767,8 @@ CLAIMS = declare(CLAIMS, {
     "transformer_layers_standin": _STANDIN,
     "transformer_layers_pruned_standin": _STANDIN,
     "pruning_improves_binarized": ((interior_peak, run_curves), ("prune_levels", *_TRAINING)),
-    "transformer_layers_randomized_standin": ((layer_drops,), ("standin_epochs",
-                                                               "standin_train")),
-    "transformer_layers_randomized_distilbert": ((layer_drops,), ("distilbert_model",)),
-    "transformer_layers_distilbert": ((layer_drops,), ("distilbert_model",)),
-    "transformer_layers_pruned_distilbert": ((layer_drops,), ("distilbert_model",)),
+    "transformer_layers_randomized_standin": _RANDOMIZED_STANDIN,
+    "transformer_layers_randomized_distilbert": _DISTILBERT,
+    "transformer_layers_distilbert": _DISTILBERT,
+    "transformer_layers_pruned_distilbert": _DISTILBERT,
 })

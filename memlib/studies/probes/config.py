@@ -80,6 +80,11 @@ class Config:
     heatmap_epochs: Annotated[int, Positive, AtMost(10**4)] = 5
     heatmap_train_per_class: Annotated[int | None, Positive, AtMost(10**7)] = 2000
     heatmap_null_draws: Annotated[int, Positive, AtMost(10**4)] = 3
+    # one ViT stand-in per seed: its initialisation, batch order, training subset and probe
+    # draws; seeds of their own, none of `seeds` (by default far above the runs' seeds that
+    # presets and commands list, so that a list of `seeds` alone does not collide with them)
+    standin_seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative,
+                             AtMost(SEED_MAX)] = (1000, 1001, 1002, 1003, 1004)
     standin_train: Annotated[int, Positive, AtMost(10**7)] = 12000
     standin_test: Annotated[int, Positive, AtMost(10**7)] = 2000
     standin_epochs: Annotated[int, NonNegative, AtMost(10**4)] = 4
@@ -94,11 +99,17 @@ class Config:
     distilbert_sentences: Annotated[int | None, Positive, AtMost(10**7)] = None
     parallel_runs: Annotated[int, Positive, AtMost(256)] = 1  # runs at once: in no key
 
+    # the stand-in's replicates run on seeds of their own, registered with `seeds`
+    ARM_SEEDS = ("standin_seeds",)
+
     def __post_init__(self):
         check_fields(self)
         for name in ("standin_train", "standin_test"):  # stand-in: 10-class Fashion-MNIST
             check_stratified(name, getattr(self, name), NUM_CLASSES["fashion_mnist"],
                              "fashion_mnist")
+        shared = sorted(set(self.seeds) & set(self.standin_seeds))
+        check(not shared, f"seeds and standin_seeds both hold {', '.join(map(str, shared))}: the "
+                          "stand-in's models need seeds of their own")
         check(self.heatmap_runs <= len(self.seeds),
               f"heatmap_runs={self.heatmap_runs} exceeds the {len(self.seeds)} seeds")
         for name in self.datasets:
@@ -113,5 +124,6 @@ class Config:
 
     @property
     def seed(self) -> int:
-        """The first seed: draws of the data (SSIM pairs, stand-in subsets) and the stand-in."""
+        """The first seed: the draws of the SSIM pairs, of the heatmaps' null models and of
+        DistilBERT's probes."""
         return self.seeds[0]

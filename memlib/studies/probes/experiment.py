@@ -17,6 +17,7 @@ from memlib.studies.probes.runs import (
     cached_standin,
     cached_task,
     choose_pairs,
+    standin_tables,
 )
 
 
@@ -54,7 +55,7 @@ def run(config: Config) -> dict:
     sweep_df["acc"] = fold(sweep_df["acc"].to_numpy(), config.fold_below_chance)
     null_df["acc"] = fold(null_df["acc"].to_numpy(), config.fold_below_chance)
 
-    standin = cached_standin(config)
+    standin = standin_tables(config)
     distilbert, distilbert_status = distilbert_case_study(config)
     return {"datasets": datasets, "difficulty": pd.concat(difficulty, ignore_index=True),
             "pairs": pd.DataFrame(pairs), "baseline": baseline_df,
@@ -67,9 +68,9 @@ def run(config: Config) -> dict:
 def planned_runs(config: Config) -> list[tuple]:
     """(cached computation, argument) calls that together make every cached result of `run`,
     independent of each other, in an order that keeps two workers busy to the end at the
-    small scale (cold: the ViT stand-in 68 s, a task's training and probes 36-75 s, a
-    dataset's heatmaps 47-56 s). With pairs chosen by SSIM distance the tasks need the
-    distances first: they are computed here when missing."""
+    small scale (cold: a task's training and probes 36-75 s, a dataset's heatmaps 47-56 s,
+    each ViT stand-in, one per stand-in seed, 77 s). With pairs chosen by SSIM distance
+    the tasks need the distances first: they are computed here when missing."""
     from memlib import data
 
     datasets = [data.resolve(name) for name in config.datasets]
@@ -81,7 +82,8 @@ def planned_runs(config: Config) -> list[tuple]:
                                                         values="distance").to_numpy()
         chosen = choose_pairs(matrix, dataset, config.pair_choice)
         tasks += [(cached_task, (dataset, task, chosen[task], config)) for task in TASKS]
-    return [(cached_standin, config), *tasks,
+    standins = [(cached_standin, (seed, config)) for seed in config.standin_seeds]
+    return [*standins, *tasks,
             *[(cached_heatmap, (dataset, config)) for dataset in datasets]]
 
 

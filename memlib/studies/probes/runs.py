@@ -1,6 +1,6 @@
 """What one run of study 4 computes: a class pair's data and its MLPs (one per seed, trained
-side by side), their probe sweeps, the SSIM distances and heatmaps, the ViT stand-in, and the
-cached computations that keep each."""
+side by side), their probe sweeps, the SSIM distances and heatmaps, the ViT stand-ins (one per
+stand-in seed), and the cached computations that keep each."""
 
 from __future__ import annotations
 
@@ -241,26 +241,27 @@ def _standin_data(split: str, n: int, seed: int) -> tuple[Tensor, Tensor]:
     return data.to_symmetric_range(part.x), part.y
 
 
-def standin_model(config: Config) -> nn.Module:
-    """A small timm ViT trained on 10-class Fashion-MNIST (cached weights)."""
+def standin_model(config: Config, seed: int) -> nn.Module:
+    """A small timm ViT trained on 10-class Fashion-MNIST (cached weights); `seed` fixes its
+    initialisation, batch order and training subset."""
     from memlib.models import vit
 
     def fresh():
         with torch.random.fork_rng():
-            torch.manual_seed(config.seed)
+            torch.manual_seed(seed)
             return vit("vit_tiny", num_classes=10, image_size=28, in_channels=1)
 
     def compute():
         model = fresh()
-        x, y = _standin_data("train", config.standin_train, config.seed)
+        x, y = _standin_data("train", config.standin_train, seed)
         spec = training.TrainSpec(
             epochs=config.standin_epochs, batch_size=128, optimizer="adamw", lr=2e-3,
             weight_decay=0.05, schedule="warmup_cosine",
-            warmup_epochs=min(1.0, config.standin_epochs / 4), seed=config.seed)
-        training.train(model, (x, y), spec, desc="vit stand-in")
+            warmup_epochs=min(1.0, config.standin_epochs / 4), seed=seed)
+        training.train(model, (x, y), spec, desc=f"vit stand-in {seed}")
         return {k: v.detach().cpu() for k, v in model.state_dict().items()}
 
-    key = {"train": config.standin_train, "epochs": config.standin_epochs, "seed": config.seed}
+    key = {"train": config.standin_train, "epochs": config.standin_epochs, "seed": seed}
     state = STANDIN_VIT.get(key, compute)
     model = fresh()
     model.load_state_dict(state)
@@ -394,15 +395,29 @@ def cached_heatmap(item: tuple[str, Config]) -> tuple[pd.DataFrame, pd.DataFrame
     return _heatmap(dataset, _difficulty(dataset, config), config)
 
 
-def cached_standin(config: Config) -> pd.DataFrame:
-    """The ViT stand-in's layer-wise table."""
-    vit_model = standin_model(config)
-    x, y = _standin_data("test", config.standin_test, config.seed + 1)
+# The test images of every stand-in: one fixed draw, so that the replicates differ by their
+# training alone and a preset's list of stand-in seeds never moves the images they are scored on.
+STANDIN_TEST_SEED = 0
+
+
+def cached_standin(item: tuple[int, Config]) -> pd.DataFrame:
+    """The layer-wise table of the ViT stand-in trained from one seed (its `seed` column);
+    the seed draws its probes too."""
+    seed, config = item
+    vit_model = standin_model(config, seed)
+    x, y = _standin_data("test", config.standin_test, STANDIN_TEST_SEED)
     key = {k: getattr(config, k) for k in ("standin_train", "standin_test", "standin_epochs",
                                            "standin_prune_levels", "standin_noise_levels",
-                                           "standin_flip_levels", "seed")}
-    return STANDIN_TABLE.get(key, lambda: layerwise_table(
-        vit_model, standin_matrices(vit_model), accuracy_metric(x, y), config, config.seed))
+                                           "standin_flip_levels")}
+    table = STANDIN_TABLE.get({**key, "seed": seed}, lambda: layerwise_table(
+        vit_model, standin_matrices(vit_model), accuracy_metric(x, y), config, seed))
+    return table.assign(seed=seed)
+
+
+def standin_tables(config: Config) -> pd.DataFrame:
+    """Every stand-in's layer-wise table, one per seed of `standin_seeds` (column `seed`)."""
+    return pd.concat([cached_standin((seed, config)) for seed in config.standin_seeds],
+                     ignore_index=True)
 
 
 # each keyed by the code of the function that builds it
