@@ -24,12 +24,10 @@ from memlib.studies.probes.runs import (
 def run(config: Config) -> dict:
     """Every experiment of the study; tidy DataFrames (accuracies in %).
 
-    Each dataset goes by the name of the data it used (memlib.data.resolve: "mnist-5k" when
-    the MNIST IDX files are absent), in every table, cache key and figure."""
-    from memlib import data
-
+    Each dataset goes by the name of the data it used (resolved as the config is built:
+    "mnist-5k" when the MNIST IDX files are absent), in every table, cache key and figure."""
     prefetch_runs(config)
-    datasets = [data.resolve(name) for name in config.datasets]
+    datasets = list(config.datasets)
     difficulty, pairs, baseline, sweeps, nulls, heatmaps, heatmap_runs = [], [], [], [], [], [], []
     for dataset in datasets:
         distance = _difficulty(dataset, config)
@@ -71,11 +69,9 @@ def planned_runs(config: Config) -> list[tuple]:
     small scale (cold: a task's training and probes 36-75 s, a dataset's heatmaps 47-56 s,
     each ViT stand-in, one per stand-in seed, 77 s). With pairs chosen by SSIM distance
     the tasks need the distances first: they are computed here when missing."""
-    from memlib import data
 
-    datasets = [data.resolve(name) for name in config.datasets]
     tasks = []
-    for dataset in datasets:
+    for dataset in config.datasets:
         matrix = None
         if config.pair_choice != "authors":
             matrix = _difficulty(dataset, config).pivot(index="a", columns="b",
@@ -84,19 +80,18 @@ def planned_runs(config: Config) -> list[tuple]:
         tasks += [(cached_task, (dataset, task, chosen[task], config)) for task in TASKS]
     standins = [(cached_standin, (seed, config)) for seed in config.standin_seeds]
     return [*standins, *tasks,
-            *[(cached_heatmap, (dataset, config)) for dataset in datasets]]
+            *[(cached_heatmap, (dataset, config)) for dataset in config.datasets]]
 
 
 def prefetch_runs(config: Config) -> None:
     """Compute the planned runs missing from the cache `config.parallel_runs` at a time, in
     worker processes (one CPU thread each; nothing under torchrun), for `run` to load: the
     SSIM distances first where the pairs are chosen by them."""
-    from memlib import data
     from memlib.parallel import can_prefetch
 
     if not can_prefetch(config.parallel_runs):
         return
     if config.pair_choice != "authors":
-        compute_missing([(cached_difficulty, (data.resolve(name), config))
+        compute_missing([(cached_difficulty, (name, config))
                          for name in config.datasets], config.parallel_runs, "probes SSIM")
     compute_missing(planned_runs(config), config.parallel_runs, "probes runs")
