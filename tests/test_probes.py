@@ -11,6 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memlib import data
 from memlib.claims import FAILS, HOLDS, NOT_RUN, WITHIN_NOISE, Estimate, evaluate
 from memlib.config import ConfigError, build, confirmatory_seeds
 from memlib.models import MLP
@@ -636,7 +637,7 @@ def test_config_coercion_and_bad_values():
     config = build(probes.Config, {"datasets": "[mnist]", "prune_levels": "[0.0, 0.5]",
                                    "lr": "1e-2", "train_per_class": "null", "seeds": "[7, 9]",
                                    "heatmap_runs": 2})
-    assert config.datasets == ("mnist",) and config.prune_levels == (0.0, 0.5)
+    assert config.datasets == (data.resolve("mnist"),) and config.prune_levels == (0.0, 0.5)
     assert config.lr == 0.01 and config.train_per_class is None
     assert config.seeds == (7, 9) and config.runs == 2 and config.seed == 7
     with pytest.raises(ConfigError, match="fashion_mnist"):
