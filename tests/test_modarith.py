@@ -540,3 +540,14 @@ def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, mo
     # the main runs with their analysis (one unit, the longest) first
     assert [f for f, _ in ma.planned_runs(config)][:2] == [ma.main_analysis, ma.image_order]
     check_parallel_runs(ma, config, tmp_path, monkeypatch)
+
+
+def test_a_sweep_on_fewer_seeds_than_a_decided_rule_needs_is_not_judged():
+    few = build(ma.Config, {**SWEEP_CONFIG, "sweep_seeds": 2})
+    assert not ma.sweep_judged(few) and ma.sweep_judged(build(ma.Config, SWEEP_CONFIG))
+    claims = {c.id: c for c in ma.CLAIMS}
+    for key in ma.WIDTH_ROWS:  # the guard decides the verdict; the unguarded rule is kept
+        claim = claims[key]
+        assert ma.sweep_judged in claim.decided_by and "sweep_seeds" in claim.preset_keys
+        assert ma.sweep_judged not in claim.previous[0].decided_by
+    assert claim_verdict("larger-is-better", None)["verdict"] == "not run at this scale"

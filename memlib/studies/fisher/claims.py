@@ -3,6 +3,7 @@ claims as registered."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,7 +11,7 @@ import pandas as pd
 
 from memlib.claims import Cases, Claim, Estimate, all_of, correlations, declare, margin, paired
 from memlib.studies.fisher.config import Config
-from memlib.studies.fisher.experiment import difficulty_control
+from memlib.studies.fisher.experiment import arm_difficulty, difficulty_control
 from memlib.studies.fisher.method import peak_epoch
 
 __all__ = [
@@ -462,7 +463,8 @@ CLAIMS = declare(CLAIMS, {
                    ("attribution_corruption", "top_k", *_FIT_KEYS)),
     "first_order": ((_first_order, _arm_at, _by_seed),
                     ("attribution_corruption", "attribution_seeds", "spectrum", *_FIT_KEYS)),
-    "difficulty_control": ((difficulty_control,), ("attribution_seeds", *_FIT_KEYS)),
+    "difficulty_control": ((difficulty_control, arm_difficulty),
+                           ("attribution_seeds", *_FIT_KEYS)),
     "not_detector": ((_by_seed, fall_after_peak), ("attribution_corruption", *_FIT_KEYS)),
     "onset": ((_onset, inflation_beyond_clean), ("corruptions", *_FIT_KEYS)),
     "attribution_weakens": ((_by_seed, fit_record), ("attribution_corruption", *_FIT_KEYS)),
@@ -475,3 +477,26 @@ CLAIMS = declare(CLAIMS, {
     "first_order_cifar100": ((_first_order, _by_seed),
                              ("dataset", "attribution_corruption", "spectrum", *_FIT_KEYS)),
 })
+
+# the rules as registered before the attribution arm (its measure text, the functions and the
+# preset values that decided it), kept as each rule's earlier version
+_BEFORE_ARM = {
+    "first_order": ("Spearman(exact, first-order) on the scatter set, 40% noise, mean ± 95% t "
+                    "half-width over seeds (the minimum over seeds is shown beside it)",
+                    (_by_seed,), ("attribution_corruption", "spectrum", *_FIT_KEYS)),
+    "difficulty_control": ("clean run: share of top-100 Delta in the hardest difficulty decile "
+                           "/ 0.1 (difficulty = final loss of the clean run), mean ± 95% t "
+                           "half-width over seeds", (difficulty_control,), _FIT_KEYS),
+    "first_order_cifar100": (None, (_by_seed,), ("dataset", "attribution_corruption",
+                                                 "spectrum", *_FIT_KEYS)),
+}
+
+
+def _with_rule_before_arm(claim: Claim) -> Claim:
+    measure, functions, keys = _BEFORE_ARM[claim.id]
+    before = dataclasses.replace(claim, measure=measure or claim.measure, decided_by=functions,
+                                 preset_keys=keys)
+    return dataclasses.replace(claim, previous=(before, *claim.previous))
+
+
+CLAIMS = [_with_rule_before_arm(c) if c.id in _BEFORE_ARM else c for c in CLAIMS]

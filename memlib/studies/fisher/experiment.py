@@ -6,6 +6,7 @@ only the first_order and difficulty_control claims read."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -17,8 +18,8 @@ from memlib.studies.fisher.method import onset_epoch, ranking_metrics
 from memlib.studies.fisher.runs import cached_checks, cached_run
 
 # `runs` is left out: the package's `runs` is its runs part
-__all__ = ["SIGNALS", "TIMING", "run", "arm_corruptions", "difficulty_control", "planned_runs",
-           "prefetch_runs", "training_runs"]
+__all__ = ["SIGNALS", "TIMING", "run", "arm_corruptions", "difficulty_control", "arm_difficulty",
+           "planned_runs", "prefetch_runs", "training_runs"]
 
 
 def training_runs(config: Config) -> list[tuple[str, str, float, int, int]]:
@@ -100,7 +101,8 @@ def run(config: Config) -> dict:
     summary = pd.DataFrame(summary)
     signals = pd.DataFrame(signals)
     examples = pd.concat(examples, ignore_index=True)
-    difficulty = difficulty_control(examples, config)
+    difficulty = pd.concat([difficulty_control(examples, config),
+                            arm_difficulty(examples, config)], ignore_index=True)
     tables = {"curves": pd.concat(curves, ignore_index=True), "summary": summary,
               "signals": signals, "examples": examples}
     split = {name: _split_arm(frame, config) for name, frame in tables.items()}
@@ -119,20 +121,19 @@ def difficulty_control(examples: pd.DataFrame, config: Config) -> pd.DataFrame:
     """Delta by difficulty decile, difficulty = loss under the clean-label run (same seed).
 
     One row per (corruption, seed, decile, flipped): mean exact Delta and count, plus the
-    clean run's share of top-k Delta in each decile (column clean_top_share); every
-    corruption of the main seeds, and the clean run of the attribution arm's seeds.
+    clean run's share of top-k Delta in each decile (column top_share).
     """
     if 0.0 not in config.corruptions:
         return pd.DataFrame()
     main = examples[(examples["model"] == config.model) & (examples["noise"] == "symmetric")]
     rows = []
-    for seed in (*config.seeds, *config.attribution_seeds):
+    for seed in config.seeds:
         clean = main[(main["corruption"] == 0.0) & (main["seed"] == seed)]
         difficulty = clean.set_index("index")["final_loss_true"]
         deciles = pd.qcut(difficulty.rank(method="first"), 10, labels=False)
         top = clean.nlargest(config.top_k, "delta_exact")["index"]
         top_share = deciles.loc[top].value_counts(normalize=True)
-        for corruption in config.corruptions if seed in config.seeds else (0.0,):
+        for corruption in config.corruptions:
             run_ex = main[(main["corruption"] == corruption) & (main["seed"] == seed)]
             run_ex = run_ex.assign(decile=deciles.loc[run_ex["index"]].to_numpy())
             for (decile, flipped), group in run_ex.groupby(["decile", "flipped"]):
@@ -141,6 +142,16 @@ def difficulty_control(examples: pd.DataFrame, config: Config) -> pd.DataFrame:
                              "count": len(group),
                              "clean_top_share": float(top_share.get(decile, 0.0))})
     return pd.DataFrame(rows)
+
+
+def arm_difficulty(examples: pd.DataFrame, config: Config) -> pd.DataFrame:
+    """The difficulty control's rows of the attribution arm's seeds: their clean runs only
+    (the arm runs no other level the table reads); empty without an arm."""
+    if not config.attribution_seeds or 0.0 not in config.corruptions:
+        return pd.DataFrame()
+    arm = dataclasses.replace(config, seeds=config.attribution_seeds, attribution_seeds=())
+    table = difficulty_control(examples, arm)
+    return table[table["corruption"] == 0.0].reset_index(drop=True)
 
 
 def planned_runs(config: Config) -> list[tuple]:

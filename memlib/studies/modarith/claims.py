@@ -3,6 +3,7 @@ constants the rules read."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from itertools import pairwise
@@ -26,7 +27,8 @@ from memlib.studies.modarith.method import noisy_first
 
 __all__ = ["FIT", "HALF", "GENERALIZES", "IMAGE_DATA", "per_seed", "fitted", "noisy_lead",
            "epochs_to_fit", "fit_lead", "image_lead", "measure", "activation_maxima",
-           "larger_is_better", "sweep_judged", "train_accuracies", "interpolation_widths",
+           "larger_is_better", "sweep_judged", "WIDTH_ROWS", "train_accuracies",
+           "interpolation_widths",
            "regularization_delay", "descent_past_threshold", "activation_peaks",
            "PASSES", "IS_MNIST", "MEMORIZES", "FIT_08", "FIT_02", "RELU_GENERALIZES",
            "VARIANT_FITS", "WIDTH_CURVE", "INTERPOLATES", "EVERY_SEED_INTERPOLATES",
@@ -171,11 +173,9 @@ def measure(results: dict, config: Config) -> dict:
             (g.groupby("alpha")["phase_error"].median() for _, g in phase.groupby("seed"))]
     measured["phase-error-grows"] = ({"spearman": correlations(rhos)}
                                      if phase["alpha"].nunique() >= 3 else None)
-    measured["larger-is-better"] = larger_is_better(results["sweep"], config)
-    measured["activation-maxima"] = activation_maxima(results["sweep"], config)
-    measured["regularization-delays-descent"] = regularization_delay(results["sweep"], config)
-    measured["second-descent"] = descent_past_threshold(results["sweep"], config)
-    measured["activation-peaks"] = activation_peaks(results["sweep"], config)
+    for key, width_measure in WIDTH_ROWS.items():  # None: not run at this scale
+        measured[key] = (width_measure(results["sweep"], config) if sweep_judged(config)
+                         else None)
     variants = results.get("variants", pd.DataFrame())
     for variant in ("leaky_relu", "mul"):
         frame = variants[variants["variant"] == variant] if len(variants) else variants
@@ -214,8 +214,7 @@ def activation_maxima(sweep: pd.DataFrame, config: Config) -> dict | None:
     the interpolating width with the highest seed-mean test accuracy (one value per seed),
     and which widths interpolate."""
     acts = [a for a in ("quadratic", "gelu") if a in config.sweep_activations]
-    if not acts or config.weight_decay not in config.sweep_weight_decays or \
-            not sweep_judged(config):
+    if not acts or config.weight_decay not in config.sweep_weight_decays:
         return None
     value = {"maxima": {}, "at_width": {}, "fitted_widths": {}, "chance": chance(config)}
     for act in acts:
@@ -236,7 +235,7 @@ def larger_is_better(sweep: pd.DataFrame, config: Config) -> dict | None:
     >= FIT), the train accuracy of the widest net, the test-accuracy steps between
     consecutive such widths (paired by seed) and the widest one's test accuracy."""
     if "relu" not in config.sweep_activations or config.weight_decay not in \
-            config.sweep_weight_decays or not sweep_judged(config):
+            config.sweep_weight_decays:
         return None
     value = {"fitted_widths": {}, "widest_train": {}, "steps": {}, "widest_test": {}}
     for alpha, accs, train_acc, widths in _interpolating(sweep, "relu", config):
@@ -280,7 +279,7 @@ def regularization_delay(sweep: pd.DataFrame, config: Config) -> dict | None:
     width, with the widest net's seed-mean train accuracy there."""
     stronger = [wd for wd in config.sweep_weight_decays if wd > config.weight_decay]
     if "relu" not in config.sweep_activations or not stronger or \
-            config.weight_decay not in config.sweep_weight_decays or not sweep_judged(config):
+            config.weight_decay not in config.sweep_weight_decays:
         return None
     decays = (config.weight_decay, max(stronger))
     train = {wd: train_accuracies(sweep, wd) for wd in decays}
@@ -305,7 +304,7 @@ def descent_past_threshold(sweep: pd.DataFrame, config: Config) -> dict | None:
     seed-mean train accuracy is >= FIT), paired by seed, where two or more widths
     interpolate."""
     if "relu" not in config.sweep_activations or config.weight_decay not in \
-            config.sweep_weight_decays or not sweep_judged(config):
+            config.sweep_weight_decays:
         return None
     value = {"fitted_widths": {}, "widest_train": {}, "descent": {}, "chance": chance(config)}
     for alpha, accs, train_acc, widths in _interpolating(sweep, "relu", config):
@@ -325,8 +324,7 @@ def activation_peaks(sweep: pd.DataFrame, config: Config) -> dict | None:
     peak), and each seed's test accuracy there minus at the widest interpolating width (the
     fall past the peak), where two or more widths interpolate."""
     acts = [a for a in ("quadratic", "gelu") if a in config.sweep_activations]
-    if not acts or config.weight_decay not in config.sweep_weight_decays or \
-            not sweep_judged(config):
+    if not acts or config.weight_decay not in config.sweep_weight_decays:
         return None
     value = {"fall": {}, "peak_width": {}, "fitted_widths": {}}
     for act in acts:
@@ -342,6 +340,10 @@ def activation_peaks(sweep: pd.DataFrame, config: Config) -> dict | None:
     return value
 
 
+# the width sweep's rows and the functions measuring them
+WIDTH_ROWS = {"larger-is-better": larger_is_better, "activation-maxima": activation_maxima,
+              "regularization-delays-descent": regularization_delay,
+              "second-descent": descent_past_threshold, "activation-peaks": activation_peaks}
 _SWEEP_NOTE = (f"a width sweep on fewer than {MIN_REPLICATES} seeds is drawn, not judged "
                "(not run at this scale); ")
 
@@ -695,10 +697,10 @@ CLAIMS = declare(CLAIMS, {
     "partition-weaker": ((per_seed, _argmax_mean, fitted), ("alphas", "partition_fractions")),
     "larger-is-better": ((larger_is_better,), ("sweep_widths", "sweep_alphas",
                                                "sweep_weight_decays", "weight_decay",
-                                               "sweep_epochs", "sweep_seeds")),
+                                               "sweep_epochs")),
     "activation-maxima": ((activation_maxima,), ("sweep_widths", "sweep_alphas",
                                                  "sweep_activations", "weight_decay",
-                                                 "sweep_epochs", "sweep_seeds")),
+                                                 "sweep_epochs")),
     "regularization-delays-descent": ((regularization_delay, train_accuracies,
                                        interpolation_widths),
                                       ("sweep_widths", "sweep_alphas", "sweep_weight_decays",
@@ -712,3 +714,15 @@ CLAIMS = declare(CLAIMS, {
     "ff-recovers-rule-leaky_relu": ((_ff_value, fitted), ("variants",)),
     "ff-recovers-rule-mul": ((_ff_value, fitted), ("variants",)),
 })
+
+
+def _judged_sweep(claim: Claim) -> Claim:
+    """A width row that the sweep decides only on enough seeds (`sweep_judged`, which reads
+    `sweep_seeds`); the version before it, judged on any number of sweep seeds, stays in
+    `previous`."""
+    keys = tuple(dict.fromkeys((*claim.preset_keys, "sweep_seeds")))
+    return dataclasses.replace(claim, decided_by=(*claim.decided_by, sweep_judged),
+                               preset_keys=keys, previous=(claim, *claim.previous))
+
+
+CLAIMS = [_judged_sweep(c) if c.id in WIDTH_ROWS else c for c in CLAIMS]
