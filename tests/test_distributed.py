@@ -93,7 +93,8 @@ def test_fisher_runner_under_torchrun_matches_one_process(tmp_path, monkeypatch)
     from memlib import cache
 
     sets = ["n_train=256", "n_test=128", "n_scatter=100", "corruptions=[0.4]", "epochs=2",
-            "arch_models=[]", "direct_checks=0", "synthetic_n=60", "top_k=20"]
+            "arch_models=[]", "direct_checks=0", "synthetic_n=60", "top_k=20",
+            "attribution_seeds=[]"]
     ddp_dir, one_dir = run_in_two_processes_and_one("fisher", sets, tmp_path, monkeypatch)
     [ddp_file] = ddp_dir.glob("fisher-run-*.pt")
     [one_file] = one_dir.glob("fisher-run-*.pt")

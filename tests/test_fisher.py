@@ -1,5 +1,6 @@
 """Fisher rank inflation: the method's identities on tiny tensors."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -465,7 +466,10 @@ def test_difficulty_control_reads_the_arm_seeds_clean_run_only():
          "flipped": c > 0 and i % 3 == 0, "final_loss_true": rng.random(),
          "delta_exact": rng.normal()}
         for c in (0.0, 0.4) for seed in (0, 1) for i in range(40)])
-    table = fisher.difficulty_control(examples, config)
+    table = pd.concat([fisher.difficulty_control(examples, config),
+                       fisher.arm_difficulty(examples, config)], ignore_index=True)
     assert set(map(tuple, table[["seed", "corruption"]].drop_duplicates().to_numpy())) == {
         (0, 0.0), (0, 0.4), (1, 0.0)}
+    assert fisher.arm_difficulty(examples, dataclasses.replace(config, attribution_seeds=())
+                                 ).empty
     assert table.query("seed == 0")["count"].sum() == 80
