@@ -183,3 +183,19 @@ def test_holm_keeps_no_more_rows_than_the_intervals_decided():
         "p": ["0.001", "0.02", "", ""]})  # the third: settled by a test outside its margins
     assert decided_by_interval(table) == 2
     assert kept_by_holm(table) == 1
+
+
+def test_a_value_this_scale_cannot_judge_is_not_run_and_its_earlier_rule_still_judges_it():
+    import dataclasses
+
+    guarded = dataclasses.replace(POSITIVE, judged_at=lambda v: v["replicated"],
+                                  previous=(POSITIVE,))
+    good = {"diff": Estimate(2.0, 0.1, 5), "train_acc": 1.0}
+    assert verdicts([guarded], {"pos": {**good, "replicated": True}}) == {"pos": HOLDS}
+    bad = {**good, "diff": Estimate(-2.0, 0.1, 5), "replicated": True}
+    assert verdicts([guarded], {"pos": bad}) == {"pos": FAILS}
+    row = evaluate([guarded], {"pos": {**good, "train_acc": 0.5, "replicated": True}}).iloc[0]
+    assert row["verdict"].startswith("precondition failed")
+    row = evaluate([guarded], {"pos": {**good, "replicated": False}}).iloc[0]
+    assert row["verdict"] == NOT_RUN and row["previous"].endswith("=" + HOLDS)
+    assert guarded.fingerprint != POSITIVE.fingerprint  # the guard decides: it is fingerprinted

@@ -117,6 +117,9 @@ class Claim:
     # names of the values in the study's small preset that decide the claim (fingerprinted)
     preset_keys: tuple[str, ...] = ()
     dataset: str = ""  # the dataset a per-dataset claim is about
+    # whether this scale can judge the measured value at all (False: not run at this scale,
+    # e.g. an arm too small to decide anything); earlier versions without it still judge it
+    judged_at: Callable[[Any], bool] | None = None
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -145,7 +148,7 @@ def text_fingerprint(claim: Claim) -> str:
 
 
 def _functions(claim: Claim) -> list[Callable]:
-    fns = [claim.holds, claim.beyond_noise, claim.margins, claim.headline,
+    fns = [claim.holds, claim.beyond_noise, claim.margins, claim.headline, claim.judged_at,
            *(test for _, test in claim.preconditions), *claim.decided_by]
     return [f for f in fns if f is not None]
 
@@ -332,10 +335,10 @@ def _replicates(claim: Claim, value: Any, held: bool) -> int:
 
 
 def judge(claim: Claim, value: Any) -> Judgement:
-    """The verdict, in order: not run; a failed precondition; within noise (no interval, an
-    interval that does not clear the threshold, or fewer than MIN_REPLICATES replicates);
-    holds or does not hold."""
-    if value is None:
+    """The verdict, in order: not run (no value, or one this scale cannot judge); a failed
+    precondition; within noise (no interval, an interval that does not clear the threshold,
+    or fewer than MIN_REPLICATES replicates); holds or does not hold."""
+    if value is None or (claim.judged_at is not None and not claim.judged_at(value)):
         return Judgement(NOT_RUN)
     for name, test in claim.preconditions:
         if not test(value):

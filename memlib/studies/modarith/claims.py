@@ -173,9 +173,10 @@ def measure(results: dict, config: Config) -> dict:
             (g.groupby("alpha")["phase_error"].median() for _, g in phase.groupby("seed"))]
     measured["phase-error-grows"] = ({"spearman": correlations(rhos)}
                                      if phase["alpha"].nunique() >= 3 else None)
-    for key, width_measure in WIDTH_ROWS.items():  # None: not run at this scale
-        measured[key] = (width_measure(results["sweep"], config) if sweep_judged(config)
-                         else None)
+    seeds = len(config.seeds[:config.sweep_seeds])
+    for key, width_measure in WIDTH_ROWS.items():  # with the sweep's seeds: judged or not
+        value = width_measure(results["sweep"], config)
+        measured[key] = None if value is None else {**value, "sweep_seeds": seeds}
     variants = results.get("variants", pd.DataFrame())
     for variant in ("leaky_relu", "mul"):
         frame = variants[variants["variant"] == variant] if len(variants) else variants
@@ -193,6 +194,11 @@ def sweep_judged(config: Config) -> bool:
     """Whether the width sweep can decide its rows: on fewer seeds than a decided rule needs
     it is drawn, not judged, and its rows read not run at this scale."""
     return len(config.seeds[:config.sweep_seeds]) >= MIN_REPLICATES
+
+
+def _judged_sweep_value(value: dict) -> bool:
+    """`sweep_judged` for a width row's measured value, which carries the sweep's seeds."""
+    return value["sweep_seeds"] >= MIN_REPLICATES
 
 
 def _interpolating(sweep: pd.DataFrame, activation: str, config: Config):
@@ -717,12 +723,18 @@ CLAIMS = declare(CLAIMS, {
 
 
 def _judged_sweep(claim: Claim) -> Claim:
-    """A width row that the sweep decides only on enough seeds (`sweep_judged`, which reads
-    `sweep_seeds`); the version before it, judged on any number of sweep seeds, stays in
-    `previous`."""
+    """A width row that the sweep decides only on enough seeds (not run at this scale
+    otherwise); the version before it, which judged a sweep on any number of seeds, stays in
+    `previous` and is evaluated beside it on the same value. Its cases run enough seeds."""
+    def enough(case: dict) -> dict:
+        return {**case, "sweep_seeds": MIN_REPLICATES}
+
+    cases = claim.cases
+    cases = Cases(enough(cases.holds), enough(cases.fails),
+                  {name: enough(case) for name, case in cases.preconditions.items()})
     keys = tuple(dict.fromkeys((*claim.preset_keys, "sweep_seeds")))
-    return dataclasses.replace(claim, decided_by=(*claim.decided_by, sweep_judged),
-                               preset_keys=keys, previous=(claim, *claim.previous))
+    return dataclasses.replace(claim, judged_at=_judged_sweep_value, preset_keys=keys,
+                               cases=cases, previous=(claim, *claim.previous))
 
 
 CLAIMS = [_judged_sweep(c) if c.id in WIDTH_ROWS else c for c in CLAIMS]
