@@ -284,8 +284,8 @@ def _register_study(args) -> int:
             frozen = new_confirmatory_run(study, seeds, args.reason, today)
         except ValueError as err:
             raise UsageError(f"--seeds {args.seeds}: {err}") from None
-        print(f"memlib: the confirmatory seeds of {study} are now {args.seeds} (set them in "
-              f"params/small); the earlier run's verdicts are kept in {_shown(frozen)}")
+        print(f"memlib: the confirmatory seeds of {study} are now {args.seeds} (set them as "
+              f"the defaults in memlib/studies/{study}/config.py); the earlier run's verdicts are kept in {_shown(frozen)}")
     added = register(study, studies.study_claims(study), args.reason, today, moved=args.moved)
     print(f"memlib: registered {len(added)} rule(s) of {study} in "
           f"{_shown(register_path(study))}: {', '.join(added) or 'none changed'}")

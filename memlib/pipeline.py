@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from memlib import SCALES, STUDIES, paths
+from memlib.config import ConfigError
 from memlib.presets import PresetError, params_file, read_params
 from memlib.process import one_cpu_thread, pin_cpu_dispatch
-from memlib.studies import data_used, preset_config
+from memlib.studies import data_used, preset_config, settings
 
 
 class NotebookError(RuntimeError):
@@ -57,6 +58,12 @@ def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = 
             params = read_params(params_file(notebook, scale))
         except PresetError as err:
             raise NotebookError(str(err)) from None
+    study = {nb: key for key, nb in STUDIES.items()}.get(notebook.stem)
+    if study is not None:  # every setting, so the notebook and its manifest show them all
+        try:
+            params = {**params, **settings(study, params)}
+        except ConfigError as err:
+            raise NotebookInputError(str(err)) from None
     build_dir = Path(build_dir or paths.build_dir(scale))
     build_dir.mkdir(parents=True, exist_ok=True)
     target = paths.figures_dir(notebook.stem, scale)

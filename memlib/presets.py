@@ -37,6 +37,28 @@ def read_params(path: Path) -> dict[str, Any]:
     return params
 
 
+_DEFAULTS: dict[str, dict[str, Any]] = {}
+
+
+def declare_defaults(study: str, config_class: type) -> None:
+    """Record `config_class`'s defaults as study `study`'s small run, the values a preset
+    file changes. Each study's config module calls it, so a study is known here once loaded."""
+    import dataclasses
+
+    _DEFAULTS[study] = {f.name: f.default for f in dataclasses.fields(config_class)
+                        if f.init and f.default is not dataclasses.MISSING}
+
+
+def declared(study: str, path: Path) -> dict[str, Any]:
+    """The values study `study`'s parameter file `path` states, as written: its Config's
+    defaults (the small run), changed by the file; nothing resolved or coerced, so the same on
+    every machine (a claim's fingerprint covers them)."""
+    if study not in _DEFAULTS:
+        raise PresetError(f"study {study!r} has declared no defaults (its config module is not "
+                          "loaded)")
+    return {**_DEFAULTS[study], **read_params(path)}
+
+
 def preset_of(config_class: type, study: str, scale: str):
     """`config_class` (study `study`'s Config) as its parameter file for `scale` sets it."""
     from memlib.config import build

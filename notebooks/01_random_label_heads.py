@@ -94,7 +94,7 @@
 # - **Cuts:** one strength per standard regularizer (dropout 0.5, weight decay 1e-3, label
 #   smoothing 0.3); a short $\lambda$ grid for the last layer and a smaller one for all layers
 #   (the all-layer penalty sums over every probed layer and stops a network from training at
-#   a smaller $\lambda$; the grids are in the parameters cell, chosen on pilot seeds),
+#   a smaller $\lambda$; the grids are the study's Config defaults, chosen on pilot seeds),
 #   mean-reduced (its gradient scales like $\hat p \approx 1/n$, so the paper's $\lambda$ up
 #   to $10^4$ with 1000 random classes corresponds to much smaller values with $n = 10$); the
 #   label-noise experiment at the default 40% only. The **sampling experiment** (fractions
@@ -109,53 +109,9 @@
 #   faster on a CPU, with their own rounding).
 
 # %% tags=["parameters"]
+# The settings of this run: the study's Config defaults are the small run; papermill sets
+# here what the scale's parameter file changes (params/<scale>/01_random_label_heads.yaml).
 scale = "small"
-dataset = "fashion_mnist"
-train_samples = 1000
-test_samples = 1000
-validation_samples = 1000
-noise = 0.4
-model = "smallcnn"
-widths = (256, 256, 256, 256, 256, 256)
-cnn_channels = (32, 64, 128)
-wrn_depth = 16
-wrn_width = 4
-layer_models = ("smallcnn", "mlp")
-layer_model_epochs = 150
-n_random = None
-head_hidden = 0
-head_project = 32
-head_lr = 3e-2
-epochs = 60
-measure_every = 5
-parallel_runs = 2
-batch_size = 64
-optimizer = "adam"
-lr = 2e-3
-momentum = 0.9
-weight_decay = 0.0
-schedule = "cosine"
-warmup_epochs = 0.0
-dropouts = (0.5,)
-weight_decays = (1e-3,)
-label_smoothings = (0.3,)
-lambdas = (3.0,)
-all_lambdas = (3.0,)
-fractions = (0.3, 1.0)
-long_tail_ratio = 10.0
-sampling_experiment = False
-sampling_noise = 0.0
-noise_rates = (0.4,)
-noise_lambdas = (3.0,)
-seeds = (300, 301, 302, 303, 304)
-label_seed = 12345
-data_seed = 0
-device = "cpu"
-channels_last = True
-inputs = "standardized"
-fit_train_acc = 0.99
-fit_flipped_acc = 0.95
-epochs_after_fit = None
 
 # %%
 import time

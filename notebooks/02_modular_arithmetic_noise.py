@@ -102,45 +102,9 @@
 #   verdict says so.
 
 # %% tags=["parameters"]
+# The settings of this run: the study's Config defaults are the small run; papermill sets
+# here what the scale's parameter file changes (params/<scale>/02_modular_arithmetic_noise.yaml).
 scale = "small"
-p = 59
-operation = "add"
-train_fraction = 0.8
-noise = "wrong"
-width = 513
-activation = "relu"
-alphas = [0.0, 0.2, 0.5, 0.8]
-seeds = [300, 301, 302, 303, 304]
-optimizer = "adamw"
-lr = 1e-3
-weight_decay = 0.1
-epochs = 600
-log_every = 50
-eval_activations = ["relu", "quadratic", "abs", "reverse_relu"]
-partition_fractions = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0]
-spectra_neurons = 48
-order_alphas = [0.2, 0.5]
-order_epochs = 150
-order_log_every = 2
-order_optimizers = ["adamw", "adam", "muon", "sgd"]
-order_lrs = [1e-3, 1e-3, 0.02, 1.0]
-order_weight_decays = [0.1, 0.0, 0.1, 0.0]
-sweep_widths = [8, 32, 128]
-sweep_alphas = [0.2, 0.5, 0.8]
-sweep_activations = ["relu", "quadratic", "gelu"]
-sweep_weight_decays = [0.1, 1.0]
-sweep_epochs = 300
-sweep_seeds = 2
-digits_alphas = [0.05, 0.2]
-digits_width = 256
-digits_lr = 1e-3
-digits_epochs = 300
-image_dataset = "mnist"
-image_fallback = "fashion_mnist"
-image_samples = 2000
-image_epochs = 100
-variants = ["leaky_relu", "mul"]
-parallel_runs = 2
 
 # %%
 import time

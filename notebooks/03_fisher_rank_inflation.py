@@ -66,39 +66,9 @@
 # 0-2 and before these seeds were run; the claims section says what changed.
 
 # %% tags=["parameters"]
+# The settings of this run: the study's Config defaults are the small run; papermill sets
+# here what the scale's parameter file changes (params/<scale>/03_fisher_rank_inflation.yaml).
 scale = "small"
-dataset = "fashion_mnist"
-n_train = 2000
-n_test = 2000
-n_scatter = 1000
-model = "mlp"
-mlp_widths = [256, 64]
-cnn_channels = [8, 16, 32]
-corruptions = [0.0, 0.2, 0.4, 0.6]
-seeds = [500, 501, 502, 503, 504, 505]
-attribution_seeds = [506, 507, 508, 509, 510, 511, 512, 513, 514, 515, 516, 517, 518, 519]
-epochs = 100
-batch_size = 32
-optimizer = "adam"
-lr = 0.001
-weight_decay = 0.0
-bias = True
-spectrum = "eig"
-attribution_corruption = 0.4
-early_epoch = 2
-top_k = 100
-direct_checks = 10
-arch_models = ["smallcnn"]
-arch_epochs = 15
-arch_seeds = 1
-human_label_sets = []
-synthetic_n = 300
-augment = "none"
-inputs = "standardized"
-fit_train_acc = 0.99
-fit_flipped_acc = 0.95
-epochs_after_fit = 10
-parallel_runs = 2
 
 # %%
 import numpy as np

@@ -102,45 +102,9 @@
 #   `standin_seeds`, are probed the same way, as a **stand-in**, not a reproduction.
 
 # %% tags=["parameters"]
+# The settings of this run: the study's Config defaults are the small run; papermill sets
+# here what the scale's parameter file changes (params/<scale>/04_task_complexity_probes.yaml).
 scale = "small"
-datasets = ["fashion_mnist", "mnist"]
-pair_choice = "authors"
-width = 64
-activation = "relu"
-epochs = 10
-batch_size = 128
-lr = 0.01
-warmup_steps = 5
-seeds = [500, 501, 502, 503, 504, 505, 506, 507, 508, 509,
-         510, 511, 512, 513, 514, 515, 516, 517, 518, 519]
-train_per_class = None
-reinit_biases = False
-fold_below_chance = False
-eval_batch_size = 500
-prune_levels = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65,
-                0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
-noise_log2_levels = [-10, -9, -8, -7, -6, -5, -4, -3, -2, -1, 0]
-flip_levels = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5]
-null_draws = 10
-null_prune_levels = [0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
-curveball_trades = 5
-ssim_pairs = 200
-heatmap_classes = 10
-heatmap_runs = 3
-heatmap_epochs = 5
-heatmap_train_per_class = 2000
-heatmap_null_draws = 3
-standin_seeds = [520, 521, 522, 523, 524]
-standin_train = 12000
-standin_test = 2000
-standin_epochs = 4
-standin_prune_levels = [0.5, 0.9]
-standin_noise_levels = [0.5, 1.0, 2.0]
-standin_flip_levels = [0.1, 0.3]
-distilbert = False
-distilbert_model = "dslim/distilbert-NER"
-distilbert_sentences = None
-parallel_runs = 2
 
 # %%
 import time

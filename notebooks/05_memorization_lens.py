@@ -90,17 +90,9 @@
 # er does not peak and then fall inside training) gives *precondition failed*.
 
 # %% tags=["parameters"]
+# The settings of this run: the study's Config defaults are the small run; papermill sets
+# here what the scale's parameter file changes (params/<scale>/05_memorization_lens.yaml).
 scale = "small"
-setting = "small"
-study1_sets = ["model=mlp", "epochs=150"]
-datasets = ["fashion_mnist", "mnist"]
-noise_rates = [0.4]
-seeds = [300, 301, 302, 303, 304]
-scatter_samples = None
-measure_every = 2
-exact_loo_max = 20000
-null_draws = 3
-parallel_runs = 2
 
 # %%
 import numpy as np

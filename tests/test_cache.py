@@ -94,13 +94,14 @@ def test_intact_reads_the_digest_not_just_the_path(tmp_path):
 
 
 def test_prefetch_fills_the_cache_with_what_a_serial_call_computes(tmp_path, monkeypatch):
-    from memlib.config import build
+    from tiny import tiny
+
     from memlib.parallel import prefetch
     from memlib.studies import rlp
 
     monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path))
-    config = build(rlp.Config, dict(dataset="digits", train_samples=100, test_samples=50,
-                                    widths=(8, 8), epochs=1, layer_models=("mlp",)))
+    config = tiny(rlp.Config, dict(dataset="digits", train_samples=100, test_samples=50,
+                                   widths=(8, 8), epochs=1, layer_models=("mlp",)))
     specs = [rlp.spec(config, seed=k) for k in (0, 1)]
     prefetch([(rlp.cached_run, s) for s in specs] * 2, processes=2)  # duplicates once
     assert len(list(tmp_path.glob("rlp_run-*.pt"))) == 2

@@ -10,9 +10,10 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiny import tiny
 
 from memlib.claims import HOLDS, NOT_RUN, WITHIN_NOISE, Estimate, evaluate, verdict
-from memlib.config import ConfigError, build
+from memlib.config import ConfigError
 from memlib.studies import fisher
 
 
@@ -201,19 +202,19 @@ def test_peak_ignores_epoch_zero_and_onset():
 
 
 def test_config_coercion_and_bad_values():
-    c = build(fisher.Config, {"corruptions": "[0, 0.4]", "lr": "1e-3", "seeds": "[1]",
+    c = tiny(fisher.Config, {"corruptions": "[0, 0.4]", "lr": "1e-3", "seeds": "[1]",
                               "attribution_corruption": "0.4"})
     assert c.corruptions == (0.0, 0.4) and c.lr == 1e-3 and c.seeds == (1,)
     with pytest.raises(ConfigError, match="corruptions"):
-        build(fisher.Config, {"corruptions": [0, 1.2]})
+        tiny(fisher.Config, {"corruptions": [0, 1.2]})
     with pytest.raises(ConfigError, match="choose one of"):
-        build(fisher.Config, {"model": "lenet"})
+        tiny(fisher.Config, {"model": "lenet"})
     with pytest.raises(ConfigError, match="spectrum"):
-        build(fisher.Config, {"spectrum": "trace"})
+        tiny(fisher.Config, {"spectrum": "trace"})
     with pytest.raises(ConfigError, match="attribution_corruption"):
-        build(fisher.Config, {"attribution_corruption": 0.3})
+        tiny(fisher.Config, {"attribution_corruption": 0.3})
     with pytest.raises(ConfigError, match="unknown parameter"):
-        build(fisher.Config, {"epoch": 3})
+        tiny(fisher.Config, {"epoch": 3})
 
 
 def test_math_checks_pass():
@@ -258,7 +259,7 @@ def verdicts(measured):
 def test_measure_per_seed_and_the_verdicts(monkeypatch):
     # three synthetic seeds exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
-    config = build(fisher.Config, {"epochs": 5})
+    config = tiny(fisher.Config, {"epochs": 5})
     measured = fisher.measure(synthetic_results(config), config)
     assert measured["inflation_collapse"]["0.4"].n == 3
     assert measured["inflation_collapse"]["0.4"].mean == pytest.approx(
@@ -283,7 +284,7 @@ def test_measure_per_seed_and_the_verdicts(monkeypatch):
     assert v["inflation_collapse"].startswith("precondition failed: the noisy labels")
     assert v["attribution_weakens"].startswith("precondition failed: the noisy labels")
     assert v["not_detector"] == WITHIN_NOISE  # 0.89, 0.90, 0.91 straddle the 0.9 bound
-    late = build(fisher.Config, {"epochs": 3})
+    late = tiny(fisher.Config, {"epochs": 3})
     assert verdicts(fisher.measure(synthetic_results(late), late))["enrichment"].startswith(
         "precondition failed: er peaks inside training")
     # test accuracy best at epoch 1: no inflation yet, the onset claim does not hold
@@ -310,7 +311,7 @@ def test_a_still_rising_curve_fails_the_peak_precondition():
 
 
 def test_architectures_row_needs_two_seeded_architectures():
-    config = build(fisher.Config, {"epochs": 5, "arch_models": ["smallcnn"], "arch_seeds": 2})
+    config = tiny(fisher.Config, {"epochs": 5, "arch_models": ["smallcnn"], "arch_seeds": 2})
     results = synthetic_results(config)
     cnn = results["curves"].query("corruption == 0.4 and seed < 2").assign(model="smallcnn")
     assert fisher.measure(results, config)["inflation_architectures"] is None
@@ -336,7 +337,7 @@ def human_label_results(precision, seeds=(0,), peak_epoch=3):
 
 
 def test_cifar10n_row_reads_each_human_label_set():
-    config = build(fisher.Config, {"epochs": 5, "dataset": "cifar10",
+    config = tiny(fisher.Config, {"epochs": 5, "dataset": "cifar10",
                                    "human_label_sets": ["worst", "aggre"]})
     claim = {c.id: c for c in fisher.CLAIMS}["cifar10n_enrichment"]
     # the full preset's one run per label set: no interval, so never "holds"
@@ -352,7 +353,7 @@ def test_cifar10n_row_reads_each_human_label_set():
     still_rising = fisher._human_labels(*human_label_results(0.9, five, peak_epoch=5), config)
     assert verdict(claim, still_rising).startswith(
         "precondition failed: er peaks inside training: every CIFAR-10N run")
-    small = build(fisher.Config, {"epochs": 5})  # no human label set: not run
+    small = tiny(fisher.Config, {"epochs": 5})  # no human label set: not run
     assert fisher._human_labels(*human_label_results(0.9), small) is None
 
 
@@ -365,7 +366,7 @@ def architecture_summary(vit_rho, seeds=range(5)):
 
 
 def test_vit_row_pairs_the_vit_with_each_cnn_by_seed(monkeypatch):
-    config = build(fisher.Config, {"epochs": 5})
+    config = tiny(fisher.Config, {"epochs": 5})
     claim = {c.id: c for c in fisher.CLAIMS}["first_order_vit"]
     weaker = fisher._vit_gaps(architecture_summary(0.85), config)
     assert list(weaker["gaps"]) == ["vit_tiny - smallcnn"]  # the MLP is no CNN
@@ -381,11 +382,11 @@ def test_vit_row_pairs_the_vit_with_each_cnn_by_seed(monkeypatch):
 
 
 def test_cifar100_row_reads_first_order_only_on_cifar100():
-    config = build(fisher.Config, {"epochs": 5})
+    config = tiny(fisher.Config, {"epochs": 5})
     measured = fisher.measure(synthetic_results(config), config)
     assert measured["first_order_cifar100"] is None
     assert measured["cifar10n_enrichment"] is None and measured["first_order_vit"] is None
-    cifar100 = build(fisher.Config, {"epochs": 5, "dataset": "cifar100"})
+    cifar100 = tiny(fisher.Config, {"epochs": 5, "dataset": "cifar100"})
     measured = fisher.measure(synthetic_results(cifar100), cifar100)
     assert measured["first_order_cifar100"] == measured["first_order"]
     assert measured["first_order_cifar100"]["data"] == "cifar100"
@@ -396,7 +397,7 @@ def test_cifar100_row_reads_first_order_only_on_cifar100():
 def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, monkeypatch):
     from parallel_runs_check import check_parallel_runs
 
-    config = build(fisher.Config, {
+    config = tiny(fisher.Config, {
         "dataset": "digits", "n_train": 200, "n_test": 100, "n_scatter": 60,
         "mlp_widths": [16], "corruptions": [0.0, 0.4], "seeds": [0], "attribution_seeds": [1],
         "epochs": 2, "early_epoch": 1, "top_k": 10, "direct_checks": 2, "arch_models": [],
@@ -415,13 +416,13 @@ def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, mo
 
 def test_a_seed_in_both_seeds_and_the_attribution_arm_is_refused():
     with pytest.raises(ConfigError, match=r"seeds \[2\] are in both seeds and attribution_seeds"):
-        build(fisher.Config, {"seeds": [1, 2], "attribution_seeds": [2, 3]})
-    assert build(fisher.Config, {"seeds": [1, 2], "attribution_seeds": [3]}).ARM_SEEDS == (
+        tiny(fisher.Config, {"seeds": [1, 2], "attribution_seeds": [2, 3]})
+    assert tiny(fisher.Config, {"seeds": [1, 2], "attribution_seeds": [3]}).ARM_SEEDS == (
         "attribution_seeds",)
 
 
 def test_the_arm_runs_the_clean_and_the_attribution_level_only():
-    config = build(fisher.Config, {"corruptions": [0.0, 0.2, 0.4, 0.6], "seeds": [0, 1],
+    config = tiny(fisher.Config, {"corruptions": [0.0, 0.2, 0.4, 0.6], "seeds": [0, 1],
                                    "attribution_seeds": [7, 8], "arch_models": ["smallcnn"]})
     planned = [r for _, (_, *r) in fisher.planned_runs(config)[:-1]]
     arm = [r for r in planned if r[3] in (7, 8)]
@@ -432,18 +433,18 @@ def test_the_arm_runs_the_clean_and_the_attribution_level_only():
     levels = [r[2] for r in planned if r[0] == "mlp"]
     assert levels == sorted(levels, reverse=True)
     # a seed's run is the same cached computation whether it is a main or an arm seed
-    main = build(fisher.Config, {"seeds": [7]})
+    main = tiny(fisher.Config, {"seeds": [7]})
     assert fisher.runs._run_key(config, "mlp", "symmetric", 0.4, 7, 50) == \
         fisher.runs._run_key(main, "mlp", "symmetric", 0.4, 7, 50)
 
 
 def test_only_first_order_and_difficulty_control_read_the_arm(monkeypatch):
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
-    config = build(fisher.Config, {"epochs": 5})
+    config = tiny(fisher.Config, {"epochs": 5})
     alone = synthetic_results(config)
-    armed_config = build(fisher.Config, {"epochs": 5, "attribution_seeds": [3, 4]})
+    armed_config = tiny(fisher.Config, {"epochs": 5, "attribution_seeds": [3, 4]})
     armed = synthetic_results(armed_config)
-    arm = synthetic_results(build(fisher.Config, {"epochs": 5, "seeds": [3, 4]}))
+    arm = synthetic_results(tiny(fisher.Config, {"epochs": 5, "seeds": [3, 4]}))
     armed["arm_summary"] = arm["summary"].query("corruption in (0.0, 0.4)")
     armed["difficulty"] = pd.concat([armed["difficulty"],
                                      arm["difficulty"].query("corruption == 0.0")])
@@ -458,7 +459,7 @@ def test_only_first_order_and_difficulty_control_read_the_arm(monkeypatch):
 
 
 def test_difficulty_control_reads_the_arm_seeds_clean_run_only():
-    config = build(fisher.Config, {"corruptions": [0.0, 0.4], "seeds": [0],
+    config = tiny(fisher.Config, {"corruptions": [0.0, 0.4], "seeds": [0],
                                    "attribution_seeds": [1], "top_k": 5})
     rng = np.random.default_rng(0)
     examples = pd.DataFrame([

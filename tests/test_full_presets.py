@@ -10,6 +10,7 @@ images in MEMLIB_DATA (a temporary folder); the cache is a temporary folder too 
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import time
 
@@ -102,8 +103,8 @@ def data_root(tmp_path, monkeypatch):
 
 def full_config(module, stem: str, overrides: dict):
     params = read_params(paths.repo_root() / "params" / "full" / f"{stem}.yaml")
-    unknown = set(overrides) - set(params)
-    assert not unknown, f"overrides name keys the full preset lacks: {unknown}"
+    unknown = set(overrides) - {f.name for f in dataclasses.fields(module.Config)}
+    assert not unknown, f"overrides name keys the Config lacks: {unknown}"
     return mconfig.build(module.Config, {**params, **overrides})
 
 

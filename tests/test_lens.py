@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
+from tiny import tiny
 from torch.func import functional_call
 
 from memlib import data
@@ -316,14 +317,14 @@ def test_rlp_half_epoch_is_study_1s_onset_of_the_trained_minus_frozen_excess():
 ])
 def test_config_rejects_bad_values_with_one_line(bad):
     with pytest.raises(ConfigError) as err:
-        lens.Config(**bad)
+        tiny(lens.Config, **bad)
     assert "\n" not in str(err.value)
     if "study1_sets" in bad:
         assert "study1_sets" in str(err.value)
 
 
 def test_runs_cover_the_grid_and_share_the_frozen_baseline():
-    config = lens.Config(setting="smoke", datasets=("digits",), noise_rates=(0.0, 0.4),
+    config = tiny(lens.Config, setting="smoke", datasets=("digits",), noise_rates=(0.0, 0.4),
                          seeds=(0, 1), measure_every=3)
     planned = lens.lens_runs(config)
     assert [(r.run.dataset, r.run.noise, r.run.seed) for r in planned] == [
@@ -337,8 +338,8 @@ def test_runs_cover_the_grid_and_share_the_frozen_baseline():
 
 
 def test_study1_sets_change_the_watched_runs():
-    config = lens.Config(setting="smoke", datasets=("digits",), noise_rates=(0.4,), seeds=(0,),
-                         study1_sets=("epochs=3", "widths=[8, 8]"))
+    config = tiny(lens.Config, setting="smoke", datasets=("digits",), noise_rates=(0.4,),
+                  seeds=(0,), study1_sets=("epochs=3", "widths=[8, 8]"))
     (r,) = lens.lens_runs(config)
     assert r.run.epochs == 3 and r.run.widths == (8, 8) and r.run.noise == 0.4
     plain = lens.lens_runs(dataclasses.replace(config, study1_sets=()))[0].run
@@ -365,7 +366,7 @@ def tiny_fashion(tmp_path, monkeypatch):
 # model's train/eval mode, so an observer that drew or left the mode changed would show
 @pytest.mark.parametrize("scatter, exact_max, dropout", [(None, 1000, 0.0), (30, 10, 0.2)])
 def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact_max, dropout):
-    config = rlp.Config(dataset="fashion_mnist", train_samples=60, test_samples=40,
+    config = tiny(rlp.Config, dataset="fashion_mnist", train_samples=60, test_samples=40,
                         validation_samples=20, widths=(16, 16), epochs=2, batch_size=32,
                         head_project=0, long_tail_ratio=1.0,
                         layer_models=("mlp",))
@@ -414,7 +415,7 @@ def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact
 
 
 def test_scatter_smaller_than_the_classes_is_one_clear_error():
-    spec = lens.lens_runs(lens.Config(setting="smoke", datasets=("digits",)))[0].run
+    spec = lens.lens_runs(tiny(lens.Config, setting="smoke", datasets=("digits",)))[0].run
     clean = torch.arange(100) % 10
     assert lens.scatter_positions(spec, clean, 20).tolist() == sorted(
         lens.scatter_positions(spec, clean, 20).tolist())

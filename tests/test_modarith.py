@@ -9,9 +9,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiny import tiny
 
 from memlib.claims import HOLDS, NOT_RUN, VERDICTS, Estimate, evaluate
-from memlib.config import ConfigError, build
+from memlib.config import ConfigError
 from memlib.studies import modarith as ma
 from memlib.train import TrainSpec
 
@@ -362,7 +363,7 @@ def sweep_rows(train_acc: dict, test_acc: dict, alpha=0.5, activation="relu",
 def test_larger_is_better_needs_a_width_curve(monkeypatch):
     # two or three synthetic seeds exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
-    config = build(ma.Config, {"sweep_alphas": [0.5], "sweep_activations": ["relu"],
+    config = tiny(ma.Config, {"sweep_alphas": [0.5], "sweep_activations": ["relu"],
                                "sweep_weight_decays": [0.1], "weight_decay": 0.1,
                                "seeds": [0, 1, 2, 3, 4]})
     claim = {c.id: c for c in ma.CLAIMS}["larger-is-better"]
@@ -392,7 +393,7 @@ def claim_verdict(claim_id: str, value) -> pd.Series:
 
 
 def test_stronger_weight_decay_delays_interpolation(monkeypatch):
-    config = build(ma.Config, SWEEP_CONFIG)
+    config = tiny(ma.Config, SWEEP_CONFIG)
     early = sweep_rows({8: 0.3, 32: 1.0, 128: 1.0}, FLAT_TEST)
     late = sweep_rows({8: 0.3, 32: 0.6, 128: 1.0}, FLAT_TEST, weight_decay=1.0)
     train = ma.train_accuracies(late, 1.0)[0.5]
@@ -419,14 +420,14 @@ def test_stronger_weight_decay_delays_interpolation(monkeypatch):
     assert never["unfitted"] == ["wd=1, α=0.5: 2 of 2 seeds (widest net's train accuracy 0.90)"]
     assert claim_verdict("regularization-delays-descent", never)["verdict"].startswith(
         "precondition failed: every seed's ReLU net interpolates")
-    assert ma.regularization_delay(early, build(ma.Config, {
+    assert ma.regularization_delay(early, tiny(ma.Config, {
         **SWEEP_CONFIG, "sweep_weight_decays": [0.1]})) is None  # no stronger decay swept
 
 
 def test_second_descent_is_the_rise_past_the_interpolation_threshold(monkeypatch):
     # two or three synthetic seeds exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
-    config = build(ma.Config, SWEEP_CONFIG)
+    config = tiny(ma.Config, SWEEP_CONFIG)
     rises = ma.descent_past_threshold(sweep_rows({8: 0.3, 32: 1.0, 128: 1.0}, FLAT_TEST), config)
     assert rises["fitted_widths"] == {"0.5": [32, 128]}
     assert rises["descent"]["0.5"].mean == pytest.approx(0.3)
@@ -444,7 +445,7 @@ def test_second_descent_is_the_rise_past_the_interpolation_threshold(monkeypatch
 def test_activation_peaks_need_a_fall_past_the_best_width(monkeypatch):
     # two or three synthetic seeds exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
-    config = build(ma.Config, {**SWEEP_CONFIG, "sweep_activations": ["quadratic", "gelu"]})
+    config = tiny(ma.Config, {**SWEEP_CONFIG, "sweep_activations": ["quadratic", "gelu"]})
     fitted = {8: 1.0, 32: 1.0, 128: 1.0}
 
     def both(train, test):
@@ -485,7 +486,7 @@ def test_train_runs_with_muon_and_sgd():
 
 # ----------------------------------------------------------------------------- config, run
 def test_config_coerces_strings_and_lists():
-    config = build(ma.Config, {"lr": "1e-3", "alphas": "[0.1, 0.8]", "p": "23",
+    config = tiny(ma.Config, {"lr": "1e-3", "alphas": "[0.1, 0.8]", "p": "23",
                                "order_optimizers": "[adam]", "order_lrs": "[1e-3]",
                                "order_weight_decays": "[0]"})
     assert config.lr == 1e-3 and config.alphas == (0.1, 0.8) and config.p == 23
@@ -503,12 +504,12 @@ def test_config_coerces_strings_and_lists():
 ])
 def test_config_rejects_bad_values(params, message):
     with pytest.raises(ConfigError, match=message):
-        build(ma.Config, params)
+        tiny(ma.Config, params)
 
 
 def test_run_end_to_end_tiny(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path))
-    config = build(ma.Config, dict(
+    config = tiny(ma.Config, dict(
         p=7, width=9, alphas=[0.0, 0.2, 0.8], epochs=4, log_every=2, partition_fractions=[0.5, 1],
         spectra_neurons=4, order_epochs=3, order_log_every=1, sweep_widths=[2, 4],
         sweep_alphas=[0.5], sweep_activations=["relu"], sweep_weight_decays=[0.1],
@@ -533,7 +534,7 @@ def test_run_end_to_end_tiny(tmp_path, monkeypatch):
 def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, monkeypatch):
     from parallel_runs_check import check_parallel_runs
 
-    config = build(ma.Config, dict(
+    config = tiny(ma.Config, dict(
         p=7, width=9, alphas=[0.0, 0.8], epochs=4, log_every=2, partition_fractions=[0.5, 1],
         spectra_neurons=4, order_epochs=3, order_log_every=1, order_optimizers=["adamw", "sgd"],
         order_lrs=[1e-3, 1.0], order_weight_decays=[0.1, 0.0], sweep_widths=[2, 4],
@@ -546,12 +547,12 @@ def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, mo
 
 
 def test_a_sweep_on_fewer_seeds_than_a_decided_rule_needs_is_not_judged():
-    few = build(ma.Config, {**SWEEP_CONFIG, "sweep_seeds": 2})
-    assert not ma.sweep_judged(few) and ma.sweep_judged(build(ma.Config, SWEEP_CONFIG))
+    few = tiny(ma.Config, {**SWEEP_CONFIG, "sweep_seeds": 2})
+    assert not ma.sweep_judged(few) and ma.sweep_judged(tiny(ma.Config, SWEEP_CONFIG))
     claims = {c.id: c for c in ma.CLAIMS}
     assert set(ma.WIDTH_ROWS) <= set(claims)
     value = ma.larger_is_better(sweep_rows({8: 0.3, 32: 1.0, 128: 1.0}, FLAT_TEST),
-                                build(ma.Config, SWEEP_CONFIG))
+                                tiny(ma.Config, SWEEP_CONFIG))
     claim = claims["larger-is-better"]
     judged = evaluate([claim], {claim.id: {**value, "sweep_seeds": 5}}).iloc[0]
     drawn = evaluate([claim], {claim.id: {**value, "sweep_seeds": 2}}).iloc[0]

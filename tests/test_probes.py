@@ -10,10 +10,11 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiny import tiny as tiny_config
 
 from memlib import data
 from memlib.claims import FAILS, HOLDS, NOT_RUN, WITHIN_NOISE, Estimate, evaluate
-from memlib.config import ConfigError, build, confirmatory_seeds
+from memlib.config import ConfigError, confirmatory_seeds
 from memlib.models import MLP
 from memlib.studies import probes
 from memlib.train import TrainSpec, train
@@ -211,7 +212,7 @@ def test_sweep_never_changes_the_model(tiny):
     model, x, y = tiny
     before = {k: v.clone() for k, v in model.state_dict().items()}
     params = probes.detached_params(model)
-    config = probes.Config(prune_levels=(0.0, 0.5), flip_levels=(0.0, 0.2),
+    config = tiny_config(probes.Config, prune_levels=(0.0, 0.5), flip_levels=(0.0, 0.2),
                            noise_log2_levels=(-3.0,))
     specs = probes.fig1_grid(config)
     table = probes.sweep(model, params, x, y, specs, batch_size=16)
@@ -244,7 +245,7 @@ def test_probe_parameter_works_on_a_copy(tiny):
 
 def test_layerwise_table_and_drops(tiny):
     model, x, y = tiny
-    config = probes.Config(standin_prune_levels=(0.5,), standin_noise_levels=(1.0,),
+    config = tiny_config(probes.Config, standin_prune_levels=(0.5,), standin_noise_levels=(1.0,),
                            standin_flip_levels=(0.2,))
     names = ["fc1.weight", "fc1.bias", "out.bias", "out.weight", "fc1.weight"]
     table = probes.layerwise_table(model, names, probes.accuracy_metric(x, y), config)
@@ -634,37 +635,37 @@ def test_the_bundled_subset_answers_the_mnist_claims():
 
 
 def test_config_coercion_and_bad_values():
-    config = build(probes.Config, {"datasets": "[mnist]", "prune_levels": "[0.0, 0.5]",
+    config = tiny_config(probes.Config, {"datasets": "[mnist]", "prune_levels": "[0.0, 0.5]",
                                    "lr": "1e-2", "train_per_class": "null", "seeds": "[7, 9]",
                                    "heatmap_runs": 2})
     assert config.datasets == (data.resolve("mnist"),) and config.prune_levels == (0.0, 0.5)
     assert config.lr == 0.01 and config.train_per_class is None
     assert config.seeds == (7, 9) and config.runs == 2 and config.seed == 7
     with pytest.raises(ConfigError, match="fashion_mnist"):
-        build(probes.Config, {"datasets": ["cifar10"]})
+        tiny_config(probes.Config, {"datasets": ["cifar10"]})
     with pytest.raises(ConfigError, match="prune_levels"):
-        build(probes.Config, {"prune_levels": [0.0, 1.0]})
+        tiny_config(probes.Config, {"prune_levels": [0.0, 1.0]})
     with pytest.raises(ConfigError, match="authors"):
-        build(probes.Config, {"pair_choice": "random"})
+        tiny_config(probes.Config, {"pair_choice": "random"})
     with pytest.raises(ConfigError, match="unknown parameter"):
-        build(probes.Config, {"width_": 3})
+        tiny_config(probes.Config, {"width_": 3})
     with pytest.raises(ConfigError, match="include 0.0"):
-        build(probes.Config, {"flip_levels": [0.1]})
+        tiny_config(probes.Config, {"flip_levels": [0.1]})
     with pytest.raises(ConfigError, match="repeat"):
-        build(probes.Config, {"seeds": [1, 1]})
+        tiny_config(probes.Config, {"seeds": [1, 1]})
     with pytest.raises(ConfigError, match="heatmap_runs"):
-        build(probes.Config, {"seeds": [1, 2], "heatmap_runs": 3})
+        tiny_config(probes.Config, {"seeds": [1, 2], "heatmap_runs": 3})
     with pytest.raises(ConfigError, match="seeds and standin_seeds both hold 6, 9: the stand-in"):
-        build(probes.Config, {"seeds": [0, 6, 9], "heatmap_runs": 1,
+        tiny_config(probes.Config, {"seeds": [0, 6, 9], "heatmap_runs": 1,
                               "standin_seeds": [9, 6, 12]})
     with pytest.raises(ConfigError, match="repeat"):
-        build(probes.Config, {"standin_seeds": [12, 12]})
-    assert confirmatory_seeds(build(probes.Config, {"seeds": [1, 2], "heatmap_runs": 1,
+        tiny_config(probes.Config, {"standin_seeds": [12, 12]})
+    assert confirmatory_seeds(tiny_config(probes.Config, {"seeds": [1, 2], "heatmap_runs": 1,
                                                     "standin_seeds": [3]})) == (1, 2, 3)
 
 
 def test_distilbert_offline_message():
-    table, status = probes.distilbert_case_study(probes.Config())
+    table, status = probes.distilbert_case_study(tiny_config(probes.Config))
     assert table is None and "stand-in" in status
 
 
@@ -808,7 +809,7 @@ def test_distilbert_case_study_from_local_files(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLIB_DATA", str(tmp_path))
     torch.set_num_threads(1)
     model, tokenizer = write_tiny_ner(tmp_path, layers=3)
-    config = probes.Config(distilbert=True, standin_prune_levels=(0.5,),
+    config = tiny_config(probes.Config, distilbert=True, standin_prune_levels=(0.5,),
                            standin_noise_levels=(1.0,), standin_flip_levels=(0.1,))
     table, status = probes.distilbert_case_study(config)
     assert table is not None, status
@@ -838,12 +839,13 @@ def test_distilbert_case_study_from_local_files(tmp_path, monkeypatch):
 
     # fewer sentences; a missing model folder and the hub offline: one line, not run
     table, status = probes.distilbert_case_study(
-        probes.Config(distilbert=True, distilbert_sentences=2, standin_prune_levels=(0.5,),
-                      standin_noise_levels=(1.0,), standin_flip_levels=(0.1,)))
+        tiny_config(probes.Config, distilbert=True, distilbert_sentences=2,
+                    standin_prune_levels=(0.5,), standin_noise_levels=(1.0,),
+                    standin_flip_levels=(0.1,)))
     assert "on 2 CoNLL-2003" in status
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     table, status = probes.distilbert_case_study(
-        probes.Config(distilbert=True, distilbert_model=str(tmp_path / "absent")))
+        tiny_config(probes.Config, distilbert=True, distilbert_model=str(tmp_path / "absent")))
     assert table is None and "not run" in status and "\n" not in status
     assert "no model folder" in status
     # a local CoNLL file in another format: one line naming the file and the line
@@ -880,7 +882,7 @@ def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, mo
                                                                      tiny_data):
     from parallel_runs_check import check_parallel_runs
 
-    config = build(probes.Config, {**TINY_RUN, "datasets": ["fashion_mnist"]})
+    config = tiny_config(probes.Config, {**TINY_RUN, "datasets": ["fashion_mnist"]})
     check_parallel_runs(probes, config, tmp_path, monkeypatch)
 
 
@@ -904,7 +906,7 @@ def test_pairs_chosen_by_ssim_prefetch_the_distances_first(monkeypatch, tiny_dat
             f(a)
 
     monkeypatch.setattr(parallel, "prefetch", in_this_process)
-    config = build(probes.Config, {**TINY_RUN, "datasets": ["fashion_mnist"],
+    config = tiny_config(probes.Config, {**TINY_RUN, "datasets": ["fashion_mnist"],
                                    "pair_choice": "ssim", "parallel_runs": 2})
     probes.prefetch_runs(config)
     assert phases == [["cached_difficulty"],
@@ -916,7 +918,7 @@ def test_pairs_chosen_by_ssim_prefetch_the_distances_first(monkeypatch, tiny_dat
 
 
 def test_each_standin_seed_trains_its_own_model(tiny_data, one_thread):
-    config = build(probes.Config, {**TINY_RUN, "datasets": ["fashion_mnist"]})
+    config = tiny_config(probes.Config, {**TINY_RUN, "datasets": ["fashion_mnist"]})
     first, second = (probes.standin_model(config, seed) for seed in config.standin_seeds)
     assert not torch.equal(first.head.weight, second.head.weight)
     assert torch.equal(probes.standin_model(config, 2).head.weight, first.head.weight)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from pathlib import Path
+from typing import get_type_hints
 
 import pytest
 
-from memlib import SCALES, STUDIES, studies
+from memlib import SCALES, STUDIES, paths, presets, studies
+from memlib.config import coerce
 from memlib.runs import Computation
 
 
@@ -26,6 +29,41 @@ def test_study_has_the_parts_the_runner_and_the_report_use(study):
 def test_every_preset_is_a_valid_config(study, scale):
     config = studies.preset_config(study, scale)
     assert isinstance(config, studies.module(study).Config)
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_each_value_is_written_once(study):
+    """The Config's defaults are the small run, a parameter file holds only what differs from
+    them, and a notebook's parameters cell names nothing but the scale: no value is copied
+    where it could drift from its source."""
+    config_class = studies.module(study).Config
+    defaults = presets._DEFAULTS[study]
+    assert studies.preset_config(study, "small") == config_class()
+    assert presets.read_params(presets.params_file(Path(STUDIES[study]), "small")) == {}
+    for scale in ("smoke", "full"):
+        params = presets.read_params(presets.params_file(Path(STUDIES[study]), scale))
+        hints = get_type_hints(config_class, include_extras=True)
+        same = [k for k, v in params.items()
+                if k in defaults and coerce(v, hints[k], k) == coerce(defaults[k], hints[k], k)]
+        assert not same, f"params/{scale}/{STUDIES[study]}.yaml repeats defaults: {same}"
+    source = (Path(paths.repo_root()) / "notebooks" / f"{STUDIES[study]}.py").read_text()
+    cell = source.split('# %% tags=["parameters"]\n', 1)[1].split("\n# %%", 1)[0]
+    names = [line.split("=")[0].strip() for line in cell.splitlines()
+             if line and not line.startswith("#")]
+    assert names == ["scale"], f"the parameters cell of {STUDIES[study]} sets {names}"
+
+
+def test_a_declared_value_is_the_file_over_the_defaults():
+    """What a claim's fingerprint reads: the file's value where it sets one, else the default
+    as written (unresolved: "mnist" stays "mnist" whatever is on disk)."""
+    studies.module("modarith")
+
+    def declared(scale):
+        return presets.declared("modarith", presets.params_file(Path(STUDIES["modarith"]), scale))
+
+    assert declared("small")["image_dataset"] == "mnist"
+    assert declared("smoke")["p"] == 23 and declared("smoke")["width"] == 65
+    assert declared("smoke")["weight_decay"] == 0.1  # the default
 
 
 def _call_key(function, argument) -> str:

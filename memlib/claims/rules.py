@@ -194,17 +194,17 @@ def study_of(claim: Claim) -> str | None:
 
 
 @functools.cache
-def _read_preset(path: Path) -> dict:
-    from memlib.presets import read_params
+def _declared(study: str, path: Path) -> dict:
+    from memlib.presets import declared
 
-    return read_params(path)
+    return declared(study, path)
 
 
 def _preset(study: str) -> dict:
-    """The study's small preset, read once per process (as the code is)."""
+    """The values the study's small preset states, read once per process (as the code is)."""
     from memlib.presets import params_file
 
-    return _read_preset(params_file(Path(STUDIES[study]), PRESET_SCALE))
+    return _declared(study, params_file(Path(STUDIES[study]), PRESET_SCALE))
 
 
 def preset_values(claim: Claim) -> dict[str, Any]:

@@ -32,6 +32,14 @@ def preset_config(study: str, scale: str):
     return preset_of(module(study).Config, study, scale)
 
 
+def settings(study: str, params: dict) -> dict:
+    """Every parameter of the study's Config as `params` set them, the rest at their defaults
+    (the small run), typed: what a notebook is given and its manifest records."""
+    from memlib.config import from_namespace, to_dict
+
+    return to_dict(from_namespace(module(study).Config, params))
+
+
 def data_used(study: str, params: dict) -> list[str]:
     """The in-memory datasets a run of `study` with `params` reads, as its Config resolved them
     when it was built (the fields it names in DATASET_FIELDS; for the lens, also study 1's)."""

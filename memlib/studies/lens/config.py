@@ -25,7 +25,7 @@ from memlib.config import (
     check_stratified,
     to_dict,
 )
-from memlib.presets import preset_of
+from memlib.presets import declare_defaults, preset_of
 from memlib.studies import rlp
 
 __all__ = ["DATASETS", "Config", "LensRun", "study1_config", "lens_runs", "frozen_spec"]
@@ -36,16 +36,21 @@ DATASETS = ("fashion_mnist", "mnist", "mnist-5k", "cifar10", "cifar100", "digits
 
 @dataclass(frozen=True)
 class Config:
+    """The study's settings; the defaults are the small run (params/small/
+    05_memorization_lens.yaml gives the reasons for them and holds any change)."""
+
     # the scale of study 1's preset (params/<setting>/01_random_label_heads.yaml) that gives
     # every run's data size, model, heads and training: the lens watches that very model
     setting: Literal["smoke", "small", "full"] = "small"
     # changes to that preset, as `key=value` like memlib's --set (e.g. "epochs=20")
-    study1_sets: tuple[str, ...] = ()
+    # (by default the layer-wise MLP of study 1's preset, trained as long as it is there)
+    study1_sets: tuple[str, ...] = ("model=mlp", "epochs=150")
     # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
     datasets: Annotated[tuple[str, ...], NonEmpty, Distinct] = ("fashion_mnist", "mnist")
-    noise_rates: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.0, 0.2, 0.4)
+    noise_rates: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.4,)
+    # study 1's confirmatory seeds
     seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
-        0, 1, 2)
+        300, 301, 302, 303, 304)
     # training examples scored and forming the gradient scatter (a fixed class-stratified
     # subset); None: every training example
     scatter_samples: Annotated[int | None, AtLeast(10), AtMost(10**7)] = None
@@ -55,7 +60,7 @@ class Config:
     exact_loo_max: Annotated[int, NonNegative, AtMost(10**7)] = 20000  # exact LOO up to this size
     null_draws: Annotated[int, Positive, AtMost(10**4)] = 3  # null-model B shuffles per layer
     # training runs computed at once, each in its own process on one CPU thread
-    parallel_runs: Annotated[int, Positive, AtMost(256)] = 1
+    parallel_runs: Annotated[int, Positive, AtMost(256)] = 2
     # study 1's config that every run starts from: its preset at `setting` changed by
     # `study1_sets`, read once as this config is built (not a parameter of its own)
     study1: rlp.Config = dataclasses.field(init=False, repr=False, metadata={"derived": True})
@@ -122,3 +127,5 @@ def frozen_spec(s: rlp.RunSpec, study1: rlp.Config) -> rlp.RunSpec:
     training), so every noise rate shares the one at study 1's own noise rate, which study 1
     has computed already for its dataset."""
     return dataclasses.replace(s, noise=study1.noise)
+
+declare_defaults("lens", Config)
