@@ -150,8 +150,9 @@ def main(argv: list[str] | None = None) -> int:
                      help="fresh seeds for a new confirmatory run: the current run's verdicts "
                           "are kept under register/earlier/ and shown beside the new ones")
     reg.add_argument("--moved", action="store_true",
-                     help="the rules did not change, only where their code lives: each new "
-                          "entry records the same rule as the version before it")
+                     help="the rules did not change, only where their code or the preset "
+                          "values they read live: each new entry records the same rule as the "
+                          "version before it")
     reg.set_defaults(scale=DEFAULT_SCALE)
 
     warnings.formatwarning = _one_line_warning
@@ -285,7 +286,8 @@ def _register_study(args) -> int:
         except ValueError as err:
             raise UsageError(f"--seeds {args.seeds}: {err}") from None
         print(f"memlib: the confirmatory seeds of {study} are now {args.seeds} (set them as "
-              f"the defaults in memlib/studies/{study}/config.py); the earlier run's verdicts are kept in {_shown(frozen)}")
+              f"the defaults in memlib/studies/{study}/config.py); the earlier run's verdicts "
+              f"are kept in {_shown(frozen)}")
     added = register(study, studies.study_claims(study), args.reason, today, moved=args.moved)
     print(f"memlib: registered {len(added)} rule(s) of {study} in "
           f"{_shown(register_path(study))}: {', '.join(added) or 'none changed'}")

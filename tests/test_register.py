@@ -248,7 +248,7 @@ def test_a_rule_whose_code_moved_is_reregistered_as_the_same_rule(tmp_path, monk
         (1, None, None), (2, 1, None), (3, 2, True)]
     assert same_rule_chain(read_register("demo"), "x", 3) == [(2, True), (1, False)]
     row = with_versions(evaluate([claim], {"x": Estimate(1, 0.1, 5)}), "demo").iloc[0]
-    assert row["previous"] == ("v2: the same rule, its code moved; same verdict; "
+    assert row["previous"] == ("v2: the same rule, its code or values moved; same verdict; "
                                "v1: the same rule, registered by its words only; same verdict")
     # without the statement a changed fingerprint is a new rule, not the same one
     assert register("demo", [dataclasses.replace(claim, rule="> 1")], "changed",

@@ -117,7 +117,8 @@ def register(study: str, claims: Sequence[Claim], reason: str, today: str,
     registration (version 1 for a new claim); return the ids registered. A changed rule
     must keep its earlier versions in `Claim.previous` so the report shows both verdicts;
     a rule registered by its words only whose words did not change is marked `same_rule_as`
-    that version, and so is every rule when `moved` says that only where its code lives
+    that version, and so is every rule when `moved` says that only where its code (or the
+    preset values it reads) lives
     changed (the registrant's statement, recorded with its reason)."""
     import yaml
 
@@ -244,7 +245,7 @@ def with_versions(table: pd.DataFrame, study: str) -> pd.DataFrame:
                  for fps, v in pairs]
         version = row["version"][1:] if row["version"].startswith("v") else ""
         for earlier, moved in same_rule_chain(data, row["id"], int(version)) if version else ():
-            how = "its code moved" if moved else "registered by its words only"
+            how = "its code or values moved" if moved else "registered by its words only"
             shown.append(f"v{earlier}: the same rule, {how}; same verdict")
         return "; ".join(shown)
 
