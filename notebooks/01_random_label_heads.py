@@ -109,8 +109,8 @@
 #   faster on a CPU, with their own rounding).
 
 # %% tags=["parameters"]
-# The settings of this run: the study's Config defaults are the small run; papermill sets
-# here what the scale's parameter file changes (params/<scale>/01_random_label_heads.yaml).
+# The scale; papermill injects every setting of the study's Config after this cell (its
+# defaults are the small run, params/<scale>/01_random_label_heads.yaml holds what differs).
 scale = "small"
 
 # %%

@@ -102,8 +102,8 @@
 #   verdict says so.
 
 # %% tags=["parameters"]
-# The settings of this run: the study's Config defaults are the small run; papermill sets
-# here what the scale's parameter file changes (params/<scale>/02_modular_arithmetic_noise.yaml).
+# The scale; papermill injects every setting of the study's Config after this cell (its
+# defaults are the small run, params/<scale>/02_modular_arithmetic_noise.yaml holds what differs).
 scale = "small"
 
 # %%

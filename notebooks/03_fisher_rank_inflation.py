@@ -66,8 +66,8 @@
 # 0-2 and before these seeds were run; the claims section says what changed.
 
 # %% tags=["parameters"]
-# The settings of this run: the study's Config defaults are the small run; papermill sets
-# here what the scale's parameter file changes (params/<scale>/03_fisher_rank_inflation.yaml).
+# The scale; papermill injects every setting of the study's Config after this cell (its
+# defaults are the small run, params/<scale>/03_fisher_rank_inflation.yaml holds what differs).
 scale = "small"
 
 # %%

@@ -102,8 +102,8 @@
 #   `standin_seeds`, are probed the same way, as a **stand-in**, not a reproduction.
 
 # %% tags=["parameters"]
-# The settings of this run: the study's Config defaults are the small run; papermill sets
-# here what the scale's parameter file changes (params/<scale>/04_task_complexity_probes.yaml).
+# The scale; papermill injects every setting of the study's Config after this cell (its
+# defaults are the small run, params/<scale>/04_task_complexity_probes.yaml holds what differs).
 scale = "small"
 
 # %%

@@ -90,8 +90,8 @@
 # er does not peak and then fall inside training) gives *precondition failed*.
 
 # %% tags=["parameters"]
-# The settings of this run: the study's Config defaults are the small run; papermill sets
-# here what the scale's parameter file changes (params/<scale>/05_memorization_lens.yaml).
+# The scale; papermill injects every setting of the study's Config after this cell (its
+# defaults are the small run, params/<scale>/05_memorization_lens.yaml holds what differs).
 scale = "small"
 
 # %%

@@ -118,8 +118,8 @@ def register(study: str, claims: Sequence[Claim], reason: str, today: str,
     must keep its earlier versions in `Claim.previous` so the report shows both verdicts;
     a rule registered by its words only whose words did not change is marked `same_rule_as`
     that version, and so is every rule when `moved` says that only where its code (or the
-    preset values it reads) lives
-    changed (the registrant's statement, recorded with its reason)."""
+    preset values it reads) lives changed (the registrant's statement, recorded with its
+    reason)."""
     import yaml
 
     reason = check_reason(reason)
