@@ -113,4 +113,5 @@ class Config:
         check(not self.human_label_sets or self.dataset == "cifar10",
               "human_label_sets (CIFAR-10N) need dataset=cifar10")
 
+
 declare_defaults("fisher", Config)

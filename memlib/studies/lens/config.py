@@ -43,7 +43,7 @@ class Config:
     # every run's data size, model, heads and training: the lens watches that very model
     setting: Literal["smoke", "small", "full"] = "small"
     # changes to that preset, as `key=value` like memlib's --set (e.g. "epochs=20")
-    # (by default the layer-wise MLP of study 1's preset, trained as long as it is there)
+    # (by default study 1's layer-wise MLP and its 150 epochs; study 1's sweeps train a SmallCNN)
     study1_sets: tuple[str, ...] = ("model=mlp", "epochs=150")
     # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
     datasets: Annotated[tuple[str, ...], NonEmpty, Distinct] = ("fashion_mnist", "mnist")
@@ -127,5 +127,6 @@ def frozen_spec(s: rlp.RunSpec, study1: rlp.Config) -> rlp.RunSpec:
     training), so every noise rate shares the one at study 1's own noise rate, which study 1
     has computed already for its dataset."""
     return dataclasses.replace(s, noise=study1.noise)
+
 
 declare_defaults("lens", Config)

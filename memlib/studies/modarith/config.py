@@ -111,4 +111,5 @@ class Config:
 def chance(config: Config) -> float:
     return 1 / config.p
 
+
 declare_defaults("modarith", Config)

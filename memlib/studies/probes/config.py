@@ -136,4 +136,5 @@ class Config:
         DistilBERT's probes."""
         return self.seeds[0]
 
+
 declare_defaults("probes", Config)
