@@ -20,5 +20,6 @@ STUDIES = {
     "probes": "04_task_complexity_probes",
     "lens": "05_memorization_lens",
 }
+STUDY_OF = {notebook: study for study, notebook in STUDIES.items()}  # a notebook's stem -> study
 SCALES = ("smoke", "small", "full")
 DEFAULT_SCALE = "small"

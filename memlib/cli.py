@@ -16,7 +16,7 @@ import time
 import warnings
 from pathlib import Path
 
-from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths, studies
+from memlib import DEFAULT_SCALE, SCALES, STUDIES, STUDY_OF, paths, studies
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
@@ -80,7 +80,7 @@ def check_environment(*folders: tuple[Path, str]) -> None:
 
 def run_study(study: str, scale: str, sets: dict[str, str], overrides: Path | None = None):
     """Run a study from its params file plus overrides (shares the notebook's cache)."""
-    study = {stem: key for key, stem in STUDIES.items()}.get(study, study)  # stems work too
+    study = STUDY_OF.get(study, study)  # stems work too
     if study not in STUDIES:
         raise UsageError(f"unknown study {study!r}; choose one of: {', '.join(STUDIES)}")
     from memlib import distributed
@@ -101,7 +101,7 @@ def check_params(stem: str, params: dict) -> dict:
     reads them, so the notebook and its manifest see 3, not "3"."""
     from memlib.config import to_dict
 
-    study = {s: key for key, s in STUDIES.items()}.get(stem)
+    study = STUDY_OF.get(stem)
     if study is None:
         return params
     typed = to_dict(study_config(study, params))
@@ -270,7 +270,7 @@ def _register_study(args) -> int:
         register_path,
     )
 
-    study = {s: key for key, s in STUDIES.items()}.get(args.study, args.study)
+    study = STUDY_OF.get(args.study, args.study)
     if study not in STUDIES:
         raise UsageError(f"unknown study {args.study!r}; choose one of: {', '.join(STUDIES)}")
     try:  # every check before anything is written

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memlib import SCALES, STUDIES, paths
+from memlib import SCALES, STUDY_OF, paths
 from memlib.config import ConfigError
 from memlib.presets import PresetError, params_file, read_params
 from memlib.process import one_cpu_thread, pin_cpu_dispatch
@@ -58,7 +58,7 @@ def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = 
             params = read_params(params_file(notebook, scale))
         except PresetError as err:
             raise NotebookError(str(err)) from None
-    study = {nb: key for key, nb in STUDIES.items()}.get(notebook.stem)
+    study = STUDY_OF.get(notebook.stem)
     if study is not None:  # every setting, so the notebook and its manifest show them all
         try:
             params = {**params, **settings(study, params)}
@@ -195,7 +195,7 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
 def _data_used(notebook: str, params: dict[str, Any]) -> list[str]:
     """The datasets the notebook's study read with `params`, as its config resolved them
     (none for a notebook that is not one of the studies)."""
-    study = {nb: key for key, nb in STUDIES.items()}.get(notebook)
+    study = STUDY_OF.get(notebook)
     return data_used(study, params) if study else []
 
 

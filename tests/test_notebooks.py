@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from memlib import STUDIES
+from memlib import STUDY_OF
 from memlib.claims import VERDICTS
 from memlib.config import to_dict
 from memlib.studies import preset_config
@@ -25,7 +25,7 @@ def test_notebook_smoke(notebook, smoke_runs):
     assert len(claims) > 0 and kinds <= set(VERDICTS)
     # the notebook ran the very config `memlib run STUDY --scale smoke` runs, and its
     # manifest records every setting of it
-    study = {nb: key for key, nb in STUDIES.items()}[notebook.stem]
+    study = STUDY_OF[notebook.stem]
     recorded = json.loads((out / "manifest.json").read_text())["parameters"]
     assert {**recorded, "scale": None} == {**to_dict(preset_config(study, "smoke")),
                                            "scale": None}
