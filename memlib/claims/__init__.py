@@ -38,9 +38,12 @@ package re-exports the names the studies and notebooks use.
 from memlib.claims.register import (
     CLAIMS_TABLE,
     DamagedFileError,
+    chain_genesis,
+    chain_problems,
     check,
     check_reason,
     earlier_runs,
+    judged_versions,
     latest_registration,
     new_confirmatory_run,
     parse_seeds,
@@ -50,6 +53,7 @@ from memlib.claims.register import (
     register_path,
     registered_versions,
     same_rule_chain,
+    seed_ledger,
     with_versions,
     write,
 )
@@ -117,6 +121,7 @@ from memlib.claims.stats import (
 )
 
 __all__ = [
+    "chain_genesis", "chain_problems", "judged_versions", "seed_ledger",
     "EQUIVALENCE_LEVEL", "NO_EFFECT", "P_LEVEL", "equivalence_of", "equivalence_p",
     "holm_adjusted", "replicates_for_equivalence", "two_sided_p",
     "ALPHA", "CLAIMS_TABLE", "FAILS", "HOLDS", "LEVEL", "MAX_REPLICATES", "MIN_REPLICATES",

@@ -494,6 +494,7 @@ def evaluate(claims: Sequence[Claim], measured: Mapping[str, Any]) -> pd.DataFra
         p = [judge(c, measured.get(c.id)).p for c in claims]
         table["p_holm"] = [("" if math.isnan(q) else f"{q:.3g}") for q in holm_adjusted(p)]
         table["holm"] = holm_verdicts(list(table["verdict"]), p)
+    table.attrs["measured"] = {c.id: measured[c.id] for c in claims if c.id in measured}
     return table
 
 
