@@ -407,11 +407,13 @@ def test_every_register_is_an_intact_hash_chain(study):
 def test_an_edit_of_a_committed_entry_breaks_the_chain(tmp_path, monkeypatch):
     monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
     (tmp_path / "register").mkdir()
-    register_path("rlp").write_bytes((ROOT / "register" / f"{STUDIES['rlp']}.yaml").read_bytes())
+    committed = ROOT / "register" / f"{STUDIES['rlp']}.yaml"
+    register_path("rlp").write_bytes(committed.read_bytes())
     assert chain_problems(read_register("rlp")) == []
     text = register_path("rlp").read_text()
-    first = read_register("rlp")["claims"][0]["reason"].split()[0]
-    register_path("rlp").write_text(text.replace(f"reason: {first}", "reason: rewritten", 1))
+    first = read_register("rlp")["claims"][0]["fingerprint"]  # an in-place re-registration
+    register_path("rlp").write_text(text.replace(f"fingerprint: {first}",
+                                                 "fingerprint: 0123456789abcdef", 1))
     problems = chain_problems(read_register("rlp"))
     assert problems and problems[0].startswith("claims[0] (")
     with pytest.raises(Exception, match="rewritten"):  # nothing is appended to it
@@ -516,7 +518,8 @@ def test_moved_rules_that_judge_alike_pass_and_a_changed_one_is_refused(tmp_path
 
     claims = study_claims("fisher")
     ids = ["onset"]
-    same = _old_package(tmp_path / "a", "# moved, not changed\n", "\n\n# what decides")
+    same = _old_package(tmp_path / "a", "# the same rule\nCLAIMS = declare(CLAIMS, {",
+                        "CLAIMS = declare(CLAIMS, {")
     differ, basis = verify_moved("fisher", claims, same, ids)
     assert differ == [] and basis in ("the stored values",
                                        "the rules' Cases (no values stored yet)")

@@ -96,6 +96,7 @@ from memlib.claims.rules import (
     judge,
     text_fingerprint,
     verdict,
+    with_margins,
 )
 from memlib.claims.stats import (
     ALPHA,
@@ -121,7 +122,7 @@ from memlib.claims.stats import (
 )
 
 __all__ = [
-    "chain_genesis", "chain_problems", "judged_versions", "seed_ledger",
+    "with_margins", "chain_genesis", "chain_problems", "judged_versions", "seed_ledger",
     "EQUIVALENCE_LEVEL", "NO_EFFECT", "P_LEVEL", "equivalence_of", "equivalence_p",
     "holm_adjusted", "replicates_for_equivalence", "two_sided_p",
     "ALPHA", "CLAIMS_TABLE", "FAILS", "HOLDS", "LEVEL", "MAX_REPLICATES", "MIN_REPLICATES",

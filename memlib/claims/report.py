@@ -342,9 +342,9 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
         + "\n".join(summary_lines) + "\n\n"
         f"{tested} rows were tested and {decided} of them decided; if none of the effects "
         f"existed, about {chance:.1f} of the tested rows would still read *holds* by chance "
-        f"alone (each interval errs in that direction {ALPHA:.1%} of the time). Holm's adjustment over every tested row "
-        f"of each study, which holds the chance of any wrong decision to {P_LEVEL:.0%} per "
-        f"study, keeps {holm_kept} of them decided.\n\n" + "\n".join(sections)
+        f"alone (each interval errs in that direction {ALPHA:.1%} of the time). Holm's "
+        "adjustment over every tested row of each study, which holds the chance of any wrong "
+        f"decision to {P_LEVEL:.0%} per study, keeps {holm_kept} of them decided.\n\n" + "\n".join(sections)
     )
     atomic_write_bytes(paths.claims_report(scale), text.encode())
     return text

@@ -521,10 +521,13 @@ def earlier_version(claim: Claim, **registered: Any) -> Claim:
     return dataclasses.replace(claim, previous=(*claim.previous, old))
 
 
-def declare(claims: Iterable[Claim], deciders: Deciders, dataset: str = "") -> list[Claim]:
+def declare(claims: Iterable[Claim], deciders: Deciders, dataset: str = "",
+            measure: Callable | None = None) -> list[Claim]:
     """`claims` with `decided_by` and `preset_keys` set from `deciders` (claim id, or for a
     per-dataset claim the id before its "_<dataset>" suffix -> (functions, preset keys)) and
-    with `dataset` when given. A key that names no claim is an error, not a silent miss."""
+    with `dataset` when given; `measure`, the study's function that assembles every row's
+    value, joins every claim's `decided_by`. A key that names no claim is an error, not a
+    silent miss."""
     import dataclasses
 
     claims, used = list(claims), set()
@@ -535,8 +538,37 @@ def declare(claims: Iterable[Claim], deciders: Deciders, dataset: str = "") -> l
         if key in deciders:
             used.add(key)
             changes["decided_by"], changes["preset_keys"] = deciders[key]
+        if measure is not None:
+            found = changes.get("decided_by", claim.decided_by)
+            changes["decided_by"] = (measure, *(f for f in found if f is not measure))
         out.append(dataclasses.replace(claim, **changes) if changes else claim)
     unused = set(deciders) - used
     if unused:
         raise ValueError(f"deciders for no claim: {sorted(unused)}")
+    return out
+
+
+def with_margins(claims: Iterable[Claim], margins: Mapping[str, Mapping[str, Any]],
+                 dataset: str = "") -> list[Claim]:
+    """`claims` with their smallest effect of interest and unit of replication set from
+    `margins` (claim id, or the id before its "_<dataset>" suffix -> Claim fields among
+    delta, delta_reason, replicates, more_replicates). A δ needs its reason; a key that names
+    no claim, or another field, is an error."""
+    import dataclasses
+
+    allowed = {"delta", "delta_reason", "replicates", "more_replicates"}
+    out, used = [], set()
+    for claim in claims:
+        key = claim.id.removesuffix(f"_{dataset}") if dataset else claim.id
+        fields = dict(margins.get(key, {}))
+        if key in margins:
+            used.add(key)
+        if set(fields) - allowed:
+            raise ValueError(f"{claim.id}: not a margin field: {sorted(set(fields) - allowed)}")
+        if fields.get("delta") is not None and not fields.get("delta_reason", "").strip():
+            raise ValueError(f"{claim.id}: a smallest effect of interest needs its reason")
+        out.append(dataclasses.replace(claim, **fields) if fields else claim)
+    unused = set(margins) - used
+    if unused:
+        raise ValueError(f"margins for no claim: {sorted(unused)}")
     return out
