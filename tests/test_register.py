@@ -528,3 +528,41 @@ def test_moved_rules_that_judge_alike_pass_and_a_changed_one_is_refused(tmp_path
                            'margin(v["inflation_at_test_peak"], 0)')
     differ, _ = verify_moved("fisher", claims, changed, ids)
     assert differ and "onset" in differ[0]
+
+
+# ---- every study's measure function is in its claims' fingerprints -----------------------
+
+MEASURES = {"rlp": "def measure_claims(results: dict) -> dict:\n",
+            "modarith": "def measure(results: dict, config: Config) -> dict:\n",
+            "fisher": "def measure(results: dict, config: Config) -> dict:\n",
+            "probes": "def measure(results: dict) -> dict:\n",
+            "lens": "def measure(results: dict) -> dict:\n"}
+
+
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_editing_a_studys_measure_function_changes_every_claims_fingerprint(study, tmp_path):
+    """On a copy of the package whose measure function gains one statement, imported by a
+    fresh process: no claim of the study keeps its fingerprint."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOT / "memlib", tmp_path / "memlib",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "params", tmp_path / "params")
+    source = tmp_path / "memlib" / "studies" / study / "claims.py"
+    text = source.read_text()
+    assert text.count(MEASURES[study]) == 1
+    source.write_text(text.replace(MEASURES[study],
+                                   MEASURES[study] + "    results = dict(results)\n"))
+    script = ("from memlib.studies import study_claims\n"
+              f"for c in study_claims({study!r}): print(c.id, c.fingerprint)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)}, cwd=tmp_path,
+                         check=True)
+    edited = dict(line.split() for line in out.stdout.splitlines())
+    here = {c.id: rules.fingerprint(c) for c in study_claims(study)}
+    assert set(edited) == set(here)
+    kept = [i for i in here if edited[i] == here[i]]
+    assert not kept, f"{study}: {kept} kept their fingerprint when its measure changed"

@@ -344,7 +344,8 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
         f"existed, about {chance:.1f} of the tested rows would still read *holds* by chance "
         f"alone (each interval errs in that direction {ALPHA:.1%} of the time). Holm's "
         "adjustment over every tested row of each study, which holds the chance of any wrong "
-        f"decision to {P_LEVEL:.0%} per study, keeps {holm_kept} of them decided.\n\n" + "\n".join(sections)
+        f"decision to {P_LEVEL:.0%} per study, keeps {holm_kept} of them decided.\n\n"
+        + "\n".join(sections)
     )
     atomic_write_bytes(paths.claims_report(scale), text.encode())
     return text
