@@ -151,8 +151,12 @@ def main(argv: list[str] | None = None) -> int:
                           "are kept under register/earlier/ and shown beside the new ones")
     reg.add_argument("--moved", action="store_true",
                      help="the rules did not change, only where their code or the preset "
-                          "values they read live: each new entry records the same rule as the "
-                          "version before it")
+                          "values they read live: verified by evaluating the committed and "
+                          "the working tree's rules on the stored values; each new entry "
+                          "records the same rule as the version before it")
+    reg.add_argument("--replication", action="store_true",
+                     help="with --seeds: a second confirmatory run of rule versions that "
+                          "already had one, shown beside it")
     reg.set_defaults(scale=DEFAULT_SCALE)
 
     warnings.formatwarning = _one_line_warning
@@ -269,6 +273,7 @@ def _register_study(args) -> int:
         register,
         register_path,
     )
+    from memlib.claims.register import chain_problems
 
     study = STUDY_OF.get(args.study, args.study)
     if study not in STUDIES:
@@ -278,20 +283,53 @@ def _register_study(args) -> int:
         seeds = None if args.seeds is None else parse_seeds(args.seeds)
     except ValueError as err:
         raise UsageError(f"{err}") from None
-    read_register(study)
+    if args.replication and seeds is None:
+        raise UsageError("--replication names a new confirmatory run: give its --seeds")
+    problems = chain_problems(read_register(study))
+    if problems:
+        print(f"memlib: error: {_shown(register_path(study))} was rewritten: {problems[0]}; "
+              "restore it from version control and append instead", file=sys.stderr)
+        return 1
     today = datetime.date.today().isoformat()
+    claims = studies.study_claims(study)
+    if args.moved:
+        _verify_moved(study, claims)
     if seeds is not None:
         try:
-            frozen = new_confirmatory_run(study, seeds, args.reason, today)
+            frozen = new_confirmatory_run(study, seeds, args.reason, today, claims,
+                                          replication=args.replication)
         except ValueError as err:
             raise UsageError(f"--seeds {args.seeds}: {err}") from None
         print(f"memlib: the confirmatory seeds of {study} are now {args.seeds} (set them as "
               f"the defaults in memlib/studies/{study}/config.py); the earlier run's verdicts "
               f"are kept in {_shown(frozen)}")
-    added = register(study, studies.study_claims(study), args.reason, today, moved=args.moved)
+    added = register(study, claims, args.reason, today, moved=args.moved)
     print(f"memlib: registered {len(added)} rule(s) of {study} in "
           f"{_shown(register_path(study))}: {', '.join(added) or 'none changed'}")
     return 0
+
+
+def _verify_moved(study: str, claims) -> None:
+    """UsageError unless every rule whose fingerprint changed gives the same verdict and
+    value under the committed code as under the working tree's (`claims.values`)."""
+    import tempfile
+
+    from memlib.claims import latest_registration
+    from memlib.claims.values import committed_tree, verify_moved
+
+    latest = latest_registration(study)
+    moved = [c.id for c in claims if c.id in latest
+             and latest[c.id]["fingerprint"] != c.fingerprint]
+    if not moved:
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        differ, basis = verify_moved(study, claims, committed_tree(Path(folder)), moved)
+    if differ:
+        raise UsageError(f"--moved: {len(differ)} outcome(s) differ between the committed "
+                         f"and the changed rules on {basis}, e.g. {differ[0]}: register them "
+                         "as new versions with their reason")
+    print(f"memlib: --moved verified: {len(moved)} rule(s) give the same verdicts and values "
+          f"on {basis}")
 
 
 def _notebook(args) -> int:

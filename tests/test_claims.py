@@ -91,7 +91,7 @@ def test_a_within_noise_row_says_how_many_replicates_would_decide_it():
     on_threshold = Estimate(0.01, 2.0 / math.sqrt(3), 3)
     assert replicates_needed(on_threshold) == MAX_REPLICATES + 1
     table = evaluate([POSITIVE], {"pos": {"train_acc": 1.0, "diff": needs}})
-    assert "needs seeds: about 18 replicates" in table["note"].item()
+    assert "needs seeds: about 18 seeds would read holds" in table["note"].item()
     table = evaluate([POSITIVE], {"pos": {"train_acc": 1.0, "diff": on_threshold}})
     assert "sits on its threshold" in table["note"].item()
 
@@ -105,15 +105,17 @@ def test_replicates_needed_matches_the_interval():
 
 def test_holm_adjusts_within_the_study():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
-    # three rows decided, two at one-sided p ≈ 0.017 and one at p < 0.0001: the smallest
-    # weak p is multiplied by 2 (0.034 > 0.025), so Holm keeps only the strong row
+    # three rows decided, two at two-sided p ≈ 0.034 and one at p < 0.0001: the smallest
+    # weak p is multiplied by 2 (0.067 > 0.05), so Holm keeps only the strong row
     weak = {"train_acc": 1.0, "diff": Estimate(1.0, 1.0 / 2.9, 6)}
     strong = {"train_acc": 1.0, "diff": Estimate(5.0, 0.5, 6)}
     claims = [dataclasses.replace(POSITIVE, id=i) for i in ("a", "b", "c")]
     table = evaluate(claims, {"a": weak, "b": weak, "c": strong}).set_index("id")
     assert list(table["verdict"]) == [HOLDS, HOLDS, HOLDS]
-    assert 0.01 < float(table.loc["a", "p"]) < 0.025 < 2 * float(table.loc["a", "p"])
+    assert 0.02 < float(table.loc["a", "p"]) < 0.05 < 2 * float(table.loc["a", "p"])
     assert list(table["holm"]) == [WITHIN_NOISE, WITHIN_NOISE, HOLDS]
+    assert float(table.loc["a", "p_holm"]) == pytest.approx(2 * float(table.loc["a", "p"]),
+                                                            rel=1e-2)
     alone = evaluate(claims[:1], {"a": weak})  # a family of one: nothing to adjust
     assert alone["holm"].item() == HOLDS
 
@@ -199,3 +201,93 @@ def test_a_value_this_scale_cannot_judge_is_not_run_and_its_earlier_rule_still_j
     row = evaluate([guarded], {"pos": {**good, "replicated": False}}).iloc[0]
     assert row["verdict"] == NOT_RUN and row["previous"].endswith("=" + HOLDS)
     assert guarded.fingerprint != POSITIVE.fingerprint  # the guard decides: it is fingerprinted
+
+
+def test_a_within_noise_row_is_in_holms_family_and_costs_the_others():
+    weak = {"train_acc": 1.0, "diff": Estimate(1.0, 1.0 / 2.9, 6)}  # p ≈ 0.034
+    vague = {"train_acc": 1.0, "diff": Estimate(0.2, 1.0, 6)}  # within noise, p ≈ 0.85
+    a, b = (dataclasses.replace(POSITIVE, id=i) for i in ("a", "b"))
+    assert evaluate([a], {"a": weak})["holm"].item() == HOLDS  # alone: nothing to adjust
+    table = evaluate([a, b], {"a": weak, "b": vague}).set_index("id")
+    assert list(table["verdict"]) == [HOLDS, WITHIN_NOISE]
+    assert table.loc["b", "p"] != ""  # the undecided row was tested: it has a p
+    assert list(table["holm"]) == [WITHIN_NOISE, WITHIN_NOISE]  # 2 × 0.034 > 0.05
+    # a precondition failure or a missing value tests nothing and costs nothing
+    table = evaluate([a, b], {"a": weak, "b": {**vague, "train_acc": 0.5}})
+    assert list(table["holm"]) == [HOLDS, "precondition failed: model memorized"]
+
+
+def test_a_rows_p_is_the_test_that_decides_it():
+    from memlib.claims import all_of
+
+    # the rule judges x only; y, a model it does not judge, is far noisier
+    claim = Claim("x", "", "", "", "x > 0", **all_of(lambda v: [v["x"]]))
+    value = {"x": Estimate(5.0, 0.5, 6), "y": Estimate(1.0, 1.0, 6)}
+    row = evaluate([claim], {"x": value}).iloc[0]
+    assert row["verdict"] == HOLDS and float(row["p"]) < 1e-3
+
+
+def test_p_and_interval_agree_for_correlations_over_few_units():
+    from memlib.claims import two_sided_p
+
+    for rho, z_se in ((0.55, 0.3), (0.62, 0.3), (-0.4, 0.2), (0.8, None)):
+        e = correlation(rho, 10, z_se=z_se)
+        for threshold in (0.0, 0.3, 0.7):
+            m = margin(e, threshold)
+            assert m.beyond_noise == (two_sided_p(m, m.mean > 0) < 0.05), (rho, threshold)
+    # a bootstrap's spread over 10 classes takes t(9), not the normal 1.96: wider
+    from scipy.stats import t
+
+    e = correlation(0.5, 10, z_se=0.3)
+    z = math.atanh(0.5)
+    assert e.interval[1] == pytest.approx(math.tanh(z + t.ppf(0.975, 9) * 0.3))
+    # Fisher's 1/√(n - 3) takes t(n - 3)
+    e = correlation(0.5, 10)
+    assert e.interval[0] == pytest.approx(math.tanh(z - t.ppf(0.975, 7) / math.sqrt(7)))
+
+
+# a directional rule with a smallest effect of interest of 1.5 points
+GAIN = Claim("gain", "the gain is positive", "up to +1.5", "gain over seeds", "gain > 0",
+             lambda v: v.mean > 0, delta=1.5, delta_reason="the paper's own gain", unit="points")
+
+
+def test_an_interval_inside_the_margin_reads_does_not_hold_by_equivalence():
+    from memlib.claims import NO_EFFECT
+
+    none = Estimate(0.06, 0.3, 10)  # 90% interval ≈ [-0.49, 0.61], inside ±1.5
+    row = evaluate([GAIN], {"gain": none}).iloc[0]
+    assert row["verdict"] == f"{FAILS}: {NO_EFFECT} = 1.5 points"
+    assert float(row["p"]) < 0.05 and row["holm"] == row["verdict"]
+    assert row["delta"] == "1.5 points: the paper's own gain"
+    assert row["replicates"] == "10 seeds"
+    # without δ the same value can only be within noise
+    plain = dataclasses.replace(GAIN, delta=None)
+    assert verdicts([plain], {"gain": none})["gain"] == WITHIN_NOISE
+
+
+def test_an_interval_straddling_the_margin_stays_within_noise():
+    straddles = Estimate(1.0, 0.6, 10)  # 90% interval ≈ [-0.1, 2.1]: crosses 0 and 1.5
+    row = evaluate([GAIN], {"gain": straddles}).iloc[0]
+    assert row["verdict"] == WITHIN_NOISE
+    # a real gain beyond noise still holds; one beyond noise but inside ±δ has no effect
+    # as large as δ
+    assert verdicts([GAIN], {"gain": Estimate(3.0, 0.3, 10)})["gain"] == HOLDS
+    assert verdicts([GAIN], {"gain": Estimate(0.4, 0.1, 10)})["gain"].startswith(FAILS + ":")
+    assert verdicts([GAIN], {"gain": Estimate(-3.0, 0.3, 10)})["gain"] == FAILS
+
+
+def test_the_needed_replicates_name_the_verdict_they_would_reach():
+    small = Estimate(0.2, 0.9, 5)  # near zero: equivalence comes first
+    note = evaluate([GAIN], {"gain": small})["note"].item()
+    assert "would read does not hold (no effect as large as δ)" in note
+    large = Estimate(2.5, 1.5, 5)  # far outside ±δ: only holds can be reached
+    note = evaluate([GAIN], {"gain": large})["note"].item()
+    assert "would read holds" in note
+
+
+def test_a_unit_more_seeds_cannot_add_gets_no_needed_replicates():
+    classes = dataclasses.replace(GAIN, delta=None, replicates="classes",
+                                  more_replicates=False)
+    row = evaluate([classes], {"gain": Estimate(1.0, 0.6, 10)}).iloc[0]
+    assert row["verdict"] == WITHIN_NOISE and row["replicates"] == "10 classes"
+    assert "needs seeds" not in row["note"] and "more seeds do not add" in row["note"]

@@ -10,6 +10,8 @@ from memlib.claims import (
     Cases,
     Claim,
     Estimate,
+    chain_genesis,
+    chain_problems,
     check,
     collect,
     earlier_runs,
@@ -135,10 +137,18 @@ def test_a_new_confirmatory_run_keeps_the_old_verdicts_beside_the_new(tmp_path, 
     assert "Confirmatory seeds 200-201. It replaces an earlier confirmatory run on seeds " \
            "100-101, whose verdicts stay in the details: the recipe trains longer." in text
     assert "| pilot (seeds 0-1) | earlier run (seeds 100-101) |" in text
-    assert "| x | v1 (" in text and "| — | holds (v1) | — |" in text
+    # the two runs of the same rule version read opposite verdicts beyond noise: said so
+    assert "| x (runs disagree beyond noise) | v1 (" in text and "| — | holds (v1) | — |" in text
     assert '<span class="verdict verdict-fails">does not hold</span>' in text
     with pytest.raises(ValueError, match="fresh"):  # the replaced run's seeds stay used
         new_confirmatory_run(study, [100, 300], "again", "2026-01-03")
+    # v1 of x already had a confirmatory run: running it again is a replication, or nothing
+    with pytest.raises(ValueError, match="replication"):
+        new_confirmatory_run(study, [300, 301], "again", "2026-01-03", [claim])
+    new_confirmatory_run(study, [300, 301], "a replication of v1", "2026-01-03", [claim],
+                         replication=True)
+    assert read_register(study)["seeds_replication"] is True
+    assert chain_problems(read_register(study)) == []
 
 
 # ---- the fingerprint covers what decides a verdict ---------------------------------------
@@ -223,6 +233,7 @@ def _demo_register(tmp_path, monkeypatch, claim, later: str = "") -> None:
     path.write_text(f"seeds: []\npilot_seeds: []\nclaims:\n- id: x\n  version: 1\n"
                     f"  fingerprint: {claim.text_fingerprint}\n  registered: '2026-01-01'\n"
                     f"  reason: first\n{later}")
+    chain_genesis("demo")  # a register written before its chains: chained once
 
 
 def test_a_rule_registered_by_its_words_is_reregistered_as_the_same_rule(tmp_path,
@@ -384,3 +395,174 @@ def test_fingerprints_are_the_same_in_another_process():
                          env=env, check=True).stdout.splitlines()
     here = [f"{study} {claim.id} {rules.fingerprint(claim)}" for study, claim in every_claim()]
     assert out == here
+
+
+# ---- the register cannot be rewritten -----------------------------------------------------
+
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_every_register_is_an_intact_hash_chain(study):
+    assert chain_problems(read_register(study)) == []
+
+
+def test_an_edit_of_a_committed_entry_breaks_the_chain(tmp_path, monkeypatch):
+    monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
+    (tmp_path / "register").mkdir()
+    committed = ROOT / "register" / f"{STUDIES['rlp']}.yaml"
+    register_path("rlp").write_bytes(committed.read_bytes())
+    assert chain_problems(read_register("rlp")) == []
+    text = register_path("rlp").read_text()
+    first = read_register("rlp")["claims"][0]["fingerprint"]  # an in-place re-registration
+    register_path("rlp").write_text(text.replace(f"fingerprint: {first}",
+                                                 "fingerprint: 0123456789abcdef", 1))
+    problems = chain_problems(read_register("rlp"))
+    assert problems and problems[0].startswith("claims[0] (")
+    with pytest.raises(Exception, match="rewritten"):  # nothing is appended to it
+        register("rlp", [_claim()], "more", "2026-01-01")
+
+
+def test_a_register_is_chained_once_and_appends_keep_it_intact(tmp_path, monkeypatch):
+    claim = _claim()
+    _demo_register(tmp_path, monkeypatch, claim)
+    assert chain_problems(read_register("demo")) == []
+    with pytest.raises(ValueError, match="already chained"):
+        chain_genesis("demo")
+    register("demo", [dataclasses.replace(claim, rule="> 1")], "threshold", "2026-02-01")
+    assert chain_problems(read_register("demo")) == []
+    entries = read_register("demo")["claims"]
+    entries.pop(0)  # a removed entry breaks the next one's link
+    assert chain_problems({"claims": entries})
+
+
+def test_a_seed_a_benchmark_or_pilot_used_is_not_fresh(tmp_path, monkeypatch):
+    claim = _results(tmp_path, monkeypatch)
+    (tmp_path / "register" / "seed-ledger.yaml").write_text(
+        "rlp:\n- {seeds: [777], by: benchmarks/profile.py}\n")
+    with pytest.raises(ValueError, match="777 was used by benchmarks/profile.py"):
+        new_confirmatory_run("rlp", [776, 777], "fresh", "2026-01-02", [claim])
+
+
+def test_the_committed_seed_ledger_names_the_pilots_and_benchmarks():
+    from memlib.claims import seed_ledger
+
+    for study in STUDIES:
+        used = seed_ledger(study)
+        assert set(read_register(study)["pilot_seeds"]) <= set(used), study
+    assert "benchmarks/modarith_profile.py" in seed_ledger("modarith")[300]
+
+
+def test_registering_seeds_again_for_unchanged_rules_is_one_line_and_exit_2(
+        tmp_path, monkeypatch, capsys):
+    _results(tmp_path, monkeypatch)
+    monkeypatch.setattr("memlib.studies.study_claims", lambda study: [_claim()])
+    before = _snapshot(tmp_path)
+    code, err = _cli(["register", "rlp", "--reason", "again", "--seeds", "900,901"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and "replication" in err, err
+    assert _snapshot(tmp_path) == before
+
+
+# ---- claims.csv has every registered claim ------------------------------------------------
+
+@pytest.mark.parametrize("rows", ["fewer", "none"])
+def test_a_claims_table_missing_registered_rows_is_one_line(rows, tmp_path, monkeypatch,
+                                                              capsys):
+    claim = _results(tmp_path, monkeypatch)
+    register("rlp", [dataclasses.replace(claim, id="y")], "another", "2026-01-01")
+    if rows == "none":
+        write(evaluate([claim], {}).iloc[0:0], STUDIES["rlp"])
+    monkeypatch.setattr("memlib.studies.study_claims",
+                        lambda study: [claim, dataclasses.replace(claim, id="y")])
+    code, err = _cli(["claims"], capsys)
+    assert code == 1 and len(err.splitlines()) == 1, err
+    assert STUDIES["rlp"] in err and ("(x, y)" if rows == "none" else "(y)") in err
+
+
+# ---- --moved is verified on the stored values ----------------------------------------------
+
+def test_stored_values_round_trip():
+    from memlib.claims.values import decode, encode
+
+    value = {"a": Estimate(1.0, 0.5, 5, (0.1, 0.9), (0.3, 0.2, 4)), "b": [1, (2, 3)],
+             "c": {0.5: Estimate(2.0, 0.1, 3)}, "d": None}
+    back = decode(encode(value))
+    assert back["a"] == value["a"] and back["c"][0.5] == value["c"][0.5]
+    assert back["b"] == [1, [2, 3]] and back["d"] is None
+
+
+def test_write_stores_each_rows_value_beside_the_table(tmp_path, monkeypatch):
+    from memlib.claims.values import read_values
+
+    claim = _results(tmp_path, monkeypatch)
+    assert read_values("rlp") == {claim.id: Estimate(1.0, 0.1, 5)}
+
+
+MOVED_RULE = 'lambda v: v["diff"].mean > 0'
+
+
+def _old_package(tmp_path, old: str, new: str):
+    """A copy of the package (and its params) whose study-3 rule `new` reads `old`."""
+    import shutil
+
+    root = tmp_path / "old"
+    shutil.copytree(ROOT / "memlib", root / "memlib",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "params", root / "params")
+    source = root / "memlib" / "studies" / "fisher" / "claims.py"
+    text = source.read_text()
+    assert new in text
+    source.write_text(text.replace(new, old, 1))
+    return root
+
+
+def test_moved_rules_that_judge_alike_pass_and_a_changed_one_is_refused(tmp_path):
+    from memlib.claims.values import verify_moved
+
+    claims = study_claims("fisher")
+    ids = ["onset"]
+    same = _old_package(tmp_path / "a", "# the same rule\nCLAIMS = declare(CLAIMS, {",
+                        "CLAIMS = declare(CLAIMS, {")
+    differ, basis = verify_moved("fisher", claims, same, ids)
+    assert differ == [] and basis in ("the stored values",
+                                       "the rules' Cases (no values stored yet)")
+    # the old code read a threshold of 1 where the new one reads 0: a verdict differs
+    changed = _old_package(tmp_path / "b", 'margin(v["inflation_at_test_peak"], 9)',
+                           'margin(v["inflation_at_test_peak"], 0)')
+    differ, _ = verify_moved("fisher", claims, changed, ids)
+    assert differ and "onset" in differ[0]
+
+
+# ---- every study's measure function is in its claims' fingerprints -----------------------
+
+MEASURES = {"rlp": "def measure_claims(results: dict) -> dict:\n",
+            "modarith": "def measure(results: dict, config: Config) -> dict:\n",
+            "fisher": "def measure(results: dict, config: Config) -> dict:\n",
+            "probes": "def measure(results: dict) -> dict:\n",
+            "lens": "def measure(results: dict) -> dict:\n"}
+
+
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_editing_a_studys_measure_function_changes_every_claims_fingerprint(study, tmp_path):
+    """On a copy of the package whose measure function gains one statement, imported by a
+    fresh process: no claim of the study keeps its fingerprint."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOT / "memlib", tmp_path / "memlib",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "params", tmp_path / "params")
+    source = tmp_path / "memlib" / "studies" / study / "claims.py"
+    text = source.read_text()
+    assert text.count(MEASURES[study]) == 1
+    source.write_text(text.replace(MEASURES[study],
+                                   MEASURES[study] + "    results = dict(results)\n"))
+    script = ("from memlib.studies import study_claims\n"
+              f"for c in study_claims({study!r}): print(c.id, c.fingerprint)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)}, cwd=tmp_path,
+                         check=True)
+    edited = dict(line.split() for line in out.stdout.splitlines())
+    here = {c.id: rules.fingerprint(c) for c in study_claims(study)}
+    assert set(edited) == set(here)
+    kept = [i for i in here if edited[i] == here[i]]
+    assert not kept, f"{study}: {kept} kept their fingerprint when its measure changed"

@@ -10,14 +10,25 @@ keeps its earlier versions in `Claim.previous`, whose verdicts the report shows 
 new one. A notebook measures, then calls `evaluate(CLAIMS, measured)`: each rule sees only
 its measured value. A verdict is decided in this order, the same for every study:
 
-1. the value is missing (None): **not run at this scale**;
+1. the value is missing (None), or one this scale cannot judge: **not run at this scale**;
 2. a precondition fails (the model did not memorize, a curve has no peak): **precondition
    failed: <which>**, never "holds";
-3. the value has no interval (no Estimate, or one replicate), fewer than MIN_REPLICATES
-   replicates, or its 95% Student-t interval over replicates does not clear the rule's
-   threshold: **within noise**, with a note saying how many replicates would decide it;
-4. otherwise the rule decides: **holds** or **does not hold**; beside it, the verdict after
-   Holm's adjustment over the study's decided rows.
+3. the 95% Student-t interval of the deciding margin clears the threshold on the wrong side:
+   **does not hold**;
+4. a directional rule (an effect against zero) whose margin's 90% interval lies inside ±δ,
+   its registered smallest effect of interest (two one-sided tests): **does not hold: no
+   effect as large as δ**;
+5. the 95% interval clears the threshold on the rule's side: **holds**;
+6. otherwise (no interval, an interval across the threshold, fewer than MIN_REPLICATES
+   replicates): **within noise**, with a note saying how many replicates of the row's unit
+   ("seeds", "runs"; none where the unit cannot grow, as a dataset's classes) would decide
+   it and which verdict they would reach.
+
+Every row that was tested (3-6) carries the two-sided p of the test that decides or would
+decide it, on the scale of its interval (p < 0.05 exactly when the interval decides; for an
+equivalence, the larger p of its two one-sided tests). Holm's family is every tested row of
+the study (decided or within noise; not a failed precondition or a row not run); beside each
+verdict, its Holm-adjusted p and the verdict after the adjustment.
 
 Four modules: `stats` (Estimates, intervals, p-values, Holm), `rules` (Claim, verdicts,
 fingerprints), `register` (the register and its check) and `report` (CLAIMS.md). This
@@ -27,9 +38,12 @@ package re-exports the names the studies and notebooks use.
 from memlib.claims.register import (
     CLAIMS_TABLE,
     DamagedFileError,
+    chain_genesis,
+    chain_problems,
     check,
     check_reason,
     earlier_runs,
+    judged_versions,
     latest_registration,
     new_confirmatory_run,
     parse_seeds,
@@ -39,6 +53,7 @@ from memlib.claims.register import (
     register_path,
     registered_versions,
     same_rule_chain,
+    seed_ledger,
     with_versions,
     write,
 )
@@ -57,6 +72,7 @@ from memlib.claims.rules import (
     FAILS,
     HOLDS,
     MIN_REPLICATES,
+    NO_EFFECT,
     NOT_RUN,
     PRECONDITION,
     VERDICTS,
@@ -70,34 +86,45 @@ from memlib.claims.rules import (
     declare,
     describe,
     earlier_version,
+    equivalence_of,
     estimates,
     evaluate,
     fingerprint,
     headline,
+    holm_adjusted,
     holm_verdicts,
     judge,
     text_fingerprint,
     verdict,
+    with_margins,
 )
 from memlib.claims.stats import (
     ALPHA,
+    EQUIVALENCE_LEVEL,
     LEVEL,
     MAX_REPLICATES,
+    P_LEVEL,
     Estimate,
     correlation,
     correlations,
+    equivalence_p,
     every_beyond_noise,
     fisher_z,
     holm,
     margin,
     p_value,
     paired,
+    replicates_for_equivalence,
     replicates_needed,
     some_beyond_noise,
     t_quantile,
+    two_sided_p,
 )
 
 __all__ = [
+    "with_margins", "chain_genesis", "chain_problems", "judged_versions", "seed_ledger",
+    "EQUIVALENCE_LEVEL", "NO_EFFECT", "P_LEVEL", "equivalence_of", "equivalence_p",
+    "holm_adjusted", "replicates_for_equivalence", "two_sided_p",
     "ALPHA", "CLAIMS_TABLE", "FAILS", "HOLDS", "LEVEL", "MAX_REPLICATES", "MIN_REPLICATES",
     "NOT_RUN", "PRECONDITION", "VERDICTS", "WITHIN_NOISE", "Cases", "Claim",
     "DamagedFileError", "Estimate", "Judgement", "all_beyond_noise", "all_of", "any_of",

@@ -7,10 +7,20 @@ when the entry records the same rule as version N under another fingerprint: one
 more (the code and preset values that decide it, where version N's covered its words only),
 or, with `moved: true`, the same words, code, constants and preset values read where the
 code now lives (a fingerprint names the modules its code sits in). The rule did not change,
-so its verdict is version N's, and the report says so."""
+so its verdict is version N's, and the report says so.
+
+The register cannot be rewritten unseen: its rule entries (`claims`) and its replaced runs
+(`earlier_runs`) are each a hash chain, every entry carrying `chain`, a hash of its own
+content and of the previous entry's `chain` (the first entry's previous is "genesis"), so an
+edit of a committed entry breaks its hash and every later one (`chain_problems`; the test
+suite checks every register). Entries are only appended. A new confirmatory run of rule
+versions that already had one is refused unless it is a replication, and so is a seed any
+earlier run, pilot or benchmark used (`register/seed-ledger.yaml`)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -24,6 +34,10 @@ from memlib.tables import save_table
 
 CLAIMS_TABLE = "claims"
 ENTRY_KEYS = ("id", "version", "fingerprint")
+CHAIN = "chain"  # an entry's hash, chained to the previous entry's
+CHAINED = ("claims", "earlier_runs")  # the register's append-only lists
+GENESIS = "genesis"
+SEED_LEDGER = "seed-ledger.yaml"
 
 
 class DamagedFileError(RuntimeError):
@@ -66,6 +80,96 @@ def read_register(study: str) -> dict:
         raise DamagedFileError(f"{damaged}: expected a mapping whose claims are entries with "
                                f"{', '.join(ENTRY_KEYS)}; restore it from version control")
     return data
+
+
+def entry_hash(entry: Mapping, previous: str) -> str:
+    """The hash an entry's `chain` holds: of the previous entry's `chain` and of the entry's
+    own content as parsed (its YAML layout, wrapping and quoting left out); 16 hex digits."""
+    content = {k: v for k, v in entry.items() if k != CHAIN}
+    text = previous + json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def chain_problems(data: Mapping) -> list[str]:
+    """Every break in a register's hash chains, one line each: an entry without its hash, or
+    one whose content or predecessor no longer gives the hash it recorded (edited in place,
+    removed or reordered); empty for an intact register."""
+    problems = []
+    for name in CHAINED:
+        previous = GENESIS
+        for i, entry in enumerate(data.get(name) or []):
+            what = f"{name}[{i}]" + (f" ({entry['id']} v{entry['version']})"
+                                     if name == "claims" else "")
+            if CHAIN not in entry:
+                problems.append(f"{what} has no {CHAIN} hash")
+            elif entry[CHAIN] != entry_hash(entry, previous):
+                problems.append(f"{what} was changed after it was appended (its {CHAIN} hash "
+                                "no longer matches)")
+            previous = str(entry.get(CHAIN, ""))
+    return problems
+
+
+def _append(data: dict, name: str, entry: dict) -> None:
+    """Append `entry` to the chained list `name`, with its hash."""
+    entries = data.setdefault(name, [])
+    previous = str(entries[-1].get(CHAIN, "")) if entries else GENESIS
+    entries.append({**entry, CHAIN: entry_hash(entry, previous)})
+
+
+def _intact(study: str, data: Mapping) -> None:
+    """DamagedFileError when the register's chains are broken: nothing is appended to them."""
+    problems = chain_problems(data)
+    if problems:
+        raise DamagedFileError(f"{_shown(register_path(study))} was rewritten: {problems[0]}; "
+                               "restore it from version control and append instead")
+
+
+def chain_genesis(study: str) -> int:
+    """Chain a register written before its entries were chained, once: every entry gets its
+    hash in its present order, as the chains' genesis. Returns the entries chained; refuses
+    a register any of whose entries is already chained."""
+
+    data = read_register(study)
+    if any(CHAIN in e for name in CHAINED for e in data.get(name) or []):
+        raise ValueError(f"{_shown(register_path(study))} is already chained")
+    count = 0
+    for name in CHAINED:
+        entries, data[name] = data.get(name) or [], []
+        for entry in entries:
+            _append(data, name, entry)
+            count += 1
+        if not data[name] and name != "claims":
+            del data[name]
+    _write_register(study, data)
+    return count
+
+
+def _write_register(study: str, data: Mapping) -> None:
+    import yaml
+
+    ordered = {k: data[k] for k in ("seeds", "pilot_seeds", "seeds_registered",
+                                    "seeds_replication", "earlier_runs", "claims") if k in data}
+    text = yaml.safe_dump({**ordered, **data}, sort_keys=False, allow_unicode=True, width=100)
+    atomic_write_bytes(register_path(study), text.encode())
+
+
+def seed_ledger(study: str) -> dict[int, list[str]]:
+    """seed -> what used it, from register/seed-ledger.yaml (pilots, benchmarks, checks)."""
+    import yaml
+
+    path = register_path(study).parent / SEED_LEDGER
+    if not path.exists():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (UnicodeDecodeError, yaml.YAMLError):
+        raise DamagedFileError(f"{_shown(path)} is damaged: not YAML text; restore it from "
+                               "version control") from None
+    used: dict[int, list[str]] = {}
+    for record in data.get(study, []) if isinstance(data, dict) else []:
+        for seed in record.get("seeds", []):
+            used.setdefault(int(seed), []).append(str(record.get("by", "")))
+    return used
 
 
 def registered_versions(study: str) -> dict[str, dict[str, int]]:
@@ -119,11 +223,10 @@ def register(study: str, claims: Sequence[Claim], reason: str, today: str,
     a rule registered by its words only whose words did not change is marked `same_rule_as`
     that version, and so is every rule when `moved` says that only where its code (or the
     preset values it reads) lives changed (the registrant's statement, recorded with its
-    reason)."""
-    import yaml
-
+    reason, which the command line verifies first: `memlib.claims.moved`)."""
     reason = check_reason(reason)
     data = read_register(study)
+    _intact(study, data)
     data.setdefault("claims", [])
     latest = _latest(data)
     added = []
@@ -137,46 +240,93 @@ def register(study: str, claims: Sequence[Claim], reason: str, today: str,
             new.update(same_rule_as=entry["version"], moved=True)
         elif entry and entry["fingerprint"] == claim.text_fingerprint:
             new["same_rule_as"] = entry.get("same_rule_as", entry["version"])
-        data["claims"].append(new)
+        _append(data, "claims", new)
         added.append(claim.id)
     if added:
-        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
-        atomic_write_bytes(register_path(study), text.encode())
+        _write_register(study, data)
     return added
 
 
-def new_confirmatory_run(study: str, seeds: Sequence[int], reason: str, today: str) -> Path:
+def judged_versions(study: str, data: Mapping | None = None) -> dict[tuple[str, int], str]:
+    """(claim id, version) -> the seeds of a confirmatory run that judged that rule version:
+    the current run (figures/<notebook>/claims.csv at the default scale) and every replaced
+    one (register/earlier/), each version widened to the versions the register records as
+    the same rule (`same_rule_as`)."""
+    data = read_register(study) if data is None else data
+    runs = [(data.get("seeds", []), paths.figures_dir(STUDIES.get(study, study),
+                                                       DEFAULT_SCALE) / f"{CLAIMS_TABLE}.csv")]
+    runs += [(r["seeds"], paths.repo_root() / r["verdicts"])
+             for r in data.get("earlier_runs") or []]
+    judged: dict[tuple[str, int], str] = {}
+    for seeds, path in runs:
+        if not path.exists():
+            continue
+        table = read_results(path)
+        for claim_id, version in zip(table["id"], table.get("version", [""] * len(table)),
+                                     strict=True):
+            if not str(version).startswith("v"):
+                continue
+            number = int(str(version)[1:])
+            for v in (number, *(w for w, _ in same_rule_chain(data, claim_id, number))):
+                judged.setdefault((claim_id, v), _span(seeds))
+    return judged
+
+
+def new_confirmatory_run(study: str, seeds: Sequence[int], reason: str, today: str,
+                         claims: Sequence[Claim] = (), replication: bool = False) -> Path:
     """Replace the study's confirmatory seeds by fresh `seeds` for a new confirmatory run
     (the recipe changed, or the run was found unsound), keeping the replaced run visible:
     its verdicts and values (figures/<notebook>/claims.csv at the default scale) are frozen
     under register/earlier/ and listed with `reason` in the register's `earlier_runs`, which
-    the report shows beside the new verdicts. Returns the frozen file."""
-    import yaml
-
+    the report shows beside the new verdicts. Refused (ValueError) when a seed was used by an
+    earlier run, the pilot or anything in the seed ledger, and, unless `replication`, when
+    one of `claims` (the current rules) is a registered version some confirmatory run has
+    already judged: running unchanged rules again and keeping the newest run is optional
+    stopping. Returns the frozen file."""
     reason = check_reason(reason)
     data = read_register(study)
+    _intact(study, data)
     notebook = STUDIES.get(study, study)
-    used = {int(s) for run in data.get("earlier_runs", []) for s in run["seeds"]}
+    used = {int(s) for run in data.get("earlier_runs") or [] for s in run["seeds"]}
     used |= {int(s) for s in [*data.get("seeds", []), *data.get("pilot_seeds", [])]}
     if not seeds or used & {int(s) for s in seeds}:
         raise ValueError(f"the new seeds must be fresh: {sorted(used & set(seeds))} were used")
+    ledger = seed_ledger(study)
+    found = sorted(int(s) for s in seeds if int(s) in ledger)
+    if found:
+        raise ValueError(f"the new seeds must be fresh: seed {found[0]} was used by "
+                         f"{ledger[found[0]][0]} (register/{SEED_LEDGER})")
+    if not replication:
+        versions, judged = _versions(data), judged_versions(study, data)
+        again = [f"{c.id} v{versions[c.id][c.fingerprint]} (seeds {judged[key]})"
+                 for c in claims if c.fingerprint in versions.get(c.id, {})
+                 for key in [(c.id, versions[c.id][c.fingerprint])] if key in judged]
+        if again:
+            raise ValueError(f"{len(again)} rule version(s) already had a confirmatory run, "
+                             f"e.g. {again[0]}: a new run of unchanged rules is a replication "
+                             "(--replication), shown beside the earlier runs, never in their "
+                             "place")
     current = paths.figures_dir(notebook, DEFAULT_SCALE) / f"{CLAIMS_TABLE}.csv"
     if not current.exists():
         raise ValueError(f"no verdicts to keep: {current} is missing")
     old = [int(s) for s in data["seeds"]]
     frozen = register_path(study).parent / "earlier" / f"{notebook}-seeds-{_span(old)}.csv"
     table = read_results(current)
-    kept = [c for c in ("id", "version", "verdict", "headline", "ours", "note") if c in table]
+    kept = [c for c in ("id", "version", "verdict", "headline", "ours", "note", "p")
+            if c in table]
     frozen.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(frozen, table[kept].to_csv(index=False).encode())
-    data.setdefault("earlier_runs", []).append({
-        "seeds": old, "replaced": today, "reason": reason,
-        "verdicts": frozen.relative_to(paths.repo_root()).as_posix()})
+    run = {"seeds": old, "replaced": today, "reason": reason,
+           "verdicts": frozen.relative_to(paths.repo_root()).as_posix()}
+    for key, field in (("seeds_registered", "registered"), ("seeds_replication", "replication")):
+        if key in data:
+            run[field] = data.pop(key)
+    _append(data, "earlier_runs", run)
     data["seeds"] = [int(s) for s in seeds]
-    ordered = {k: data[k] for k in ("seeds", "pilot_seeds", "earlier_runs", "claims")
-               if k in data}
-    text = yaml.safe_dump({**ordered, **data}, sort_keys=False, allow_unicode=True, width=100)
-    atomic_write_bytes(register_path(study), text.encode())
+    data["seeds_registered"] = today
+    if replication:
+        data["seeds_replication"] = True
+    _write_register(study, data)
     return frozen
 
 
@@ -212,7 +362,7 @@ def earlier_runs(register: dict) -> list[tuple[str, str, dict[str, str]]]:
     """Each confirmatory run a study's register (`read_register`) lists as replaced: (its
     seeds, why it was replaced, claim id -> verdict)."""
     out = []
-    for run in register.get("earlier_runs", []):
+    for run in register.get("earlier_runs") or []:
         path = paths.repo_root() / run["verdicts"]
         table = read_results(path) if path.exists() else None
         verdicts = {} if table is None else {
@@ -299,4 +449,12 @@ def check(table: pd.DataFrame, study: str, code: Mapping[str, str] | None = None
 
 
 def write(table: pd.DataFrame, study: str, scale: str = DEFAULT_SCALE) -> None:
+    """claims.csv (and .md) with each row's registered version, and beside it each row's
+    measured value as `evaluate` kept it (claims_values.json), which `register --moved`
+    evaluates the old and the new rules on."""
+    from memlib.claims.values import write_values
+
+    measured = table.attrs.get("measured")
     save_table(with_versions(table, study), CLAIMS_TABLE, study, scale)
+    if measured is not None:
+        write_values(measured, study, scale)

@@ -11,6 +11,7 @@ import pandas as pd
 from memlib import DEFAULT_SCALE, STUDIES, paths
 from memlib.claims.register import (
     CLAIMS_TABLE,
+    DamagedFileError,
     _span,
     _versions,
     check,
@@ -27,18 +28,23 @@ from memlib.claims.rules import (
     VERDICTS,
     WITHIN_NOISE,
 )
-from memlib.claims.stats import ALPHA, LEVEL, MAX_REPLICATES
+from memlib.claims.stats import ALPHA, EQUIVALENCE_LEVEL, LEVEL, MAX_REPLICATES, P_LEVEL
 from memlib.process import atomic_write_bytes
 
 # columns a claims table written before a column existed lacks, with what they read as (a
 # p-value "n/a": decided by an interval before p-values were recorded)
+NOT_COMPUTED = "(not computed by this run)"
 OPTIONAL = {"scope": "paper", "headline": "", "caveat": "", "where": "", "previous": "",
-            "version": "", "fingerprint": "", "note": "", "p": "n/a", "holm": "", "dataset": ""}
+            "version": "", "fingerprint": "", "note": "", "p": "n/a", "holm": "", "dataset": "",
+            "p_holm": NOT_COMPUTED, "replicates": NOT_COMPUTED, "delta": NOT_COMPUTED}
 CodeFingerprints = Callable[[str], Mapping[str, str]]
 
 
 def counts(table: pd.DataFrame) -> str:
-    kinds = table["verdict"].str.split(":").str[0].value_counts()
+    """How many rows read each verdict; a relabelled row under the verdict of the run that
+    judged it (`counted`, when the table has it)."""
+    column = "counted" if "counted" in table else "verdict"
+    kinds = table[column].astype(str).str.split(":").str[0].value_counts()
     return ", ".join(f"{kinds.get(v, 0)} {v}" for v in VERDICTS)
 
 
@@ -53,6 +59,15 @@ def _by_interval(table: pd.DataFrame, column: str = "verdict") -> pd.Series:
 def decided_by_interval(table: pd.DataFrame) -> int:
     """How many rows an interval decided (holds or does not hold, with its p-value)."""
     return int(_by_interval(table).sum())
+
+
+def tested_rows(table: pd.DataFrame) -> int:
+    """How many rows were tested: a p-value, whatever the verdict (a table written before
+    p-values were recorded: the decided rows, the only ones it tested)."""
+    if not len(table):
+        return 0
+    p = table["p"].astype(str).str.strip()
+    return int(((p != "") & (p != "n/a")).sum() + ((p == "n/a") & _by_interval(table)).sum())
 
 
 def kept_by_holm(table: pd.DataFrame) -> int:
@@ -119,6 +134,30 @@ def note_cell(row, notebook: str, scale: str) -> str:
     return note
 
 
+class MissingRowsError(DamagedFileError):
+    """A claims table lacks rows for some of the study's registered claims."""
+
+
+def _require_rows(table: pd.DataFrame, study: str, code: Mapping[str, str] | None) -> None:
+    """MissingRowsError naming the study and the ids when its claims table lacks a row for
+    a registered claim (one the code still declares, when the code's claims are given)."""
+    expected = set(latest_registration_of(study))
+    if code is not None:
+        expected &= set(code)
+    missing = sorted(expected - set(table["id"]))
+    if missing:
+        raise MissingRowsError(
+            f"{STUDIES.get(study, study)}/{CLAIMS_TABLE}.csv has no row for {len(missing)} of "
+            f"the study's {len(expected)} registered claims ({', '.join(missing)}); rerun "
+            "its notebook")
+
+
+def latest_registration_of(study: str) -> dict[str, dict]:
+    from memlib.claims.register import _latest
+
+    return _latest(read_register(study))
+
+
 def _with_register(table: pd.DataFrame, study: str, code: Mapping[str, str] | None
                    ) -> pd.DataFrame:
     """The table with its versions read again from the register (never trusted from the
@@ -131,18 +170,80 @@ def _with_register(table: pd.DataFrame, study: str, code: Mapping[str, str] | No
     return table
 
 
+_PREVIOUS = re.compile(r"v(\d+): (.*?)(?=; v\d+: |$)")
+
+
+def run_date(register: Mapping) -> str:
+    """The date the current confirmatory seeds were registered ("" when unknown)."""
+    runs = register.get("earlier_runs") or []
+    return str(register.get("seeds_registered") or (runs[-1]["replaced"] if runs else ""))
+
+
+def judged_by_run(table: pd.DataFrame, register: Mapping) -> list[str]:
+    """Each row's verdict as the confirmatory run judged it: a row whose rule version was
+    registered after the run's seeds (relabelled afterwards, on the same values) counts
+    under the verdict of the version the run was registered with, read from the row's
+    earlier versions, the new label beside; "" for the rows not relabelled."""
+    from memlib.claims.register import same_rule_chain
+
+    when = run_date(register)
+    entries = register.get("claims") or []
+    out = []
+    for row in table.itertuples():
+        version = str(getattr(row, "version", ""))
+        before = [e["version"] for e in entries
+                  if e["id"] == row.id and when and str(e.get("registered", "")) <= when]
+        if not version.startswith("v") or not before:
+            out.append("")
+            continue
+        now = int(version[1:])
+        judged = max(before)
+        if judged == now or judged in {v for v, _ in same_rule_chain(register, row.id, now)}:
+            out.append("")
+            continue
+        shown = dict(_PREVIOUS.findall(str(row.previous)))
+        names = [judged, *(v for v, _ in same_rule_chain(register, row.id, judged))]
+        verdict = next((shown[str(v)] for v in names if str(v) in shown
+                        and not shown[str(v)].startswith("the same rule")), "")
+        out.append(verdict)
+    return out
+
+
+def _runs_disagree(current: str, others: list[str]) -> str:
+    """"runs disagree" when one run's verdict holds and another's does not hold (each
+    decided beyond noise), else ""."""
+    kinds = {v.split(":")[0].split(" (v")[0].strip() for v in (current, *others) if v}
+    return "runs disagree beyond noise" if {HOLDS, FAILS} <= kinds else ""
+
+
+def _p_cell(row) -> str:
+    p, adjusted = str(getattr(row, "p", "")), str(getattr(row, "p_holm", ""))
+    if p in ("", "n/a"):
+        return "—"
+    return f"{p} (Holm {adjusted})" if adjusted and adjusted != NOT_COMPUTED else \
+        f"{p} (Holm {NOT_COMPUTED})"
+
+
 def _section(study: str, table: pd.DataFrame, scale: str) -> str:
     pilot = pilot_verdicts(study) if scale == DEFAULT_SCALE else {}
     # the register speaks of the default scale's confirmatory run only
     reg = read_register(study) if scale == DEFAULT_SCALE else {}
     notebook = STUDIES.get(study, study)
-    lines = ["| verdict | within study (Holm) | claim | paper | ours | note |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| verdict | within study (Holm) | claim | paper | ours | p (Holm-adjusted) | "
+             "note |", "|---|---|---|---|---|---|---|"]
     for row in table.itertuples():
+        ours = _cell(row.headline)
+        if row.replicates and row.replicates != NOT_COMPUTED:
+            ours += f" · {_cell(row.replicates)}"
+        note = note_cell(row, notebook, scale)
+        if row.judged_by_run:
+            note = (f"counted as the run judged it: {row.judged_by_run} (relabelled since: "
+                    f"{row.verdict}). {note}")
+        if row.delta and row.delta != NOT_COMPUTED:
+            note += f" δ = {_cell(row.delta)}."
         lines.append("| " + " | ".join((
-            verdict_cell(row.verdict), _cell(row.holm or "—"), claim_cell(row),
-            _cell(row.paper or "qualitative"), _cell(row.headline),
-            note_cell(row, notebook, scale))) + " |")
+            verdict_cell(row.counted), _cell(row.holm or "—"), claim_cell(row),
+            _cell(row.paper or "qualitative"), ours, _p_cell(row), note.strip())) + " |")
     earlier = earlier_runs(reg)
     pilot_seeds = _span(reg.get("pilot_seeds", []))
     details = ["| id | rule version | register check | pilot"
@@ -150,9 +251,11 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
                + "".join(f"earlier run (seeds {seeds}) | " for seeds, _, _ in earlier)
                + "earlier versions |", "|---|---|---|---|" + "---|" * len(earlier) + "---|"]
     for row in table.itertuples():
+        others = [verdicts.get(row.id, "") for _, _, verdicts in earlier]
+        flag = _runs_disagree(row.verdict, others)
         details.append("| " + " | ".join(_cell(c) for c in (
-            row.id, f"{row.version} ({row.fingerprint})", row.register or "agrees",
-            pilot.get(row.id, "—"), *(verdicts.get(row.id, "—") for _, _, verdicts in earlier),
+            row.id + (f" ({flag})" if flag else ""), f"{row.version} ({row.fingerprint})",
+            row.register or "agrees", pilot.get(row.id, "—"), *(o or "—" for o in others),
             row.previous or "—")) + " |")
     seeds = reg.get("seeds", [])
     runs = "".join(f" It replaces an earlier confirmatory run on seeds {span}, whose verdicts "
@@ -187,7 +290,14 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
         if not csv.exists():
             sections.append(f"## {study}\n\nNo results yet: run `make figures SCALE={scale}`.\n")
             continue
-        table = _with_register(_read(csv), key, code(key) if code else None)
+        found = code(key) if code else None
+        table = _read(csv)
+        _require_rows(table, key, found)
+        table = _with_register(table, key, found)
+        reg = read_register(key) if scale == DEFAULT_SCALE else {}
+        table["judged_by_run"] = judged_by_run(table, reg)
+        table["counted"] = [j or v for j, v in zip(table["judged_by_run"], table["verdict"],
+                                                    strict=True)]
         tables.append(table)
         sections.append(f"## {study}\n\n{_section(key, table, scale)}")
     everything = pd.concat(tables) if tables else pd.DataFrame(
@@ -195,7 +305,8 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
     papers = everything[everything["scope"] == "paper"]
     ours = everything[everything["scope"] != "paper"]
     decided = decided_by_interval(everything)
-    chance = ALPHA * decided
+    tested = tested_rows(everything)
+    chance = ALPHA * tested
     summary_lines = [f"- **The papers' claims ({len(papers)}):** {counts(papers)}."]
     if len(ours):
         summary_lines.append(f"- **memlib's own questions ({len(ours)}):** {counts(ours)}.")
@@ -212,20 +323,29 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
         "in each section's details.\n\n"
         "A verdict is, in this order: *not run at this scale*; *precondition failed* when what "
         "the rule presupposes did not happen (the model did not memorize, a curve has no "
-        f"peak); *within noise* when the {LEVEL:.0%} Student-t interval over replicates "
+        f"peak); *does not hold* when the {LEVEL:.0%} Student-t interval over replicates "
         "(shown as mean ± half-width, n replicates) of the margin between the value and the "
-        "rule's threshold does not exclude zero, that is, the interval does not clear the "
-        "threshold, or when the value has no interval (one replicate) or fewer than "
-        f"{MIN_REPLICATES} replicates; otherwise *holds* or *does not hold*. A *within "
-        "noise* row's note says how many replicates would decide it at the observed spread "
-        f"(*needs seeds*), or that more than {MAX_REPLICATES} would not (*sits on its "
-        "threshold*).\n\n"
+        "rule's threshold clears the threshold on the wrong side; *does not hold: no effect "
+        f"as large as δ* when a directional rule's {EQUIVALENCE_LEVEL:.0%} interval lies "
+        "inside ±δ, the smallest effect of interest registered with its reason (two one-sided "
+        f"tests); *holds* when the {LEVEL:.0%} interval clears the threshold on the rule's "
+        "side; otherwise *within noise* (an interval across the threshold, no interval, or "
+        f"fewer than {MIN_REPLICATES} replicates). A *within noise* row's note says how many "
+        "replicates of its unit would decide it at the observed spread and which verdict they "
+        f"would reach (*needs seeds*), that more than {MAX_REPLICATES} would not (*sits on its "
+        "threshold*), or that its unit (a dataset's classes) cannot grow. Each tested row "
+        "shows the two-sided p of the test that decides it, on its interval's scale (below "
+        f"{P_LEVEL:g} exactly when the interval decides), and beside it Holm's adjusted p over "
+        "its study's family: every row the study tested, decided or within noise. A row "
+        "relabelled after the run that judged it is counted under that run's verdict, the new "
+        "label beside.\n\n"
         + "\n".join(summary_lines) + "\n\n"
-        f"{decided} rows were decided by an interval; if none of their effects existed, about "
-        f"{chance:.1f} of them would still read *holds* by chance alone (each interval errs "
-        f"in that direction {ALPHA:.1%} of the time). Holm's adjustment within each study, "
-        f"which holds that chance to {ALPHA:.1%} per study, keeps {holm_kept} of them "
-        "decided.\n\n" + "\n".join(sections)
+        f"{tested} rows were tested and {decided} of them decided; if none of the effects "
+        f"existed, about {chance:.1f} of the tested rows would still read *holds* by chance "
+        f"alone (each interval errs in that direction {ALPHA:.1%} of the time). Holm's "
+        "adjustment over every tested row of each study, which holds the chance of any wrong "
+        f"decision to {P_LEVEL:.0%} per study, keeps {holm_kept} of them decided.\n\n"
+        + "\n".join(sections)
     )
     atomic_write_bytes(paths.claims_report(scale), text.encode())
     return text

@@ -20,19 +20,25 @@ import pandas as pd
 from memlib import STUDIES
 from memlib import fingerprint as fp
 from memlib.claims.stats import (
-    ALPHA,
+    EQUIVALENCE_LEVEL,
     LEVEL,
     MAX_REPLICATES,
+    P_LEVEL,
     Estimate,
+    equivalence_p,
     every_beyond_noise,
     holm,
-    p_value,
+    replicates_for_equivalence,
     replicates_needed,
     some_beyond_noise,
+    two_sided_p,
 )
 
 HOLDS, FAILS, NOT_RUN = "holds", "does not hold", "not run at this scale"
 WITHIN_NOISE, PRECONDITION = "within noise", "precondition failed"
+# the reason of a "does not hold" reached by equivalence: the verdict reads
+# "does not hold: no effect as large as δ = <delta> <unit>"
+NO_EFFECT = "no effect as large as δ"
 VERDICTS = (HOLDS, FAILS, WITHIN_NOISE, PRECONDITION, NOT_RUN)
 MIN_REPLICATES = 5  # registered: no rule is decided on fewer replicates than this
 PRESET_SCALE = "small"  # the preset whose values a claim's fingerprint covers
@@ -120,6 +126,15 @@ class Claim:
     # whether this scale can judge the measured value at all (False: not run at this scale,
     # e.g. an arm too small to decide anything); earlier versions without it still judge it
     judged_at: Callable[[Any], bool] | None = None
+    # the smallest effect of interest of a directional rule (one whose margins test an
+    # effect against zero: "gain > 0"), in the margins' unit: when the 90% interval of the
+    # margin lies inside ±delta the rule does not hold (no effect as large as δ); None for a
+    # rule with a non-zero threshold or one that no effect satisfies ("no later", "no rise")
+    delta: float | None = None
+    delta_reason: str = ""  # where δ comes from, in words: the paper's number or a fraction
+    replicates: str = "seeds"  # the unit of replication the margins' n counts, plural
+    # whether more of that unit can be had (seeds: yes; the classes of a dataset: no)
+    more_replicates: bool = True
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -223,12 +238,17 @@ def preset_values(claim: Claim) -> dict[str, Any]:
 
 
 def fingerprint(claim: Claim) -> str:
-    """Hash of everything that decides the claim's verdict: its defining text, the code of its
-    rule, noise rule, margins, preconditions, headline and `decided_by` functions with every
-    memlib function and constant they name, the preset values it names, and the verdict
-    order's own constants; 16 hex digits (the text-only scheme had 12)."""
-    return fp.fingerprint(_text(claim), _code_parts(_functions(claim)), preset_values(claim),
-                          {"min_replicates": MIN_REPLICATES, "level": LEVEL}, length=16)
+    """Hash of everything that decides the claim's verdict: its defining text, its smallest
+    effect of interest δ with its reason and its unit of replication, the code of its rule,
+    noise rule, margins, preconditions, headline and `decided_by` functions with every memlib
+    function and constant they name, the preset values it names, and the verdict order's own
+    constants; 16 hex digits (the text-only scheme had 12)."""
+    margins = {"delta": claim.delta, "delta_reason": claim.delta_reason,
+               "replicates": claim.replicates, "more_replicates": claim.more_replicates}
+    return fp.fingerprint(_text(claim), margins, _code_parts(_functions(claim)),
+                          preset_values(claim),
+                          {"min_replicates": MIN_REPLICATES, "level": LEVEL,
+                           "equivalence_level": EQUIVALENCE_LEVEL}, length=16)
 
 
 # ---- verdicts ----------------------------------------------------------------------------
@@ -278,49 +298,84 @@ def _settling(claim: Claim, found: list[Estimate]) -> tuple[list[Estimate], Call
     return (fails, min) if fails else (found, max)
 
 
+def _equivalence_needs(claim: Claim, found: list[Estimate]) -> int | None:
+    """The replicates at which the rule's margins would lie inside ±δ (one margin settles
+    "every test passes", every margin must for "some test passes"); None when no n would."""
+    if claim.delta is None:
+        return None
+    needs = [replicates_for_equivalence(m, claim.delta) for m in found]
+    if claim.combine == "any":
+        return None if not needs or None in needs else max(needs)
+    return min((n for n in needs if n is not None), default=None)
+
+
 def replicates_note(claim: Claim, value: Any) -> str:
-    """For a rule not decided by its interval: the replicates at which the observed means
-    would clear their thresholds with the observed spread, or that they sit on them."""
+    """For a rule not decided by its interval: the replicates (of its unit) at which the
+    observed means would decide it at the observed spread, and which verdict they would
+    reach; that they sit on the threshold; or that its unit cannot grow."""
     found = _decisive(claim, value)
     if not found:
         return "no interval: the value was measured once, without replicates"
     have = min(m.n for m in found)
     if have < 2:
         return f"no interval: {have} replicate"
+    unit = claim.replicates
+    if not claim.more_replicates:
+        return (f"its n counts {unit} ({have}), which more seeds do not add: no number of "
+                "replicates would narrow it")
     settling, pick = _settling(claim, found)
     needs = [replicates_needed(m) for m in settling]
     if not needs or any(n is None for n in needs):
         return f"no spread to extrapolate from (n={have})"
-    need = max(pick(needs), MIN_REPLICATES)
+    reach = [(pick(needs), HOLDS if claim.holds(value) else FAILS)]
+    equivalent = _equivalence_needs(claim, found)
+    if equivalent is not None:
+        reach.append((equivalent, f"{FAILS} ({NO_EFFECT})"))
+    need, reached = min(reach, key=lambda r: r[0])
+    need = max(need, MIN_REPLICATES)
     if need > MAX_REPLICATES:
-        return (f"sits on its threshold: more than {MAX_REPLICATES} replicates would not "
-                f"clear it at the observed spread (n={have})")
-    return f"needs seeds: about {need} replicates would decide it at the observed spread " \
-           f"(n={have})"
+        return (f"sits on its threshold: more than {MAX_REPLICATES} {unit} would not "
+                f"decide it at the observed spread (n={have})")
+    return (f"needs seeds: about {need} {unit} would read {reached} at the observed spread "
+            f"(n={have})")
 
 
 def p_of(claim: Claim, value: Any, held: bool) -> float:
-    """One-sided p-value of a decided rule: of each margin's t-test in the verdict's
-    direction, the largest where every margin had to clear ("every test passes" that held,
-    "some test passes" that failed), else the smallest of the margins clear on the deciding
-    side; for a rule without margins, the largest over its Estimates, each
-    tested in the direction of its own sign."""
+    """Two-sided p-value of the test that decides (or would decide) the rule in the direction
+    `held`, on the scale of its interval, so that p < P_LEVEL exactly when that interval
+    clears the threshold: where every margin had to clear ("every test passes" that held,
+    "some test passes" that failed) the largest of theirs (an intersection-union test), else
+    the smallest of the margins on the deciding side (one settles it). A rule without
+    margins tests every Estimate in its value (each in the direction of its sign): the
+    largest. nan when no margin lies on the deciding side (settled by a test outside them)."""
     found = _decisive(claim, value)
     if claim.margins is None:
-        ps = [p_value(e, e.mean >= 0) for e in found]
-        return max(ps, default=math.nan)
+        return max((two_sided_p(e, e.mean >= 0) for e in found), default=math.nan)
     if held == (claim.combine == "all"):  # every margin had to clear
-        return max((p_value(m, held) for m in found), default=math.nan)
-    # one clear margin settled it; a rule settled by a test outside its margins has no p
-    return min((p_value(m, held) for m in found if m.beyond_noise and (m.mean > 0) == held),
+        return max((two_sided_p(m, held) for m in found), default=math.nan)
+    return min((two_sided_p(m, held) for m in found if (m.mean > 0) == held),
                default=math.nan)
+
+
+def equivalence_of(claim: Claim, value: Any) -> float:
+    """The p of the two one-sided tests that the rule's margins lie inside ±δ, the larger
+    over every margin for "some test passes" (each must), the smaller for "every test
+    passes" (one suffices); nan for a rule without δ."""
+    if claim.delta is None:
+        return math.nan
+    ps = [q for q in (equivalence_p(m, claim.delta) for m in _decisive(claim, value))
+          if not math.isnan(q)]
+    if not ps:
+        return math.nan
+    return max(ps) if claim.combine == "any" else min(ps)
 
 
 @dataclass(frozen=True)
 class Judgement:
     verdict: str
     note: str = ""  # why a rule was not decided, and what would decide it
-    p: float = math.nan  # the decided rule's one-sided p-value
+    p: float = math.nan  # the p of the test that decides (or would decide) the rule
+    n: int = 0  # the replicates behind that test
 
 
 def _replicates(claim: Claim, value: Any, held: bool) -> int:
@@ -334,41 +389,66 @@ def _replicates(claim: Claim, value: Any, held: bool) -> int:
     return max(m.n for m in side) if side else min(m.n for m in found)
 
 
+def _too_few(have: int) -> str:
+    return (f"{have} replicates, fewer than the registered minimum of {MIN_REPLICATES}: "
+            f"rerun with {MIN_REPLICATES} or more")
+
+
 def judge(claim: Claim, value: Any) -> Judgement:
     """The verdict, in order: not run (no value, or one this scale cannot judge); a failed
-    precondition; within noise (no interval, an interval that does not clear the threshold,
-    or fewer than MIN_REPLICATES replicates); holds or does not hold."""
+    precondition; does not hold, when the 95% interval clears the threshold on the wrong
+    side; does not hold (no effect as large as δ), when the 90% interval of a directional
+    rule's margin lies inside ±δ; holds, when the 95% interval clears the threshold on the
+    right side; otherwise within noise (no interval, an interval that does not clear the
+    threshold, or fewer than MIN_REPLICATES replicates), with the replicates that would
+    decide it and the verdict they would reach. Each tested row carries the p of its test."""
     if value is None or (claim.judged_at is not None and not claim.judged_at(value)):
         return Judgement(NOT_RUN)
     for name, test in claim.preconditions:
         if not test(value):
             return Judgement(f"{PRECONDITION}: {name}")
-    if not _decisive(claim, value) or not claim.beyond_noise(value):
+    found = _decisive(claim, value)
+    if not found:
         return Judgement(WITHIN_NOISE, replicates_note(claim, value))
     held = bool(claim.holds(value))
-    have = _replicates(claim, value, held)
-    if have < 2:
-        return Judgement(WITHIN_NOISE, replicates_note(claim, value))
+    p, have = p_of(claim, value, held), _replicates(claim, value, held)
+    decided = claim.beyond_noise(value)
+    equivalent = equivalence_of(claim, value)
+    if decided and not held or not equivalent < P_LEVEL:
+        if not decided or have < 2:
+            return Judgement(WITHIN_NOISE, replicates_note(claim, value), p, have)
+        if have < MIN_REPLICATES:
+            return Judgement(WITHIN_NOISE, _too_few(have), p, have)
+        return Judgement(HOLDS if held else FAILS, p=p, n=have)
+    have = min(m.n for m in found)
     if have < MIN_REPLICATES:
-        return Judgement(WITHIN_NOISE, f"{have} replicates, fewer than the registered minimum "
-                                       f"of {MIN_REPLICATES}: rerun with {MIN_REPLICATES} or more")
-    return Judgement(HOLDS if held else FAILS, p=p_of(claim, value, held))
+        return Judgement(WITHIN_NOISE, _too_few(have), equivalent, have)
+    size = f"{claim.delta:g} {claim.unit}".strip()
+    return Judgement(f"{FAILS}: {NO_EFFECT} = {size}", p=equivalent, n=have)
 
 
 def verdict(claim: Claim, value: Any) -> str:
     return judge(claim, value).verdict
 
 
+def holm_adjusted(p: Sequence[float]) -> list[float]:
+    """Holm's adjusted p of every row over the study's family: every row with a p, that is
+    every hypothesis the study tested (decided, within noise, or decided by equivalence);
+    nan for the rows not tested (not run, a failed precondition, no interval)."""
+    family = [i for i, q in enumerate(p) if not math.isnan(q)]
+    out = [math.nan] * len(p)
+    for i, q in zip(family, holm([p[i] for i in family]), strict=True):
+        out[i] = q
+    return out
+
+
 def holm_verdicts(verdicts: Sequence[str], p: Sequence[float]) -> list[str]:
-    """Each verdict after Holm's adjustment over the family of decided rows (holds or does
-    not hold, with a p-value): a row whose adjusted p is not below the one-sided error rate
-    of its interval reads within noise; the other rows keep their verdict."""
-    family = [i for i, (v, q) in enumerate(zip(verdicts, p, strict=True))
-              if v in (HOLDS, FAILS) and not math.isnan(q)]
-    adjusted = holm([p[i] for i in family])
+    """Each verdict after Holm's adjustment over the study's family (`holm_adjusted`): a
+    decided row (holds or does not hold, by its interval or by equivalence) whose adjusted p
+    is not below P_LEVEL reads within noise; the other rows keep their verdict."""
     out = list(verdicts)
-    for i, q in zip(family, adjusted, strict=True):
-        if q >= ALPHA:
+    for i, q in enumerate(holm_adjusted(p)):
+        if out[i].split(":")[0] in (HOLDS, FAILS) and not q < P_LEVEL:
             out[i] = WITHIN_NOISE
     return out
 
@@ -404,12 +484,17 @@ def evaluate(claims: Sequence[Claim], measured: Mapping[str, Any]) -> pd.DataFra
                                            f"{verdict(old, value)}" for old in claim.previous),
                      "note": judged.note,
                      "p": "" if math.isnan(judged.p) else f"{judged.p:.3g}",
+                     "replicates": f"{judged.n} {claim.replicates}" if judged.n else "",
+                     "delta": "" if claim.delta is None else
+                     f"{claim.delta:g} {claim.unit}: {claim.delta_reason}".strip(),
                      "dataset": dataset_of(claim, value),
                      "text_fingerprint": claim.text_fingerprint})
     table = pd.DataFrame(rows)
-    if len(table):
-        p = [math.nan if q == "" else float(q) for q in table["p"]]
+    if len(table):  # Holm on the p-values as computed, not as rounded for the table
+        p = [judge(c, measured.get(c.id)).p for c in claims]
+        table["p_holm"] = [("" if math.isnan(q) else f"{q:.3g}") for q in holm_adjusted(p)]
         table["holm"] = holm_verdicts(list(table["verdict"]), p)
+    table.attrs["measured"] = {c.id: measured[c.id] for c in claims if c.id in measured}
     return table
 
 
@@ -436,10 +521,13 @@ def earlier_version(claim: Claim, **registered: Any) -> Claim:
     return dataclasses.replace(claim, previous=(*claim.previous, old))
 
 
-def declare(claims: Iterable[Claim], deciders: Deciders, dataset: str = "") -> list[Claim]:
+def declare(claims: Iterable[Claim], deciders: Deciders, dataset: str = "",
+            measure: Callable | None = None) -> list[Claim]:
     """`claims` with `decided_by` and `preset_keys` set from `deciders` (claim id, or for a
     per-dataset claim the id before its "_<dataset>" suffix -> (functions, preset keys)) and
-    with `dataset` when given. A key that names no claim is an error, not a silent miss."""
+    with `dataset` when given; `measure`, the study's function that assembles every row's
+    value, joins every claim's `decided_by`. A key that names no claim is an error, not a
+    silent miss."""
     import dataclasses
 
     claims, used = list(claims), set()
@@ -450,8 +538,37 @@ def declare(claims: Iterable[Claim], deciders: Deciders, dataset: str = "") -> l
         if key in deciders:
             used.add(key)
             changes["decided_by"], changes["preset_keys"] = deciders[key]
+        if measure is not None:
+            found = changes.get("decided_by", claim.decided_by)
+            changes["decided_by"] = (measure, *(f for f in found if f is not measure))
         out.append(dataclasses.replace(claim, **changes) if changes else claim)
     unused = set(deciders) - used
     if unused:
         raise ValueError(f"deciders for no claim: {sorted(unused)}")
+    return out
+
+
+def with_margins(claims: Iterable[Claim], margins: Mapping[str, Mapping[str, Any]],
+                 dataset: str = "") -> list[Claim]:
+    """`claims` with their smallest effect of interest and unit of replication set from
+    `margins` (claim id, or the id before its "_<dataset>" suffix -> Claim fields among
+    delta, delta_reason, replicates, more_replicates). A δ needs its reason; a key that names
+    no claim, or another field, is an error."""
+    import dataclasses
+
+    allowed = {"delta", "delta_reason", "replicates", "more_replicates"}
+    out, used = [], set()
+    for claim in claims:
+        key = claim.id.removesuffix(f"_{dataset}") if dataset else claim.id
+        fields = dict(margins.get(key, {}))
+        if key in margins:
+            used.add(key)
+        if set(fields) - allowed:
+            raise ValueError(f"{claim.id}: not a margin field: {sorted(set(fields) - allowed)}")
+        if fields.get("delta") is not None and not fields.get("delta_reason", "").strip():
+            raise ValueError(f"{claim.id}: a smallest effect of interest needs its reason")
+        out.append(dataclasses.replace(claim, **fields) if fields else claim)
+    unused = set(margins) - used
+    if unused:
+        raise ValueError(f"margins for no claim: {sorted(unused)}")
     return out

@@ -1,6 +1,13 @@
 """The statistics every verdict rests on: Estimates over replicates and their Student-t
-intervals, threshold margins, one-sided p-values, Holm's step-down adjustment, the replicates
-an undecided margin would need, and a Fisher-z interval for correlations."""
+intervals, threshold margins, their t-tests (one- and two-sided, and the two one-sided tests
+of an equivalence), Holm's step-down adjustment, the replicates an undecided margin would
+need, and Fisher-z intervals for correlations.
+
+Every test is on the scale of the interval it goes with, so that "the 95% interval clears
+the threshold" and "two-sided p < 0.05" are the same statement, and "the 90% interval lies
+inside ±δ" and "the two one-sided tests' p < 0.05" are too. An Estimate tests its mean over
+its SE with n - 1 degrees of freedom; a correlation tests on Fisher's z scale (`Estimate.test`).
+scipy supplies the t distribution; Holm's adjustment (which scipy lacks) is eight lines here."""
 
 from __future__ import annotations
 
@@ -12,14 +19,19 @@ import numpy as np
 
 LEVEL = 0.95  # two-sided confidence level of every interval over seeds
 ALPHA = (1 - LEVEL) / 2  # one-sided error rate of an interval that excludes its threshold
+P_LEVEL = 1 - LEVEL  # a row is decided when the p of its deciding test is below this
+# the interval of an equivalence (two one-sided tests, each at P_LEVEL): it lies inside ±δ
+# exactly when both tests reject, the standard TOST construction (Schuirmann 1987)
+EQUIVALENCE_LEVEL = 1 - 2 * P_LEVEL
 MAX_REPLICATES = 100  # beyond this, a margin "sits on its threshold" rather than "needs seeds"
 
 
-def t_quantile(n: int) -> float:
-    """Student-t quantile for a two-sided LEVEL interval of a mean over n replicates."""
+def t_quantile(n: int, level: float = LEVEL, df: int | None = None) -> float:
+    """Student-t quantile for a two-sided `level` interval of a mean over n replicates (n - 1
+    degrees of freedom unless `df` says otherwise)."""
     from scipy.stats import t
 
-    return float(t.ppf(0.5 + LEVEL / 2, n - 1))
+    return float(t.ppf(0.5 + level / 2, n - 1 if df is None else df))
 
 
 @dataclass(frozen=True)
@@ -28,12 +40,15 @@ class Estimate:
     mean and replicate count. Its interval is the 95% Student-t interval, mean ± t·SE, which
     with 3 seeds is 4.3 SE wide on each side, not 2. `bounds`, when set, is the interval
     itself for a quantity whose interval is not symmetric (a correlation's Fisher-z
-    interval), used in place of mean ± t·SE."""
+    interval), used in place of mean ± t·SE; `test` is then (centre, its SE, degrees of
+    freedom) of the statistic on the scale that interval was built on (Fisher's z, centred
+    on the threshold by `margin`), so that its p-values agree with its interval."""
 
     mean: float
     se: float
     n: int
     bounds: tuple[float, float] | None = None
+    test: tuple[float, float, int] | None = None
 
     @classmethod
     def of(cls, values: Iterable[float]) -> Estimate:
@@ -75,6 +90,21 @@ class Estimate:
         return f"{self.mean:.4g} ± {self.half_width:.2g} (n={self.n})"
 
 
+    @property
+    def statistic(self) -> tuple[float, float, int]:
+        """(centre, SE, degrees of freedom) of the t statistic this Estimate is tested by."""
+        return self.test if self.test is not None else (self.mean, self.se, self.n - 1)
+
+    def interval_at(self, level: float) -> tuple[float, float]:
+        """The two-sided `level` interval on the test's scale, carried back (a correlation's
+        through tanh); the same as `interval` at LEVEL for a t interval."""
+        centre, se, df = self.statistic
+        half = t_quantile(self.n, level, df) * se
+        if self.test is None:
+            return centre - half, centre + half
+        return math.tanh(centre - half), math.tanh(centre + half)
+
+
 def paired(a: Sequence[float], b: Sequence[float]) -> Estimate:
     """Estimate of a - b over seeds, paired seed by seed."""
     if len(a) != len(b):
@@ -87,11 +117,15 @@ def margin(estimate: Estimate, threshold: float, at_least: bool = True) -> Estim
     mean - threshold for "at least", threshold - mean for "at most". A bounded interval
     (`Estimate.bounds`) moves with it."""
     mean = estimate.mean - threshold if at_least else threshold - estimate.mean
-    bounds = None
+    bounds = test = None
     if estimate.bounds is not None:
         lo, hi = (b - threshold if at_least else threshold - b for b in estimate.bounds)
         bounds = (min(lo, hi), max(lo, hi))
-    return Estimate(mean, estimate.se, estimate.n, bounds)
+    if estimate.test is not None:  # a correlation: the threshold moves on Fisher's z scale
+        centre, se, df = estimate.test
+        shift = centre - float(fisher_z(threshold))
+        test = (shift if at_least else -shift, se, df)
+    return Estimate(mean, estimate.se, estimate.n, bounds, test)
 
 
 def every_beyond_noise(margins: Iterable[Estimate]) -> bool:
@@ -115,15 +149,37 @@ def p_value(m: Estimate, passing: bool = True) -> float:
     zero (positive for passing, negative otherwise) if the margin were zero."""
     from scipy.stats import t
 
-    if m.n < 2 or not m.se > 0 or math.isnan(m.mean):
+    centre, se, df = m.statistic
+    if m.n < 2 or df < 1 or not se > 0 or math.isnan(centre):
         return math.nan
-    stat = m.mean / m.se
-    return float(t.sf(stat if passing else -stat, m.n - 1))
+    stat = centre / se
+    return float(t.sf(stat if passing else -stat, df))
+
+
+def two_sided_p(m: Estimate, passing: bool = True) -> float:
+    """The two-sided p of a margin's t-test, reported for a test in the `passing` direction:
+    below P_LEVEL exactly when the LEVEL interval excludes zero on that side."""
+    one = p_value(m, passing)
+    return one if math.isnan(one) else min(1.0, 2 * one)
+
+
+def equivalence_p(m: Estimate, delta: float) -> float:
+    """The two one-sided tests (TOST) that a margin at a zero threshold lies inside ±δ: the
+    larger of their p-values, below P_LEVEL exactly when the EQUIVALENCE_LEVEL interval lies
+    inside ±δ (for a correlation, ±δ on Fisher's z scale)."""
+    from scipy.stats import t
+
+    centre, se, df = m.statistic
+    if m.n < 2 or df < 1 or not se > 0 or math.isnan(centre) or not delta > 0:
+        return math.nan
+    reach = float(fisher_z(delta)) if m.test is not None else delta
+    return float(max(t.sf((centre + reach) / se, df), t.sf((reach - centre) / se, df)))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjustment of p-values (family-wise error over the family given):
-    the i-th smallest is multiplied by (m - i + 1), kept monotone and capped at 1."""
+    the i-th smallest is multiplied by (m - i + 1), kept monotone and capped at 1. (scipy has
+    no Holm; statsmodels' multipletests(method="holm") gives the same numbers.)"""
     order = sorted(range(len(p_values)), key=lambda i: p_values[i])
     adjusted, running = [math.nan] * len(p_values), 0.0
     for rank, i in enumerate(order):
@@ -154,6 +210,26 @@ def replicates_needed(m: Estimate, limit: int = MAX_REPLICATES) -> int | None:
     return limit + 1
 
 
+def replicates_for_equivalence(m: Estimate, delta: float,
+                               limit: int = MAX_REPLICATES) -> int | None:
+    """The smallest n at which a margin at a zero threshold, with this mean and this spread
+    per replicate, would have its EQUIVALENCE_LEVEL interval inside ±δ; None without a spread
+    or when the mean itself lies outside ±δ (no n suffices), limit + 1 beyond `limit`."""
+    centre, se, df = m.statistic
+    if m.n < 2 or not se >= 0 or math.isnan(centre) or math.isnan(se) or not delta > 0:
+        return None
+    reach = float(fisher_z(delta)) if m.test is not None else delta
+    if abs(centre) >= reach:
+        return None
+    spread = se * math.sqrt(m.n)  # of one replicate, on the test's scale
+    for n in range(2, limit + 1):
+        extra = df - (m.n - 1)  # a correlation's test keeps its offset from n - 1
+        if abs(centre) + t_quantile(n, EQUIVALENCE_LEVEL, max(1, n - 1 + extra)) \
+                * spread / math.sqrt(n) < reach:
+            return n
+    return limit + 1
+
+
 def fisher_z(rho) -> np.ndarray:
     """atanh of correlations, kept finite at ±1."""
     return np.arctanh(np.clip(np.asarray(rho, dtype=float), -0.999999, 0.999999))
@@ -161,19 +237,23 @@ def fisher_z(rho) -> np.ndarray:
 
 def correlation(rho: float, n: int, se: float | None = None,
                 z_se: float | None = None) -> Estimate:
-    """A correlation over n pairs with its 95% Fisher-z interval, which stays inside [-1, 1]:
-    tanh(atanh(rho) ± z·s) with s the standard error on the z scale: `z_se` when given (a
-    bootstrap's spread of atanh(rho)), else 1/√(n - 3). `se`, the standard error of rho
-    itself (for p-values and the replicates needed), defaults to s·(1 - rho²)."""
-    from scipy.stats import norm
-
+    """A correlation over n units with its 95% Fisher-z interval, which stays inside [-1, 1]:
+    tanh(atanh(rho) ± q·s) with s the standard error on the z scale: `z_se` when given (a
+    bootstrap's spread of atanh(rho) over resampled units), else Fisher's 1/√(n - 3). q is a
+    Student-t quantile, not a normal one, since n is small (10 classes): t(n - 1) for a
+    bootstrap's s, estimated from n units as the SE of a mean over them is (the bootstrap-t
+    convention), t(n - 3) for Fisher's s, matching the n - 3 its variance is built on; both
+    are wider than the normal quantile. Its p-values use the same statistic, z/s, and the
+    same t (`Estimate.test`). `se`, the standard error of rho itself (shown, and used for the
+    replicates needed), defaults to s·(1 - rho²)."""
     if n < 4 or math.isnan(rho):
         return Estimate(rho, math.nan if se is None else se, n)
-    s = 1 / math.sqrt(n - 3) if z_se is None or math.isnan(z_se) else z_se
-    q = float(norm.ppf(0.5 + LEVEL / 2))
+    bootstrap = z_se is not None and not math.isnan(z_se)
+    s, df = (z_se, n - 1) if bootstrap else (1 / math.sqrt(n - 3), n - 3)
+    q = t_quantile(n, LEVEL, df)
     z = float(fisher_z(rho))
     return Estimate(rho, s * (1 - rho ** 2) if se is None else se, n,
-                    (math.tanh(z - q * s), math.tanh(z + q * s)))
+                    (math.tanh(z - q * s), math.tanh(z + q * s)), (z, s, df))
 
 
 def correlations(values: Iterable[float]) -> Estimate:
@@ -185,4 +265,5 @@ def correlations(values: Iterable[float]) -> Estimate:
         return plain
     z = Estimate.of(fisher_z(rho))
     return Estimate(plain.mean, plain.se, plain.n,
-                    (math.tanh(z.mean - z.half_width), math.tanh(z.mean + z.half_width)))
+                    (math.tanh(z.mean - z.half_width), math.tanh(z.mean + z.half_width)),
+                    (z.mean, z.se, z.n - 1))

@@ -17,6 +17,7 @@ from memlib.claims import (
     earlier_version,
     margin,
     paired,
+    with_margins,
 )
 from memlib.studies import fisher, probes, rlp
 from memlib.studies.lens.config import Config
@@ -176,8 +177,15 @@ _DECIDERS = {
 }
 
 
+# the smallest effect of interest of each directional rule, fixed before the run that uses
+# it (the rules "no later" and "among the two least robust" hold at zero: no δ)
+_MARGINS = {"rlp_confidence_flags": {"delta": 0.05, "delta_reason": "a tenth of the way from "
+                                                                   "chance to a perfect "
+                                                                   "detector"}}
+
+
 def _dataset_claims(dataset: str) -> list[Claim]:
-    return declare([
+    return with_margins(declare([
         Claim(f"fisher_matches_loss_{dataset}",
               "The Fisher attribution finds corrupted labels about as well as the final loss.",
               "ours (no paper compares them)",
@@ -269,7 +277,7 @@ def _dataset_claims(dataset: str) -> list[Claim]:
               unit="Spearman ρ", headline=lambda v: v["rho"], scope="ours",
               caveat="loss and AUM are nearly one ranking; the mean counts them as two",
               where="fig1_example_agreement"),
-    ], _DECIDERS, dataset)
+    ], _DECIDERS, dataset, measure=measure), _MARGINS, dataset)
 
 
 _ABOVE_CHANCE = "the deepest head rises above chance in every run"

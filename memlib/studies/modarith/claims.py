@@ -21,6 +21,7 @@ from memlib.claims import (
     declare,
     margin,
     paired,
+    with_margins,
 )
 from memlib.studies.modarith.config import Config, chance
 from memlib.studies.modarith.method import noisy_first
@@ -719,6 +720,23 @@ CLAIMS = declare(CLAIMS, {
                                                "sweep_epochs", "sweep_seeds")),
     "ff-recovers-rule-leaky_relu": ((_ff_value, fitted), ("variants",)),
     "ff-recovers-rule-mul": ((_ff_value, fitted), ("variants",)),
+}, measure=measure)
+
+# the smallest effect of interest of each directional rule, in its margins' unit, fixed
+# before the run that uses it (the paper gives no size for any of them)
+_POINT = {"delta": 0.01, "delta_reason": "one point (0.01 as the margins' fraction): the "
+                                        "study's own tolerance for 'not worse' (swap-helps "
+                                        "and larger-is-better allow 1 point)"}
+CLAIMS = with_margins(CLAIMS, {
+    "noisy-first": _POINT, "partition-weaker": _POINT, "second-descent": _POINT,
+    "activation-peaks": _POINT,
+    "noisy-first-images": {"delta": 1.0, "delta_reason": "one epoch: a lead shorter than an "
+                                                         "epoch is no order of fitting"},
+    "phase-error-grows": {"delta": 0.3, "delta_reason": "a moderate correlation by the usual "
+                                                        "convention (as the lens's rules)"},
+    "regularization-delays-descent": {"delta": 0.5, "delta_reason": "half an octave: half a "
+                                                                    "step of the width grid, "
+                                                                    "whose widths double"},
 })
 
 

@@ -21,6 +21,7 @@ from memlib.claims import (
     fisher_z,
     margin,
     paired,
+    with_margins,
 )
 from memlib.studies.probes.config import MNIST_5K, TASKS, UNTRAINED
 
@@ -401,7 +402,7 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
             "pairs": 45, "at_chance": 0, "runs": 135}
     agree = {"data": dataset, "rho": _est(0.9, 0.03, 10), "pairs": 45, "at_chance": 0,
              "runs": 135}
-    return _with_first_units(declare([
+    return _with_first_units(with_margins(declare([
         Claim(f"binarization_separates_{dataset}",
               "Binarized (sign W) hard-task models collapse to chance; easy ones stay accurate.",
               paper["binarize"],
@@ -511,7 +512,19 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
                           _with_preconditions(agree, {_ALL_PAIRS[0]: {"pairs": 44}})),
               unit="Spearman ρ", headline=lambda v: v["rho"],
               where=f"fig4_pair_heatmaps_{figures}"),
-    ], _DATASET_DECIDERS, dataset))
+    ], _DATASET_DECIDERS, dataset, measure=measure), _DATASET_MARGINS, dataset))
+
+
+# each dataset claim's unit of replication, and the smallest effect of interest of its
+# directional rule, fixed before the run that uses it
+_RUNS = {"replicates": "runs"}
+_CLASSES = {"replicates": "classes", "more_replicates": False}  # a dataset has 10 classes
+_DATASET_MARGINS = {
+    "binarization_separates": _RUNS, "phase_transition": _RUNS, "sign_structure_easy": _RUNS,
+    "hard_needs_magnitudes": _RUNS, "measures_agree": _CLASSES,
+    "complexity_measure": {**_CLASSES, "delta": 0.3,
+                           "delta_reason": "a moderate correlation by the usual convention"},
+}
 
 
 def _with_first_units(claims: list[Claim]) -> list[Claim]:
@@ -771,4 +784,23 @@ CLAIMS = declare(CLAIMS, {
     "transformer_layers_randomized_distilbert": _DISTILBERT,
     "transformer_layers_distilbert": _DISTILBERT,
     "transformer_layers_pruned_distilbert": _DISTILBERT,
+}, measure=measure)
+
+# the smallest effect of interest of each directional rule, fixed before the run that uses
+# it: a quarter of the loss the paper reports for its early layers (F1 0.885 -> ~0)
+_MODELS = {"replicates": "models"}
+_QUARTER_F1 = {**_MODELS, "delta": 0.22, "delta_reason": "a quarter of the paper's F1 loss "
+                                                         "of its early layers, 0.885 -> ~0"}
+_QUARTER_POINTS = {**_MODELS, "delta": 22.0,
+                   "delta_reason": "a quarter of the paper's loss of its early layers, 88.5 "
+                                   "points of F1 -> ~0, read as points of accuracy"}
+CLAIMS = with_margins(CLAIMS, {
+    "stochastic_resonance": {"replicates": "runs"}, "flips_mirror_noise": {"replicates": "runs"},
+    "pruning_improves_binarized": {"replicates": "runs"},
+    "transformer_layers_standin": _QUARTER_POINTS,
+    "transformer_layers_pruned_standin": _QUARTER_POINTS,
+    "transformer_layers_randomized_standin": _QUARTER_POINTS,
+    "transformer_layers_distilbert": _QUARTER_F1,
+    "transformer_layers_pruned_distilbert": _QUARTER_F1,
+    "transformer_layers_randomized_distilbert": _QUARTER_F1,
 })
