@@ -109,11 +109,17 @@
 #   faster on a CPU, with their own rounding).
 
 # %% tags=["parameters"]
-# The scale; papermill injects every setting of the study's Config after this cell (its
-# defaults are the small run, params/<scale>/01_random_label_heads.yaml holds what differs).
+# The scale: "smoke", "small" or "full", each its own preset
+# (params/<scale>/01_random_label_heads.yaml). To change a setting, add a line here,
+# e.g. `seeds = [0, 1]`, and run this cell and the ones below; a line you
+# delete no longer counts. papermill injects every setting after this cell.
 scale = "small"
 
 # %%
+# memlib first: importing it pins the instruction set numpy and torch then use
+from memlib.pipeline import notebook_config, study_results
+
+# isort: split
 import time
 
 import numpy as np
@@ -124,8 +130,6 @@ from matplotlib.ticker import MaxNLocator
 
 from memlib import paths
 from memlib.claims import Estimate, evaluate, write
-from memlib.config import from_namespace
-from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import (
     beyond,
@@ -142,7 +146,6 @@ from memlib.studies.rlp import (
     CLAIMS,
     MEMORIZATION_TARGET,
     TRAINS,
-    Config,
     excess_by_layer,
     gap_epoch,
     measure_claims,
@@ -153,7 +156,7 @@ from memlib.studies.rlp import (
 from memlib.tables import save_table
 
 STUDY = "01_random_label_heads"
-config = from_namespace(Config, globals())
+config = notebook_config("rlp", globals())
 start = time.time()
 # At full scale this reads what `memlib run` computed (see the README) and names the
 # command to run if a result is missing; below full scale it computes, cached.

@@ -102,11 +102,17 @@
 #   verdict says so.
 
 # %% tags=["parameters"]
-# The scale; papermill injects every setting of the study's Config after this cell (its
-# defaults are the small run, params/<scale>/02_modular_arithmetic_noise.yaml holds what differs).
+# The scale: "smoke", "small" or "full", each its own preset
+# (params/<scale>/02_modular_arithmetic_noise.yaml). To change a setting, add a line here,
+# e.g. `seeds = [0, 1]`, and run this cell and the ones below; a line you
+# delete no longer counts. papermill injects every setting after this cell.
 scale = "small"
 
 # %%
+# memlib first: importing it pins the instruction set numpy and torch then use
+from memlib.pipeline import notebook_config, study_results
+
+# isort: split
 import time
 
 import numpy as np
@@ -116,15 +122,12 @@ from IPython.display import Markdown, display
 from matplotlib.lines import Line2D
 
 from memlib.claims import Estimate, evaluate, write
-from memlib.config import from_namespace
-from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import claims_markdown, direction, listing, num, pct, pct_span, pm
 from memlib.studies.modarith import (
     CLAIMS,
     SUBSET_LABELS,
     SUBSETS,
-    Config,
     measure,
     noisy_first,
     sweep_judged,
@@ -133,7 +136,7 @@ from memlib.tables import save_table
 
 STUDY = "02_modular_arithmetic_noise"
 pd.set_option("display.width", 160)
-config = from_namespace(Config, globals())
+config = notebook_config("modarith", globals())
 start = time.time()
 # At full scale this reads what `memlib run` computed (see the README) and names the
 # command to run if a result is missing; below full scale it computes, cached.

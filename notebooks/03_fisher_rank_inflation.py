@@ -66,25 +66,29 @@
 # 0-2 and before these seeds were run; the claims section says what changed.
 
 # %% tags=["parameters"]
-# The scale; papermill injects every setting of the study's Config after this cell (its
-# defaults are the small run, params/<scale>/03_fisher_rank_inflation.yaml holds what differs).
+# The scale: "smoke", "small" or "full", each its own preset
+# (params/<scale>/03_fisher_rank_inflation.yaml). To change a setting, add a line here,
+# e.g. `seeds = [0, 1]`, and run this cell and the ones below; a line you
+# delete no longer counts. papermill injects every setting after this cell.
 scale = "small"
 
 # %%
+# memlib first: importing it pins the instruction set numpy and torch then use
+from memlib.pipeline import notebook_config, study_results
+
+# isort: split
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
 from memlib.claims import Estimate, evaluate, write
-from memlib.config import from_namespace
-from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import claims_markdown, listing, num, pct, pct_span, pm, span, spread_phrase
-from memlib.studies.fisher import CLAIMS, Config, collapse_gap, measure
+from memlib.studies.fisher import CLAIMS, collapse_gap, measure
 from memlib.tables import save_table
 
 STUDY = "03_fisher_rank_inflation"
-config = from_namespace(Config, globals())
+config = notebook_config("fisher", globals())
 # At full scale this reads what `memlib run` computed (see the README) and names the
 # command to run if a result is missing; below full scale it computes, cached.
 results = study_results("fisher", config, scale)

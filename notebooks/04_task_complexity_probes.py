@@ -102,11 +102,17 @@
 #   `standin_seeds`, are probed the same way, as a **stand-in**, not a reproduction.
 
 # %% tags=["parameters"]
-# The scale; papermill injects every setting of the study's Config after this cell (its
-# defaults are the small run, params/<scale>/04_task_complexity_probes.yaml holds what differs).
+# The scale: "smoke", "small" or "full", each its own preset
+# (params/<scale>/04_task_complexity_probes.yaml). To change a setting, add a line here,
+# e.g. `seeds = [0, 1]`, and run this cell and the ones below; a line you
+# delete no longer counts. papermill injects every setting after this cell.
 scale = "small"
 
 # %%
+# memlib first: importing it pins the instruction set numpy and torch then use
+from memlib.pipeline import notebook_config, study_results
+
+# isort: split
 import time
 
 import numpy as np
@@ -115,15 +121,13 @@ from IPython.display import Markdown, display
 
 from memlib import data
 from memlib.claims import Estimate, evaluate, write
-from memlib.config import from_namespace
-from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import claims_markdown, listing, num, pm, span
-from memlib.studies.probes import CLAIMS, Config, layer_estimates, measure
+from memlib.studies.probes import CLAIMS, layer_estimates, measure
 from memlib.tables import save_table
 
 STUDY = "04_task_complexity_probes"
-config = from_namespace(Config, globals())
+config = notebook_config("probes", globals())
 start = time.time()
 # At full scale this reads what `memlib run` computed (see the README) and names the
 # command to run if a result is missing; below full scale it computes, cached.

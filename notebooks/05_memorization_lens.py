@@ -90,25 +90,30 @@
 # er does not peak and then fall inside training) gives *precondition failed*.
 
 # %% tags=["parameters"]
-# The scale; papermill injects every setting of the study's Config after this cell (its
-# defaults are the small run, params/<scale>/05_memorization_lens.yaml holds what differs).
+# The scale: "smoke", "small" or "full", each its own preset
+# (params/<scale>/05_memorization_lens.yaml). To change a setting, add a line here,
+# e.g. `seeds = [0, 1]`, and run this cell and the ones below; a line you
+# delete no longer counts. papermill injects every setting after this cell.
 scale = "small"
 
 # %%
+# memlib first: importing it pins the instruction set numpy and torch then use
+from memlib.pipeline import notebook_config, study_results
+
+# isort: split
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
 from memlib.claims import evaluate, write
-from memlib.config import from_namespace, to_dict
-from memlib.pipeline import study_results
+from memlib.config import to_dict
 from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import claims_markdown, listing, markdown_table, num, span
 from memlib.studies import lens, rlp
 from memlib.tables import save_table
 
 STUDY = "05_memorization_lens"
-config = from_namespace(lens.Config, globals())
+config = notebook_config("lens", globals())
 # At full scale this reads what `memlib run lens` computed; below it computes, cached.
 results = study_results("lens", config, scale)
 runs, examples, layers, curves = (results[k] for k in ("runs", "examples", "layers", "curves"))
