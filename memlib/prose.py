@@ -8,6 +8,7 @@ these helpers, never typed by hand.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 
 import numpy as np
@@ -112,3 +113,73 @@ def claims_markdown(table) -> str:
     """A study's claims table (memlib.claims.evaluate) as a full Markdown table: each claim's
     number, verdict (with its whole reason) and rule."""
     return markdown_table(table[CLAIM_COLUMNS])
+
+
+# ---- why a claim reads as it does ----------------------------------------------------------
+
+EXPLAINED = ("does not hold", "precondition failed")  # every such row is explained in prose
+
+
+def _top_level(text: str) -> list[str]:
+    """`text` split at the commas outside brackets and parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += (char in "([") - (char in ")]")
+        if char == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def claim_values(ours: str, prefix: str = "") -> dict[str, str]:
+    """A claims row's measured values (its `ours` cell, `a=1, b=(c=2, d=[3, 4])`) as a flat
+    mapping of names (`a`, `b.c`, `b.d`) to the values as the row shows them."""
+    found = {}
+    for part in _top_level(ours or ""):
+        key, sep, value = part.partition("=")
+        if not sep:
+            continue
+        name = prefix + key.strip()
+        inner = value.strip()
+        if inner.startswith("(") and inner.endswith(")") and "=" in inner:
+            found.update(claim_values(inner[1:-1], name + "."))
+        else:
+            found[name] = inner
+    return found
+
+
+def fill(template: str, values: dict[str, str]) -> str | None:
+    """`template` with each `{name}` replaced by that measured value; None when a value it
+    names was not measured (a smaller scale measures less), so nothing is said of it."""
+    names = re.findall(r"\{([^{}]+)\}", template)
+    if any(name not in values or values[name].startswith("nan") for name in names):
+        return None
+    return re.sub(r"\{([^{}]+)\}", lambda m: values[m[1]], template)
+
+
+def why_anchor(claim_id: str) -> str:
+    """The HTML id of the paragraph that explains a claim's verdict (the book links it)."""
+    return "why-" + re.sub(r"[^A-Za-z0-9_-]+", "-", claim_id)
+
+
+def explanations(table, why: dict[str, str]) -> str:
+    """A paragraph for every claim of `table` (memlib.claims.evaluate) that does not hold or
+    whose precondition failed, and every other claim `why` names: the paper's statement, our
+    number against the rule, the verdict with its reason, then `why[id]` filled with the
+    row's measured values (`{name}` as claim_values names them)."""
+    paragraphs = []
+    for row in table.itertuples(index=False):
+        kind = row.verdict.split(":")[0].strip()
+        if kind not in EXPLAINED and row.id not in why:
+            continue
+        values = {**claim_values(row.ours), "headline": row.headline or ""}
+        ours = (f"ours is {row.headline}" if row.headline and not row.headline.startswith("nan")
+                else "there is no number to judge")
+        reason = row.verdict.partition(":")[2].strip()
+        text = (f'<a id="{why_anchor(row.id)}"></a>**Why `{row.id}` reads *{kind}*.** '
+                f"The claim: {row.statement.rstrip('.')}. The rule: {row.rule.split(';')[0]}; "
+                f"{ours}" + (f"; what failed: {reason}." if reason else "."))
+        extra = fill(why.get(row.id, ""), values)
+        paragraphs.append(text + (f" {extra}" if extra else ""))
+    return "\n\n".join(["### Why these verdicts", *paragraphs]) if paragraphs else ""

@@ -83,7 +83,17 @@ from IPython.display import Markdown, display
 
 from memlib.claims import Estimate, evaluate, write
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import claims_markdown, listing, num, pct, pct_span, pm, span, spread_phrase
+from memlib.prose import (
+    claims_markdown,
+    explanations,
+    listing,
+    num,
+    pct,
+    pct_span,
+    pm,
+    span,
+    spread_phrase,
+)
 from memlib.studies.fisher import CLAIMS, collapse_gap, measure
 from memlib.tables import save_table
 
@@ -556,3 +566,10 @@ measured = measure(results, config)
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
 display(Markdown(claims_markdown(table)))
+
+# %% [markdown]
+# Each claim that does not hold, or whose precondition failed, is explained below from its
+# measured values (and any verdict that hinges on how a rule reads the paper).
+
+# %% tags=["remove-input"]
+display(Markdown(explanations(table, {})))

@@ -108,7 +108,7 @@ from IPython.display import Markdown, display
 from memlib.claims import evaluate, write
 from memlib.config import to_dict
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import claims_markdown, listing, markdown_table, num, span
+from memlib.prose import claims_markdown, explanations, listing, markdown_table, num, span
 from memlib.studies import lens, rlp
 from memlib.tables import save_table
 
@@ -469,6 +469,24 @@ measured = lens.measure(results)
 claims_table = evaluate(lens.claims_for(config), measured)
 write(claims_table, STUDY, scale)
 display(Markdown(claims_markdown(claims_table)))
+
+# %% [markdown]
+# Each claim that does not hold, or whose precondition failed, is explained below from its
+# measured values (and any verdict that hinges on how a rule reads the paper).
+
+# %% tags=["remove-input"]
+display(Markdown(explanations(claims_table, {
+    "er_peaks_first_fashion_mnist": (
+        "er peaks inside training and falls by {fall_after_peak} of its peak after it, but "
+        "the deepest head does not rise above the same head on frozen features in every run "
+        "(its final excess is {excess} points), so there is no half-way epoch to compare "
+        "er's peak with."),
+    "memorizing_layer_breaks_first_fashion_mnist": (
+        "It holds by {margin} points: {layer}, the layer with the largest excess, is less "
+        "robust than {rival}. That excess is {excess} points, below the 10-point "
+        "memorization target notebook 01 sets; this MLP memorizes little per layer, so the "
+        "layer the rule names is the most memorizing of weakly memorizing layers."),
+})))
 
 # %% [markdown]
 # ## What the agreement means, and what it cannot say
