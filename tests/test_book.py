@@ -463,3 +463,59 @@ def test_links_to_a_figure_name_it_by_its_number_and_a_table_by_its_name():
         '<a href="01_random_label_heads/01_random_label_heads.html#fig-fig2-a">Figure 1.1</a> '
         '<a href="01_random_label_heads/01_random_label_heads.html#fig-lambda-sweep">'
         'lambda_sweep</a>')
+
+
+# --- the landing page: the results as sentences, read back from claims.csv --------------------
+
+
+def published_studies():
+    from memlib import STUDIES
+
+    studies, manifests = {}, {}
+    for stem in STUDIES.values():
+        folder = ROOT / "figures" / stem
+        studies[stem] = (stem, book.read_claims(folder / "claims.csv"))
+        manifests[stem] = json.loads((folder / "manifest.json").read_text())
+    return studies, manifests
+
+
+def test_the_landing_page_states_every_published_claim_with_its_verdict_and_totals():
+    import html as htmllib
+
+    studies, manifests = published_studies()
+    page = htmllib.unescape(book.results_page(studies, manifests, {}, {}, "small"))
+    rows = [c for _, claims in studies.values() for c in claims]
+    for c in rows:
+        sentence = f"{book.verdict_kind(c['verdict'])}</span> {c['statement']}"
+        assert sentence in page, c["id"]
+        assert book.shown_number(c["headline"]) in page
+    papers = [c for c in rows if c["scope"] == "paper"]
+    kinds = [book.verdict_kind(c["verdict"]) for c in papers]
+    printed = re.search(r"The papers' claims at the `small` scale: (.*?)\.\*\*", page)[1]
+    assert printed == ", ".join(f"{kinds.count(k)} {k}" for k in book.ORDER) + (
+        f" ({len(papers)} in all)")
+    assert "nan (n=0)" not in page and "our questions, not a paper's" in page
+
+
+def test_surprises_link_their_explanation_or_else_the_claims_section():
+    studies = {"04_x": ("X", [claim(id="a", verdict="does not hold", statement="A."),
+                              claim(id="b", statement="B."), claim(id="c", statement="C.")])}
+    page = book.results_page(studies, {"04_x": {}}, {}, {"04_x": {"c"}}, "smoke")
+    surprises = page[page.index("### Surprises"):]
+    assert 'href="figures/04_x/04_x.html#claims"' in surprises  # a: no paragraph yet
+    assert 'href="figures/04_x/04_x.html#why-c"' in surprises  # c: the notebook explains it
+    assert "<code>b</code>" not in surprises
+    nb = tiny_notebook(("code", {}, "x"))
+    nb["cells"][0]["outputs"] = [{"data": {"text/markdown": ['<a id="why-c"></a>**Why']}}]
+    assert book.explained_ids(nb) == {"c"}
+
+
+def test_paper_scale_rows_name_their_own_dataset_not_the_notebooks():
+    one = {"data": {"fashion_mnist": "x"}}
+    assert book.dataset_of(claim(id="imagenet_rlp", verdict="not run at this scale"), one) == (
+        "ImageNet")
+    assert book.dataset_of(claim(id="tails", verdict="not run at this scale",
+                                 statement="On CIFAR-100 tails suffer."), one) == "CIFAR-100"
+    assert book.dataset_of(claim(id="x", verdict="not run at this scale"), one) == "see notebook"
+    assert book.threshold("lead >= 0 (half-way), decided by t; requires fit") == (
+        "lead >= 0, decided by t")
