@@ -281,7 +281,8 @@ def notebooks_table(rows: list[str], scale: str, devices: list[str]) -> str:
 
 
 def toctree(studies: list[str]) -> str:
-    entries = [GLANCE] + [f"figures/{s}/{s}" for s in studies] + ["figures/CLAIMS", "glossary"]
+    entries = [GLANCE] + [f"figures/{s}/{s}" for s in studies] + ["figures/CLAIMS", "teachers",
+                                                                  "glossary"]
     return "\n".join(["```{toctree}", ":hidden:", ":maxdepth: 2", "", *entries, "```", ""])
 
 
@@ -536,6 +537,60 @@ def results_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str
     return "\n".join(lines) + "\n"
 
 
+# ---- the teachers' page: what a lesson costs, from the manifests ----------------------------
+
+LESSON_MINUTES = 90
+SHORT_EXERCISE = 10 * 60  # seconds: an exercise a lesson can afford
+EXERCISE_TIME = re.compile(r"\*\*Run time:\*\*\s*(?:at most\s+)?about\s+(\d+)\s*(s|min)\b")
+
+
+def exercise_times(notebook: dict) -> list[tuple[str, float]]:
+    """Each "Try this" exercise of `notebook`: its bold title and its stated run time."""
+    section = next(("".join(c["source"]) for c in notebook["cells"]
+                    if c["cell_type"] == "markdown" and EXERCISES in "".join(c["source"])), "")
+    found = []
+    for item in re.split(r"^\d+\. ", section, flags=re.M)[1:]:
+        name = re.match(r"\*\*(.+?)\*\*", item)
+        time_ = EXERCISE_TIME.search(item)
+        if name and time_:
+            found.append((name[1].rstrip("."),
+                          int(time_[1]) * (60 if time_[2] == "min" else 1)))
+    return found
+
+
+def teachers_times(notebooks: dict[str, dict], manifests: dict[str, dict]) -> str:
+    """The teachers' page's numbers, each from the notebooks' manifests: the kit's commit,
+    what each notebook costs cold and with the kit, and a lesson plan from the exercises that
+    fit."""
+    commits = sorted({str(m.get("git_sha", "unrecorded"))[:7] for m in manifests.values()})
+    entries = sum(int(m.get("cache_entries") or 0) for m in manifests.values())
+    lines = [f"The published results were computed at commit `{', '.join(commits)}` (named in "
+             f"each notebook's `manifest.json`); a kit made from them holds {entries} cached "
+             "results.", "",
+             "| notebook | cold compute | with the kit (the whole notebook) |", "|---|---|---|"]
+    for study, manifest in manifests.items():
+        lines.append(f"| {study[:2]} | {duration(cold_seconds(manifest))} | "
+                     f"{duration(float(manifest['wall_seconds']))} |")
+    lines += ["", f"## A {LESSON_MINUTES}-minute lab", "",
+              "Each notebook loads from the kit in the time above; the exercises that fit a "
+              f"lesson run in {SHORT_EXERCISE // 60} minutes or less (their times are the "
+              "notebooks' own estimates from the measured cost of the runs they add):", ""]
+    left, step = LESSON_MINUTES * 60, 1
+    for study, notebook in notebooks.items():
+        short = [(name, t) for name, t in exercise_times(notebook) if t <= SHORT_EXERCISE]
+        load = float(manifests[study]["wall_seconds"])
+        reading = 12 * 60  # reading a notebook's figures and claims with the class
+        if not short or left < reading + load + short[0][1]:
+            continue
+        name, cost = short[0]
+        left -= reading + load + cost
+        lines.append(f"{step}. **Notebook {study[:2]}** ({duration(reading)} reading, "
+                     f"{duration(load)} to load): exercise *{name}*, {duration(cost)}.")
+        step += 1
+    lines += ["", f"That leaves {duration(left)} for discussion.", ""]
+    return "\n".join(lines)
+
+
 FIGURE_FILE_LINK = re.compile(r"\[([\w-]+)\]\((\d\d_\w+)/\1\.(?:png|md)\)")
 
 
@@ -607,6 +662,7 @@ def source_tree(scale: str, src: Path) -> None:
                         "shows the executed notebooks, it does not run them)")
     shutil.copytree(PAGES, src)
     rows, devices, judged, manifests, numbers, explained = [], [], {}, {}, {}, {}
+    notebooks = {}
     for study in studies:
         notebook = read_notebook(published_notebook(study, scale))
         folder = src / "figures" / study
@@ -622,6 +678,7 @@ def source_tree(scale: str, src: Path) -> None:
         devices.append(manifests[study].get("device", "an unrecorded device"))
         judged[study] = (title(notebook, study), claims_rows)
         explained[study] = explained_ids(notebook)
+        notebooks[study] = notebook
     (src / "figures" / "CLAIMS.md").write_text(claims_page(claims.read_text(encoding="utf-8"),
                                                           numbers))
     (src / f"{GLANCE}.md").write_text(glance_page(judged, manifests, scale, numbers))
@@ -633,6 +690,7 @@ def source_tree(scale: str, src: Path) -> None:
     (generated / "verdicts.md").write_text(worked_verdicts(judged))
     (generated / "notebooks.md").write_text(notebooks_table(rows, scale, devices))
     (generated / "toctree.md").write_text(toctree(studies))
+    (generated / "teachers.md").write_text(teachers_times(notebooks, manifests))
 
 
 def sphinx(src: Path, work: Path) -> Path:

@@ -519,3 +519,31 @@ def test_paper_scale_rows_name_their_own_dataset_not_the_notebooks():
     assert book.dataset_of(claim(id="x", verdict="not run at this scale"), one) == "see notebook"
     assert book.threshold("lead >= 0 (half-way), decided by t; requires fit") == (
         "lead >= 0, decided by t")
+
+
+# --- the teachers' page: every run time from the manifests ------------------------------------
+
+
+def test_the_teachers_page_takes_every_time_from_the_manifests():
+    _, manifests = published_studies()
+    notebooks = {s: json.loads((ROOT / "figures" / s / f"{s}.ipynb").read_text())
+                 for s in manifests}
+    text = book.teachers_times(notebooks, manifests)
+    for study, manifest in manifests.items():
+        row = next(line for line in text.splitlines() if line.startswith(f"| {study[:2]} |"))
+        assert row == (f"| {study[:2]} | {book.duration(book.cold_seconds(manifest))} | "
+                       f"{book.duration(float(manifest['wall_seconds']))} |")
+        assert str(manifest["git_sha"])[:7] in text
+    plan = text[text.index("-minute lab"):]
+    assert re.findall(r"^\d+\. \*\*Notebook", plan, re.M)  # a plan, from exercises that fit
+    assert all(book.duration(t) in plan for s in notebooks for name, t in
+               book.exercise_times(notebooks[s])[:1] if t <= book.SHORT_EXERCISE and name in plan)
+    slower = {s: {**m, "wall_seconds": 10_000} for s, m in manifests.items()}
+    assert "**Notebook" not in book.teachers_times(notebooks, slower)  # nothing fits: no plan
+
+
+def test_no_page_of_the_book_types_a_run_time():
+    typed = re.compile(r"\b\d+(?:\.\d+)?\s*(?:s|min|minutes|h|hours)\b(?! reading)")
+    for page in (ROOT / "book").glob("*.md"):
+        text = re.sub(r"(?s)```.*?```", "", page.read_text())
+        assert not typed.findall(text), (page.name, typed.findall(text))
