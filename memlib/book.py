@@ -280,9 +280,13 @@ def notebooks_table(rows: list[str], scale: str, devices: list[str]) -> str:
         "| | notebook | cold compute | data |", "|---|---|---|---|", *rows, ""])
 
 
+# the manual's pages, which README.md links (book/<page>.md, readable on a code host too)
+MANUAL = ("running", "scales", "data", "full-scale", "reading-claims", "layout")
+
+
 def toctree(studies: list[str]) -> str:
-    entries = [GLANCE] + [f"figures/{s}/{s}" for s in studies] + ["figures/CLAIMS", "teachers",
-                                                                  "glossary"]
+    entries = ([GLANCE] + [f"figures/{s}/{s}" for s in studies]
+               + ["figures/CLAIMS", "teachers", *MANUAL, "glossary"])
     return "\n".join(["```{toctree}", ":hidden:", ":maxdepth: 2", "", *entries, "```", ""])
 
 

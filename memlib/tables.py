@@ -11,7 +11,14 @@ from memlib.process import atomic_write_bytes
 
 
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
-    return df.to_markdown(index=False, floatfmt=floatfmt) + "\n"
+    """`df` as a Markdown table; a "|" inside a cell is escaped, so it stays in its column."""
+    escaped = df.copy()
+    for column in escaped.columns:
+        if any(isinstance(v, str) for v in escaped[column]):
+            escaped[column] = [v.replace("|", "\\|") if isinstance(v, str) else v
+                               for v in escaped[column]]
+    escaped.columns = [str(c).replace("|", "\\|") for c in escaped.columns]
+    return escaped.to_markdown(index=False, floatfmt=floatfmt) + "\n"
 
 
 def save_table(df: pd.DataFrame, name: str, study: str, scale: str = DEFAULT_SCALE
