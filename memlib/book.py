@@ -26,6 +26,7 @@ from pathlib import Path
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
 from memlib.claims import FAILS, HOLDS, NOT_RUN, PRECONDITION, WITHIN_NOISE, claim_dataset
 from memlib.pipeline import folder_lock, swap_in
+from memlib.prose import duration
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
@@ -245,14 +246,6 @@ def cold_seconds(manifest: dict) -> float:
     manifest records it (runs computed two at a time count both), else the wall time of the
     run that published it."""
     return float(manifest.get("compute_seconds", manifest["wall_seconds"]))
-
-
-def duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def data_needed(manifest: dict) -> str:
@@ -548,12 +541,30 @@ SHORT_EXERCISE = 10 * 60  # seconds: an exercise a lesson can afford
 EXERCISE_TIME = re.compile(r"\*\*Run time:\*\*\s*(?:at most\s+)?about\s+(\d+)\s*(s|min)\b")
 
 
+def exercises_text(notebook: dict) -> str:
+    """The "Try this" section of `notebook`: its heading cell and the Markdown that the code
+    cells under it display (the exercises, whose run times come from the cache entries the
+    run used), up to the next text cell."""
+    texts, inside = [], False
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            if inside:
+                break
+            inside = EXERCISES in source
+            if inside:
+                texts.append(source)
+        elif inside:
+            texts += ["".join(output.get("data", {}).get("text/markdown", ""))
+                      for output in cell.get("outputs", [])]
+    return "\n".join(texts)
+
+
 def exercise_times(notebook: dict) -> list[tuple[str, float]]:
-    """Each "Try this" exercise of `notebook`: its bold title and its stated run time."""
-    section = next(("".join(c["source"]) for c in notebook["cells"]
-                    if c["cell_type"] == "markdown" and EXERCISES in "".join(c["source"])), "")
+    """Each "Try this" exercise of `notebook`: its bold title and its run time, as the
+    notebook computed it from its cache entries."""
     found = []
-    for item in re.split(r"^\d+\. ", section, flags=re.M)[1:]:
+    for item in re.split(r"^\d+\. ", exercises_text(notebook), flags=re.M)[1:]:
         name = re.match(r"\*\*(.+?)\*\*", item)
         time_ = EXERCISE_TIME.search(item)
         if name and time_:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from memlib import cache
 from memlib.claims import Estimate
 
 DASH = "–"
@@ -183,3 +184,45 @@ def explanations(table, why: dict[str, str]) -> str:
         extra = fill(why.get(row.id, ""), values)
         paragraphs.append(text + (f" {extra}" if extra else ""))
     return "\n\n".join(["### Why these verdicts", *paragraphs]) if paragraphs else ""
+
+
+# ---- what an exercise costs, from the cache entries this kernel used -----------------------
+
+PROCESSES = 2  # runs computed side by side, as `make figures` computes them on two cores
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a reader counts them: '70 s', '6 min', '1.5 h'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def entry_seconds(*names: str, ledger: dict[str, float | None] | None = None) -> list[float]:
+    """The cold compute seconds of each cache entry this kernel used (`memlib.cache.ledger`,
+    or `ledger`), of the computations `names` (every entry when none): what the entry cost
+    when it was computed, even when it loaded now. Entries that stored no time are left out."""
+    ledger = cache.ledger if ledger is None else ledger
+    return [float(s) for entry, s in ledger.items()
+            if s is not None and (not names or entry.rsplit("-", 1)[0] in names)]
+
+
+def run_time(seconds: float, at_most: bool = False, processes: int = PROCESSES) -> str:
+    """An exercise's run time from the `seconds` of compute it repeats, `processes` at a
+    time: 'about 6 min on 2 cores'; without a measured cost it says so instead of a number."""
+    if not seconds or math.isnan(seconds):
+        return "not measured (no cache entry of this kernel recorded its cost)"
+    bound = "at most about" if at_most else "about"
+    return f"{bound} {duration(seconds / processes)} on {processes} cores"
+
+
+def cost_of(seconds: Iterable[float]) -> str:
+    """What measured entries cost, for an exercise's reasons: '980 s of compute, 76–128 s
+    each' (the range only for more than one entry)."""
+    seconds = list(seconds)
+    if not seconds:
+        return "no measured compute"
+    each = f", {span(seconds, 0, unit=' s')} each" if len(seconds) > 1 else ""
+    return f"{duration(sum(seconds))} of compute{each}"

@@ -134,13 +134,16 @@ from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import (
     beyond,
     claims_markdown,
+    cost_of,
     direction,
+    entry_seconds,
     explanations,
     listing,
     num,
     pct,
     pct_span,
     pm,
+    run_time,
     spread_phrase,
 )
 from memlib.studies.rlp import (
@@ -767,72 +770,78 @@ changes test accuracy by {pm(gain["gain"], 1)} points
 # from the cache). `MEMLIB_FIGURES` sends its figures and tables to a scratch folder, so the
 # published ones stay as they are; the executed notebook lands in
 # `build/small/01_random_label_heads.ipynb`.
-#
-# 1. **A longer λ grid.** The sweep runs one λ per grid (3); the paper sweeps λ on a log
-#    grid and finds test accuracy best at an intermediate λ, with the regularized layer's
-#    random-label accuracy falling as λ grows. The sweep pilot's table above shows λ = 10
-#    still training on seed 0 (96.7% of the labels fitted).
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/01_random_label_heads.py --set "lambdas=[3,10,30]"
-#    ```
-#    **Run time:** about 6 min on 2 cores: 10 new runs (2 λ × 5 seeds) at about 70 s each,
-#    the measured cost of one 60-epoch SmallCNN run of this notebook (50–128 s), two at a
-#    time.
-#    <details><summary>Answer</summary>
-#
-#    Expect the last block's head to sink further below its frozen baseline as λ grows, and
-#    the train accuracy to say where the network stops fitting its flipped labels: the rules
-#    then judge at the largest λ that keeps every seed at 90%. Look at the bottom-left panel
-#    of Figure 1.5 for the paper's shift: earlier blocks gaining what the last one loses.
-#    </details>
-# 2. **Less label noise.** The paper's noise claim says the regularizer helps consistently
-#    under label noise; with 20% noise there are fewer wrong labels to memorize.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/01_random_label_heads.py --set noise=0.2 --set "noise_rates=[0.2]"
-#    ```
-#    **Run time:** at most about 22 min on 2 cores: every training run sees other labels, so
-#    at most the notebook's whole measured cold compute (about 45 min of compute for its 45
-#    results) is spent again, two runs at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect higher test accuracy at every λ and, if the paper holds at this scale, a test gain
-#    from the best λ in Figure 1.7; expect the random-label excess of Figure 1.1 to shrink as
-#    well.
-#    </details>
-# 3. **No label noise.** The pilot above found that a clean network collapses its classes in
-#    deep layers and its heads fall below the frozen baseline.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/01_random_label_heads.py --set noise=0.0 --set "noise_rates=[0.0]"
-#    ```
-#    **Run time:** at most about 22 min on 2 cores, as for the previous exercise: at most the
-#    notebook's whole measured cold compute (about 45 min of compute), two runs at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect the variance ratio of Figure 1.2 to fall well below its value at initialisation
-#    in the last layers, and the depth trend of Figure 1.1 to weaken or reverse: without
-#    labels to memorize, little sample-specific information is left for a random-label head
-#    to read.
-#    </details>
-# 4. **The sampling experiment.** Left out at this scale for its cost: four more runs per seed
-#    on clean labels (30% and all of the training set, with and without the best λ) and two
-#    on a long-tailed subset.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/01_random_label_heads.py --set sampling_experiment=true
-#    ```
-#    **Run time:** at most about 18 min on 2 cores: 30 new runs (6 per seed × 5 seeds) at
-#    most about 70 s each, the measured cost of one 60-epoch SmallCNN run on all 1,000
-#    images, two at a time (the 30% and long-tailed subsets train on fewer images and cost
-#    less).
-#    <details><summary>Answer</summary>
-#
-#    Expect Figure 1.6 and the `sampling` and `tails` rows to appear, most likely *within noise*
-#    with five seeds: on earlier runs each sampling arm would have needed 13 or more seeds and
-#    the tails difference about 12. The note of each row says how many these runs need.
-#    </details>
+
+# %%
+sweep_runs = entry_seconds("rlp_run")
+run_each = sum(sweep_runs) / max(len(sweep_runs), 1)
+display(Markdown(rf"""
+1. **A longer λ grid.** The sweep runs one λ per grid (3); the paper sweeps λ on a log
+   grid and finds test accuracy best at an intermediate λ, with the regularized layer's
+   random-label accuracy falling as λ grows. The sweep pilot's table above shows λ = 10
+   still training on seed 0 (96.7% of the labels fitted).
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/01_random_label_heads.py --set "lambdas=[3,10,30]"
+   ```
+   **Run time:** {run_time(2 * len(config.seeds) * run_each)}: {2 * len(config.seeds)} new
+   runs (2 λ × {len(config.seeds)} seeds) at the measured cost of one training run of this
+   notebook ({cost_of(sweep_runs)}), two at a time.
+   <details><summary>Answer</summary>
+
+   Expect the last block's head to sink further below its frozen baseline as λ grows, and
+   the train accuracy to say where the network stops fitting its flipped labels: the rules
+   then judge at the largest λ that keeps every seed at 90%. Look at the bottom-left panel
+   of Figure 1.5 for the paper's shift: earlier blocks gaining what the last one loses.
+   </details>
+2. **Less label noise.** The paper's noise claim says the regularizer helps consistently
+   under label noise; with 20% noise there are fewer wrong labels to memorize.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/01_random_label_heads.py --set noise=0.2 --set "noise_rates=[0.2]"
+   ```
+   **Run time:** {run_time(sum(entry_seconds()), at_most=True)}: every training run sees
+   other labels, so at most the notebook's whole measured cold compute
+   ({cost_of([sum(entry_seconds())])} for its {len(entry_seconds())} results) is spent
+   again, two runs at a time.
+   <details><summary>Answer</summary>
+
+   Expect higher test accuracy at every λ and, if the paper holds at this scale, a test gain
+   from the best λ in Figure 1.7; expect the random-label excess of Figure 1.1 to shrink as
+   well.
+   </details>
+3. **No label noise.** The pilot above found that a clean network collapses its classes in
+   deep layers and its heads fall below the frozen baseline.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/01_random_label_heads.py --set noise=0.0 --set "noise_rates=[0.0]"
+   ```
+   **Run time:** {run_time(sum(entry_seconds()), at_most=True)}, as for the previous
+   exercise: at most the notebook's whole measured cold compute, two runs at a time.
+   <details><summary>Answer</summary>
+
+   Expect the variance ratio of Figure 1.2 to fall well below its value at initialisation
+   in the last layers, and the depth trend of Figure 1.1 to weaken or reverse: without
+   labels to memorize, little sample-specific information is left for a random-label head
+   to read.
+   </details>
+4. **The sampling experiment.** Left out at this scale for its cost: four more runs per seed
+   on clean labels (30% and all of the training set, with and without the best λ) and two
+   on a long-tailed subset.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/01_random_label_heads.py --set sampling_experiment=true
+   ```
+   **Run time:** {run_time(6 * len(config.seeds) * run_each, at_most=True)}:
+   {6 * len(config.seeds)} new runs (6 per seed × {len(config.seeds)} seeds) at most the
+   measured cost of one training run on the whole training set, two at a time (the 30% and
+   long-tailed subsets train on fewer images and cost less).
+   <details><summary>Answer</summary>
+
+   Expect Figure 1.6 and the `sampling` and `tails` rows to appear, most likely *within noise*
+   with five seeds: on earlier runs each sampling arm would have needed 13 or more seeds and
+   the tails difference about 12. The note of each row says how many these runs need.
+   </details>
+"""))
 
 # %% [markdown]
 # ## Claims

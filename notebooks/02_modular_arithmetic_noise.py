@@ -123,7 +123,19 @@ from matplotlib.lines import Line2D
 
 from memlib.claims import Estimate, evaluate, write
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import claims_markdown, direction, explanations, listing, num, pct, pct_span, pm
+from memlib.prose import (
+    claims_markdown,
+    cost_of,
+    direction,
+    entry_seconds,
+    explanations,
+    listing,
+    num,
+    pct,
+    pct_span,
+    pm,
+    run_time,
+)
 from memlib.studies.modarith import (
     CLAIMS,
     SUBSET_LABELS,
@@ -631,52 +643,61 @@ results["analytic"]
 # from the cache). `MEMLIB_FIGURES` sends its figures and tables to a scratch folder, so the
 # published ones stay as they are; the executed notebook lands in
 # `build/small/02_modular_arithmetic_noise.ipynb`.
-#
-# 1. **More noise than the paper's largest rate.** The paper finds the rule inside the net up
-#    to $\alpha = 0.8$.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/02_modular_arithmetic_noise.py --set "alphas=[0.0,0.8,0.9,0.95]"
-#    ```
-#    **Run time:** about 6 min on 2 cores: the main runs (cached together for every noise
-#    rate and seed, measured at 479 s of compute) and the two variants at the largest
-#    $\alpha$ (166 s) are computed again, two runs at a time; the other experiments load from
-#    the cache.
-#    <details><summary>Answer</summary>
-#
-#    Expect the phase error of Figure 2.6 to keep growing with $\alpha$ and the filtered net
-#    $G$ of Figure 2.4 to lose test accuracy once so few clean pairs remain that the rule is
-#    no longer learned underneath the memorization.
-#    </details>
-# 2. **Subtraction instead of addition.** The same Fourier circuit computes $a - b$, with
-#    $\phi_a - \phi_b \approx \phi_c$.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/02_modular_arithmetic_noise.py --set operation=sub
-#    ```
-#    **Run time:** about 10 min on 2 cores: every experiment on the arithmetic task is
-#    computed again (measured 1,111 s of the notebook's 1,234 s of cold compute; the image
-#    runs load from the cache), two runs at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect the same picture as for addition: noisy labels fitted first (Figure 2.2), and a
-#    filtered net that recovers the rule while the raw net memorizes (Figure 2.4).
-#    </details>
-# 3. **A longer budget with stronger weight decay.** Raw-output generalization needs
-#    $\mathrm{lr}\cdot\mathrm{wd}\cdot\mathrm{steps} \gg 1$ (here $10^{-3}\cdot 0.1 \cdot 600$
-#    is far below 1).
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/02_modular_arithmetic_noise.py --set weight_decay=1.0 --set epochs=5000
-#    ```
-#    **Run time:** about 45 min on 2 cores: the main runs and the two variants train 5,000
-#    epochs instead of 600, 8.3 × their measured 645 s of compute, two runs at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect the raw net's test accuracy in Figure 2.1 to climb late in training (grokking)
-#    at low noise, while the noisy labels stay fitted for a while: the coexistence
-#    of memorization and generalization the paper describes.
-#    </details>
+
+# %%
+main_runs, variants = entry_seconds("modarith-main"), entry_seconds("modarith-variant")
+arithmetic = entry_seconds("modarith-main", "modarith-order", "modarith-sweep",
+                           "modarith-variant", "modarith-analysis")
+longer = 5000 / config.epochs
+display(Markdown(rf"""
+1. **More noise than the paper's largest rate.** The paper finds the rule inside the net up
+   to $\alpha = 0.8$.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/02_modular_arithmetic_noise.py --set "alphas=[0.0,0.8,0.9,0.95]"
+   ```
+   **Run time:** {run_time(sum(main_runs) + sum(variants), at_most=True)}: the main runs
+   (cached together for every noise rate and seed, measured at {cost_of(main_runs)}) and
+   the two variants at the largest $\alpha$ (at most their measured {cost_of(variants)})
+   are computed again, two runs at a time; the other experiments load from the cache.
+   <details><summary>Answer</summary>
+
+   Expect the phase error of Figure 2.6 to keep growing with $\alpha$ and the filtered net
+   $G$ of Figure 2.4 to lose test accuracy once so few clean pairs remain that the rule is
+   no longer learned underneath the memorization.
+   </details>
+2. **Subtraction instead of addition.** The same Fourier circuit computes $a - b$, with
+   $\phi_a - \phi_b \approx \phi_c$.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/02_modular_arithmetic_noise.py --set operation=sub
+   ```
+   **Run time:** {run_time(sum(arithmetic))}: every experiment on the arithmetic task is
+   computed again (measured {cost_of([sum(arithmetic)])} of the notebook's
+   {cost_of([sum(entry_seconds())])}; the image runs load from the cache), two runs at a
+   time.
+   <details><summary>Answer</summary>
+
+   Expect the same picture as for addition: noisy labels fitted first (Figure 2.2), and a
+   filtered net that recovers the rule while the raw net memorizes (Figure 2.4).
+   </details>
+3. **A longer budget with stronger weight decay.** Raw-output generalization needs
+   $\mathrm{{lr}}\cdot\mathrm{{wd}}\cdot\mathrm{{steps}} \gg 1$ (here
+   $10^{{-3}}\cdot 0.1 \cdot {config.epochs}$ is far below 1).
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/02_modular_arithmetic_noise.py --set weight_decay=1.0 --set epochs=5000
+   ```
+   **Run time:** {run_time(longer * (sum(main_runs) + sum(variants)))}: the main runs and
+   the two variants train 5,000 epochs instead of {config.epochs}, {num(longer, 1)} × their
+   measured {cost_of([sum(main_runs) + sum(variants)])}, two runs at a time.
+   <details><summary>Answer</summary>
+
+   Expect the raw net's test accuracy in Figure 2.1 to climb late in training (grokking)
+   at low noise, while the noisy labels stay fitted for a while: the coexistence
+   of memorization and generalization the paper describes.
+   </details>
+"""))
 
 # %% [markdown]
 # ## Claims

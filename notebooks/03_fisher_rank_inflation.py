@@ -85,12 +85,15 @@ from memlib.claims import Estimate, evaluate, write
 from memlib.plotting import figure, reference_line, savefig
 from memlib.prose import (
     claims_markdown,
+    cost_of,
+    entry_seconds,
     explanations,
     listing,
     num,
     pct,
     pct_span,
     pm,
+    run_time,
     span,
     spread_phrase,
 )
@@ -471,54 +474,58 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 # from the cache). `MEMLIB_FIGURES` sends its figures and tables to a scratch folder, so the
 # published ones stay as they are; the executed notebook lands in
 # `build/small/03_fisher_rank_inflation.ipynb`.
-#
-# 1. **Another noise rate for the attribution.** The paper reports top-100 enrichment in
-#    corrupted examples at every noise rate it tried.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/03_fisher_rank_inflation.py --set attribution_corruption=0.2
-#    ```
-#    **Run time:** about 12 min on 2 cores: the attribution's noise rate is part of every
-#    run's cache key, so every run is computed again, the attribution arm's too (measured 900 s
-#    of compute for the 25 main runs, 14–54 s a run; the arm's 28 runs about 480 s, projected
-#    from a clean and a 40% run of 14 and 20 s), two at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect the corrupted examples to stay enriched at the top of the attribution, with a
-#    lower precision@100 than at 40% (fewer corrupted examples to find), and a lower peak er.
-#    </details>
-# 2. **Train longer after the fit.** Each run stops a few epochs after it has fitted its
-#    labels (`epochs_after_fit`); the paper's collapse continues while training goes on.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/03_fisher_rank_inflation.py --set epochs_after_fit=40
-#    ```
-#    **Run time:** about 20 min on 2 cores: every run, the attribution arm's too, is computed
-#    again and trains 30 epochs more (measured: 900 s of compute for the 25 main runs at 51
-#    epochs a run on average, about 0.75 s an epoch with er, from the `train_seconds` and
-#    `er_seconds_per_epoch` of the runs table; the arm's 28 runs, projected from a clean and
-#    a 40% run, about 480 s at 45 epochs a run), two at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect the epochs up to the fit, and with them the er peak and the attribution at the
-#    peak, to stay as they are (the same seeds train the same way), and er to keep falling
-#    after the fit, so the collapse of Figure 3.1 deepens.
-#    </details>
-# 3. **Weight decay, which delays memorization.**
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/03_fisher_rank_inflation.py --set weight_decay=5e-4
-#    ```
-#    **Run time:** about 12 to 23 min on 2 cores: every run is computed again (measured 900 s
-#    of compute for the 25 main runs at 51 epochs a run on average, about 480 s projected for
-#    the attribution arm's 28), up to twice as long if weight decay delays the fit toward the
-#    100-epoch cap, two runs at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect a later and lower er peak (Figures 3.1 and 3.2) and slower fitting of the
-#    corrupted labels: within a
-#    fixed budget the collapse may not show at all (the paper's caveat on regularization).
-#    </details>
+
+# %%
+fisher_runs = entry_seconds("fisher-run")
+mean_epochs = float(runs_main["epochs_trained"].mean())
+more_epochs = 40 - (config.epochs_after_fit or 0)
+display(Markdown(rf"""
+1. **Another noise rate for the attribution.** The paper reports top-100 enrichment in
+   corrupted examples at every noise rate it tried.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/03_fisher_rank_inflation.py --set attribution_corruption=0.2
+   ```
+   **Run time:** {run_time(sum(fisher_runs))}: the attribution's noise rate is part of every
+   run's cache key, so every run is computed again, the attribution arm's too (measured
+   {cost_of(fisher_runs)}), two at a time.
+   <details><summary>Answer</summary>
+
+   Expect the corrupted examples to stay enriched at the top of the attribution, with a
+   lower precision@100 than at 40% (fewer corrupted examples to find), and a lower peak er.
+   </details>
+2. **Train longer after the fit.** Each run stops a few epochs after it has fitted its
+   labels (`epochs_after_fit`); the paper's collapse continues while training goes on.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/03_fisher_rank_inflation.py --set epochs_after_fit=40
+   ```
+   **Run time:** {run_time(sum(fisher_runs) * (mean_epochs + more_epochs) / mean_epochs)}:
+   every run, the attribution arm's too, is computed again and trains {more_epochs} epochs
+   more (measured: {cost_of([sum(fisher_runs)])} for {len(fisher_runs)} runs at
+   {num(mean_epochs, 0)} epochs a run on average), two at a time.
+   <details><summary>Answer</summary>
+
+   Expect the epochs up to the fit, and with them the er peak and the attribution at the
+   peak, to stay as they are (the same seeds train the same way), and er to keep falling
+   after the fit, so the collapse of Figure 3.1 deepens.
+   </details>
+3. **Weight decay, which delays memorization.**
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/03_fisher_rank_inflation.py --set weight_decay=5e-4
+   ```
+   **Run time:** {run_time(sum(fisher_runs) * config.epochs / mean_epochs, at_most=True)}:
+   every run is computed again (measured {cost_of([sum(fisher_runs)])} at
+   {num(mean_epochs, 0)} epochs a run on average), each up to the {config.epochs}-epoch cap
+   if weight decay delays its fit, two runs at a time.
+   <details><summary>Answer</summary>
+
+   Expect a later and lower er peak (Figures 3.1 and 3.2) and slower fitting of the
+   corrupted labels: within a
+   fixed budget the collapse may not show at all (the paper's caveat on regularization).
+   </details>
+"""))
 
 # %% [markdown]
 # ## Claims

@@ -122,7 +122,17 @@ from IPython.display import Markdown, display
 from memlib import data
 from memlib.claims import Estimate, evaluate, write
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import claims_markdown, explanations, listing, num, pm, span
+from memlib.prose import (
+    claims_markdown,
+    cost_of,
+    entry_seconds,
+    explanations,
+    listing,
+    num,
+    pm,
+    run_time,
+    span,
+)
 from memlib.studies.probes import CLAIMS, layer_estimates, measure
 from memlib.tables import save_table
 
@@ -752,55 +762,62 @@ if results["distilbert"] is not None:
 # from the cache). `MEMLIB_FIGURES` sends its figures and tables to a scratch folder, so the
 # published ones stay as they are; the executed notebook lands in
 # `build/small/04_task_complexity_probes.ipynb`.
-#
-# 1. **Choose the pairs by SSIM instead of the authors' pairs.**
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/04_task_complexity_probes.py --set pair_choice=ssim
-#    ```
-#    The hard pair becomes the most similar pair and the easy pair the least similar.
-#    **Run time:** at most about 5 min on 2 cores: the chosen pairs' runs and probes are
-#    computed again, at most the notebook's measured cold compute (572 s), two at a time;
-#    the SSIM matrix, the heat maps and the ViT stand-ins load from the cache.
-#    <details><summary>Answer</summary>
-#
-#    Expect the paper's picture to sharpen: the binarized hard model nearer chance, the easy
-#    one nearer its full accuracy (Figure 4.2), and a larger gap between them under null
-#    model B (Figure 4.5).
-#    </details>
-# 2. **The authors' probe scripts, biases left at their random initialisation.**
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/04_task_complexity_probes.py --set reinit_biases=true
-#    ```
-#    **Run time:** at most about 5 min on 2 cores: the setting is part of the cache key of
-#    every pair's runs and of the heat maps, so at most the notebook's measured cold compute
-#    (572 s) is spent again, two computations at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect lower accuracies under every probe (Figures 4.2 and 4.6), most of all for the
-#    hard pair, whose
-#    decision boundary depends on fine adjustments the trained biases provide; the qualitative
-#    picture (sign structure suffices for easy tasks, not for hard ones) should remain.
-#    </details>
-# 3. **Half the runs per pair, 10.**
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/04_task_complexity_probes.py \
-#        --set "seeds=[$(seq -s, 500 509)]"
-#    ```
-#    These are the first ten of this notebook's twenty seeds; a pair's runs are cached
-#    together, as one stack of seeds, so every pair trains its ten runs again (the heat maps,
-#    which use the first three seeds, load from the cache).
-#    **Run time:** about 4 min on 2 cores: the part of the measured cold compute that grows
-#    with the runs (about 36 s a run over the four pairs) × 10, two computations at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect wider 95% intervals (about √2 wider, and a larger Student-t multiplier), so that
-#    rules decided here by a margin close to their interval fall back *within noise*; each
-#    such row's note says how many runs would decide it again. The means move within
-#    today's intervals.
-#    </details>
+
+# %%
+pair_runs = entry_seconds("probes-train")
+per_seed = sum(pair_runs) / len(config.seeds)
+cold = sum(entry_seconds())
+display(Markdown(rf"""
+1. **Choose the pairs by SSIM instead of the authors' pairs.**
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/04_task_complexity_probes.py --set pair_choice=ssim
+   ```
+   The hard pair becomes the most similar pair and the easy pair the least similar.
+   **Run time:** {run_time(cold, at_most=True)}: the chosen pairs' runs and probes are
+   computed again, at most the notebook's measured cold compute ({cost_of([cold])}), two at
+   a time; the SSIM matrix, the heat maps and the ViT stand-ins load from the cache.
+   <details><summary>Answer</summary>
+
+   Expect the paper's picture to sharpen: the binarized hard model nearer chance, the easy
+   one nearer its full accuracy (Figure 4.2), and a larger gap between them under null
+   model B (Figure 4.5).
+   </details>
+2. **The authors' probe scripts, biases left at their random initialisation.**
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/04_task_complexity_probes.py --set reinit_biases=true
+   ```
+   **Run time:** {run_time(cold, at_most=True)}: the setting is part of the cache key of
+   every pair's runs and of the heat maps, so at most the notebook's measured cold compute
+   is spent again, two computations at a time.
+   <details><summary>Answer</summary>
+
+   Expect lower accuracies under every probe (Figures 4.2 and 4.6), most of all for the
+   hard pair, whose
+   decision boundary depends on fine adjustments the trained biases provide; the qualitative
+   picture (sign structure suffices for easy tasks, not for hard ones) should remain.
+   </details>
+3. **Half the runs per pair, 10.**
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/04_task_complexity_probes.py \
+       --set "seeds=[$(seq -s, 500 509)]"
+   ```
+   These are the first ten of this notebook's twenty seeds; a pair's runs are cached
+   together, as one stack of seeds, so every pair trains its ten runs again (the heat maps,
+   which use the first three seeds, load from the cache).
+   **Run time:** {run_time(10 * per_seed)}: the pairs' training, measured at
+   {cost_of([per_seed])} a run over the {len(pair_runs)} pairs, × 10, two computations at a
+   time.
+   <details><summary>Answer</summary>
+
+   Expect wider 95% intervals (about √2 wider, and a larger Student-t multiplier), so that
+   rules decided here by a margin close to their interval fall back *within noise*; each
+   such row's note says how many runs would decide it again. The means move within
+   today's intervals.
+   </details>
+"""))
 
 # %% [markdown]
 # ## Claims

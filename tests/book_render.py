@@ -204,7 +204,11 @@ FIGURE_REFS = re.compile(r"\bFigures? (\d+\.\d+(?:(?:, | and | or | to )\d+\.\d+
 # a figure cited by a bare "Fig. 2": the paper's numbering unless it says so, or none at all
 BARE_FIG = re.compile(r"(?<!paper's )\bFigs?\.\s*\d+\w*")
 SAVES_FIGURE = re.compile(r"\bsavefig\([^,]+,\s*f?[\"']([^\"']+)")
-RUN_TIME = re.compile(r"\*\*Run time:\*\*\s*(?:at most\s+)?about\s+\d+")
+# an exercise's run time: as the executed notebook shows it, or computed in its source
+RUN_TIME = re.compile(r"\*\*Run time:\*\*\s*(?:(?:at most\s+)?about\s+\d+|\{run_time\()")
+# a duration typed by hand: the numbers of a run time come from the cache entries the run used
+TYPED_TIME = re.compile(r"(?<![\w.])\d[\d,.]*\s*(?:s|sec|seconds|min|minutes|h|hours)\b")
+FIELD = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")  # an f-string's field, nested once
 ANSWER = re.compile(r"<details><summary>Answer</summary>.*?</details>", re.S)
 EXERCISE = re.compile(r"^\d+\. \*\*", re.M)
 EXERCISES_HEADING = "## Try this"
@@ -263,10 +267,33 @@ def reference_problems(cells: list[dict], known: set[str]) -> list[str]:
     return problems
 
 
+def exercise_section(cells: list[dict]) -> str | None:
+    """The "Try this" section: its heading cell and what the code cells under it display (the
+    Markdown of an executed notebook's outputs, else the cell's source, whose f-string says
+    it), up to the next text cell; None without one."""
+    texts = None
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            if texts is not None:
+                break
+            if EXERCISES_HEADING in text_of(cell):
+                texts = [text_of(cell)]
+        elif texts is not None:
+            shown = ["".join(o.get("data", {}).get("text/markdown", ""))
+                     for o in cell.get("outputs", [])]
+            texts += shown if any(shown) else [text_of(cell)]
+    return None if texts is None else "\n".join(texts)
+
+
+def typed_times(text: str) -> list[str]:
+    """Durations typed into an exercise's text outside the f-string fields that compute them."""
+    return TYPED_TIME.findall(FIELD.sub("", text))
+
+
 def exercise_problems(cells: list[dict]) -> list[str]:
-    """Each exercise of the "Try this" section without a run time or a folded answer."""
-    section = next((text_of(c) for c in cells if c["cell_type"] == "markdown"
-                    and EXERCISES_HEADING in text_of(c)), None)
+    """Each exercise of a notebook's "Try this" section (in its source) without a run time or
+    a folded answer, or with a run time typed instead of computed."""
+    section = exercise_section(cells)
     if section is None:
         return ["no 'Try this' section"]
     starts = [m.start() for m in EXERCISE.finditer(section)]
@@ -279,6 +306,8 @@ def exercise_problems(cells: list[dict]) -> list[str]:
             problems.append(f"exercise {n} states no run time ('**Run time:** about …')")
         if not ANSWER.search(item):
             problems.append(f"exercise {n} has no folded answer (<details><summary>Answer…)")
+        problems += [f"exercise {n} types a run time ({t!r}); compute it from the cache "
+                     "entries (memlib.prose.run_time)" for t in typed_times(item)]
     return problems
 
 

@@ -12,6 +12,7 @@ from book_render import (
     CHROMIUM,
     browser,
     claims_problems,
+    exercise_section,
     notebook_problems,
     numbering_problems,
     page_problems,
@@ -332,26 +333,34 @@ def code(text):
     return {"cell_type": "code", "source": text}
 
 
-GOOD_EXERCISES = md("## Try this\n1. **One.**\n   **Run time:** about 3 min on 2 cores.\n"
-                    "   <details><summary>Answer</summary>\n\n   A.\n   </details>\n")
+EXERCISE_TEXT = ('1. **One.**\n   **Run time:** {run_time(sum(entry_seconds()))}.\n'
+                 "   <details><summary>Answer</summary>\n\n   A.\n   </details>\n")
+GOOD_EXERCISES = [md("## Try this\nEach command reruns this notebook."),
+                  code(f'display(Markdown(rf"""\n{EXERCISE_TEXT}"""))')]
 
 
 def test_the_source_check_sees_each_defect():
     good = [md("# T"), code('savefig(fig, "fig1_a", STUDY, scale)'),
             md("**Figure 3.1.** A caption."), md("As Figure 3.1 and the paper's Fig. 2 show."),
-            GOOD_EXERCISES]
+            *GOOD_EXERCISES]
     assert notebook_problems({"03_x": good}) == []
     defects = {
-        "no caption": [good[0], good[1], md("Just text."), GOOD_EXERCISES],
-        "wrong number": [good[0], good[1], md("**Figure 3.2.** A caption."), GOOD_EXERCISES],
+        "no caption": [good[0], good[1], md("Just text."), *GOOD_EXERCISES],
+        "wrong number": [good[0], good[1], md("**Figure 3.2.** A caption."), *GOOD_EXERCISES],
         "caption not under its figure": [good[0], good[1], code("x = 1"), good[2],
-                                         GOOD_EXERCISES],
-        "unknown figure cited": [*good[:3], md("See Figures 3.1 and 3.4."), GOOD_EXERCISES],
-        "bare Fig.": [*good[:3], md("See Fig. 2b."), GOOD_EXERCISES],
-        "exercise without a run time": [*good[:3], md(GOOD_EXERCISES["source"].replace(
-            "**Run time:** about 3 min", "It is quick"))],
-        "exercise without an answer": [*good[:3], md(GOOD_EXERCISES["source"].split(
-            "   <details>")[0])],
+                                         *GOOD_EXERCISES],
+        "unknown figure cited": [*good[:3], md("See Figures 3.1 and 3.4."), *GOOD_EXERCISES],
+        "bare Fig.": [*good[:3], md("See Fig. 2b."), *GOOD_EXERCISES],
+        "exercise without a run time": [*good[:3], GOOD_EXERCISES[0], code(
+            GOOD_EXERCISES[1]["source"].replace("**Run time:** {run_time(", "It is {quick("))],
+        "exercise without an answer": [*good[:3], GOOD_EXERCISES[0], code(
+            GOOD_EXERCISES[1]["source"].split("   <details>")[0] + '"""))')],
+        "exercise with a typed run time": [*good[:3], GOOD_EXERCISES[0], code(
+            GOOD_EXERCISES[1]["source"].replace(".\n   <details>", " (45 min of compute).\n"
+                                                "   <details>"))],
+        "exercises typed in a text cell": [*good[:3], md(
+            "## Try this\n" + EXERCISE_TEXT.replace("{run_time(sum(entry_seconds()))}",
+                                                    "about 6 min"))],
         "no exercises": good[:3],
     }
     unseen = [name for name, cells in defects.items() if not notebook_problems({"03_x": cells})]
@@ -416,7 +425,7 @@ def exercise_sets(cells: list[dict]) -> list[list[str]]:
     """The --set arguments of each command in a notebook's "Try this" section."""
     import shlex
 
-    section = next(c["source"] for c in cells if "## Try this" in c["source"])
+    section = exercise_section(cells)
     commands = re.findall(r"```bash\n(.*?)```", section, re.S)
     out = []
     for command in commands:
@@ -568,3 +577,68 @@ def test_the_readme_is_one_screen_above_the_manual_and_every_manual_page_exists(
     for page in book.MANUAL:
         assert (ROOT / "book" / f"{page}.md").is_file()
         assert f"](book/{page}.md)" in "\n".join(readme)
+
+
+# --- the exercises' run times, computed from the cache entries a run used -------------------
+
+
+def exercise_cell(cells: list[dict]) -> str:
+    """The source of the code cell that displays a notebook's exercises."""
+    heading = next(i for i, c in enumerate(cells) if "## Try this" in c["source"])
+    return cells[heading + 1]["source"]
+
+
+@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("0*.py")),
+                         ids=lambda p: p.stem)
+def test_each_notebook_computes_its_exercises_run_times_from_its_cache_entries(
+        notebook, monkeypatch):
+    import numpy as np
+    import pandas as pd
+
+    from memlib import STUDIES, cache, prose
+    from memlib.pipeline import preset_config
+
+    study = next(s for s, stem in STUDIES.items() if stem == notebook.stem)
+    cells = source_cells(notebook)
+
+    def shown(ledger: dict) -> dict:
+        monkeypatch.setattr(cache, "ledger", ledger)
+        out = []
+        namespace = {**{n: getattr(prose, n) for n in ("entry_seconds", "run_time", "cost_of",
+                                                       "num")},
+                     "np": np, "config": preset_config(study, "small"),
+                     "runs_main": pd.DataFrame({"epochs_trained": [40, 60]}),
+                     "Markdown": lambda text: text, "display": out.append}
+        exec(exercise_cell(cells), namespace)
+        return {"cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": "## Try this\n"},
+            {"cell_type": "code", "metadata": {}, "source": "",
+             "outputs": [{"data": {"text/markdown": out[0]}}]}]}
+
+    names = ("rlp_run", "rlp_frozen", "modarith-main", "modarith-variant", "modarith-order",
+             "modarith-images", "fisher-run", "probes-train", "probes-heatmap", "lens_run")
+    ledger = {f"{name}-{i:020x}.pt": 30.0 + 10 * i for name in names for i in range(4)}
+    timed = book.exercise_times(shown(ledger))
+    exercises = len(re.findall(r"^\d+\. \*\*", exercise_cell(cells), re.M))
+    assert len(timed) == exercises and all(t > 0 for _, t in timed), timed
+    # every time scales with the cost of the entries: nothing in it is typed
+    doubled = book.exercise_times(shown({k: 2 * v for k, v in ledger.items()}))
+    assert [t for _, t in doubled] != [t for _, t in timed]
+    untimed = shown({name: None for name in ledger})
+    assert book.exercise_times(untimed) == []
+    assert "not measured" in untimed["cells"][1]["outputs"][0]["data"]["text/markdown"]
+
+
+def test_a_run_time_is_the_measured_compute_two_at_a_time():
+    from memlib.prose import cost_of, duration, entry_seconds, run_time
+
+    ledger = {"lens_run-0a.pt": 80.0, "lens_run-0b.pt": 120.0, "rlp_frozen-0c.pt": 27.0,
+              "lens_run-0d.pt": None}
+    assert entry_seconds("lens_run", ledger=ledger) == [80.0, 120.0]
+    assert entry_seconds(ledger=ledger) == [80.0, 120.0, 27.0]
+    assert run_time(200.0) == "about 2 min on 2 cores"
+    assert run_time(200.0, at_most=True) == "at most about 2 min on 2 cores"
+    assert run_time(0.0).startswith("not measured")
+    assert cost_of([80.0, 120.0]) == "3 min of compute, 80–120 s each"
+    assert cost_of([27.0]) == "27 s of compute"
+    assert duration(5400) == "1.5 h"
