@@ -27,6 +27,7 @@ from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
 from memlib.claims import FAILS, HOLDS, NOT_RUN, PRECONDITION, WITHIN_NOISE, claim_dataset
 from memlib.pipeline import folder_lock, swap_in
 from memlib.prose import duration
+from memlib.tables import UNMEASURED, measured, readable_row
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
@@ -444,7 +445,7 @@ def totals(claims: list[dict]) -> str:
 
 def shown_number(headline: str) -> str:
     """A claim's number as the page shows it: a value that was never measured reads so."""
-    return "not measured" if not headline or headline.startswith("nan") else headline
+    return UNMEASURED if not headline else measured(headline)
 
 
 def claim_item(study: str, c: dict, manifest: dict, numbers: dict[str, str]) -> str:
@@ -612,7 +613,8 @@ FIGURE_FILE_LINK = re.compile(r"\[([\w-]+)\]\((\d\d_\w+)/\1\.(?:png|md)\)")
 def claims_page(report: str, numbers: dict[str, dict[str, str]] | None = None) -> str:
     """The claims report with each link to a figure's or table's file turned into a link to
     that figure in its notebook's page (CLAIMS.html sits beside the notebooks' folders),
-    named by the figure's number where `numbers` (study -> stem -> "N.k") has it."""
+    named by the figure's number where `numbers` (study -> stem -> "N.k") has it; a number
+    never measured says so, and a cell longer than the table can show folds its rest."""
     numbers = numbers or {}
 
     def link(m: re.Match) -> str:
@@ -620,7 +622,8 @@ def claims_page(report: str, numbers: dict[str, dict[str, str]] | None = None) -
         return (f'<a href="{m[2]}/{m[2]}.html#{figure_anchor(m[1])}">'
                 f"{f'Figure {number}' if number else m[1]}</a>")
 
-    return FIGURE_FILE_LINK.sub(link, report)
+    return "\n".join(readable_row(measured(line))
+                     for line in FIGURE_FILE_LINK.sub(link, report).split("\n"))
 
 
 def worked_verdicts(studies: dict[str, tuple[str, list[dict]]]) -> str:

@@ -15,6 +15,7 @@ import numpy as np
 
 from memlib import cache
 from memlib.claims import Estimate
+from memlib.tables import readable_row
 
 DASH = "–"
 
@@ -91,18 +92,23 @@ def listing(items: Iterable[str]) -> str:
 
 
 def cell_text(value) -> str:
-    """A table cell as Markdown: missing values blank, pipes escaped, one line."""
+    """A table cell as Markdown: missing values blank, a list as its items (never its
+    brackets), pipes escaped, one line."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(cell_text(v) for v in value)
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(frame) -> str:
-    """A DataFrame (its index dropped) as a Markdown table with every cell in full: pandas'
-    HTML view cuts long text such as a verdict's reason to "…"."""
+    """A DataFrame (its index dropped) as a Markdown table with every cell there to read:
+    pandas' HTML view cuts long text such as a verdict's reason to "…"; here a cell longer
+    than a table can show folds its rest (memlib.tables.readable_row), and a number never
+    measured says so."""
     lines = ["| " + " | ".join(cell_text(c) for c in frame.columns) + " |",
              "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell_text(v) for v in row) + " |"
+    lines += [readable_row("| " + " | ".join(cell_text(v) for v in row) + " |")
               for row in frame.itertuples(index=False)]
     return "\n".join(lines)
 

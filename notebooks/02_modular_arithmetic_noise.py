@@ -431,7 +431,7 @@ ax.set(xlabel="noise rate α", ylabel="phase error |φa + φb − φc|,\nwrapped
 ax.legend(fontsize="small")
 savefig(fig, "fig_phase_error", STUDY, scale)
 save_table(medians.rename("median_phase_error").reset_index(), "phase_error", STUDY, scale)
-medians.round(3)
+medians.rename("median phase error (rad)").round(3).reset_index()
 
 # %% [markdown]
 # **Figure 2.6.** Phase error $|\phi_a + \phi_b - \phi_c|$ of the neurons against the noise

@@ -301,7 +301,7 @@ def test_the_claims_report_colours_verdicts_and_never_cuts_a_link(tmp_path, monk
         "fig1_variants_fashion_mnist.png)")
 
 
-def test_claims_tables_show_every_cell_in_full_as_markdown():
+def test_claims_tables_show_every_cell_in_full_as_markdown_a_long_one_folded():
     import pandas as pd
 
     from memlib.prose import claims_markdown, markdown_table
@@ -311,7 +311,11 @@ def test_claims_tables_show_every_cell_in_full_as_markdown():
                            "rule": "x\ny", "scope": "paper"}])
     text = claims_markdown(table)
     assert text.splitlines()[0] == "| id | headline | verdict | rule |"
-    assert f"| a\\|b |  | {long} | x y |" in text
+    row = text.splitlines()[2]
+    assert row.startswith("| a\\|b |  | <details><summary>precondition failed: last layer")
+    assert row.endswith("</details> | x y |")
+    assert re.sub(r"<[^>]+>|\s+", "", row.replace("(more)", "")) == (
+        "|a\\|b||" + re.sub(r"\s+", "", long) + "|xy|")
     assert markdown_table(table[["id"]]).splitlines() == ["| id |", "|---|", "| a\\|b |"]
 
 
@@ -642,3 +646,82 @@ def test_a_run_time_is_the_measured_compute_two_at_a_time():
     assert cost_of([80.0, 120.0]) == "3 min of compute, 80–120 s each"
     assert cost_of([27.0]) == "27 s of compute"
     assert duration(5400) == "1.5 h"
+
+
+# --- tables that read ---------------------------------------------------------------------
+
+
+def test_a_list_column_becomes_its_first_and_last_value():
+    import pandas as pd
+
+    from memlib.tables import first_and_last
+
+    pilot = pd.DataFrame({"setting": ["a", "b"], "rlp": ["[0.1, 0.2, 0.3]", "[0.4, 0.5]"],
+                          "frozen": [[0.6, 0.7], None], "seconds": [14.1, 16.0]})
+    shown = first_and_last(pilot, "first layer", "last layer")
+    assert list(shown.columns) == ["setting", "rlp (first layer)", "rlp (last layer)",
+                                   "frozen (first layer)", "frozen (last layer)", "seconds"]
+    assert shown["rlp (last layer)"].tolist() == [0.3, 0.5]
+    assert shown["frozen (first layer)"].tolist()[0] == 0.6
+    plain = pd.DataFrame({"setting": ["[not a list]"], "n": [1]})
+    assert first_and_last(plain).equals(plain)
+
+
+def test_a_long_cell_folds_its_rest_and_an_unmeasured_number_says_so():
+    from memlib.tables import fold, measured, readable_row
+
+    short = "holds"
+    assert fold(short) == short
+    link = "[lambda_sweep](01_random_label_heads/lambda_sweep.md)"
+    long = "word " * 30 + link + " tail" * 20
+    folded = fold(long)
+    summary = folded[folded.index("<summary>") + 9:folded.index("</summary>")]
+    assert folded.startswith("<details>") and len(summary) <= 200
+    assert link in folded and link not in summary or summary.count("[") == summary.count("]")
+    assert measured("nan (n=0)") == "not measured" and measured("0.5 (n=3)") == "0.5 (n=3)"
+    assert measured("fitted=true, lead=nan (n=0).") == "fitted=true, lead=not measured."
+    row = readable_row("| a \\| b | nan (n=0) | " + long + " |")
+    assert row.startswith("| a \\| b | not measured | <details>")
+    assert readable_row("|---|---|") == "|---|---|"
+
+
+def test_the_claims_report_in_the_book_shows_no_cell_over_200_characters():
+    from memlib.tables import CELL_LIMIT
+
+    report = book.claims_page((ROOT / "figures" / "CLAIMS.md").read_text())
+    visible = re.sub(r"<details><summary>(.*?)</summary>.*?</details>", r"\1", report)
+    for line in (raw for raw in visible.splitlines() if raw.startswith("|")):
+        cells = re.split(r"(?<!\\)\|", line)[1:-1]
+        shown = [re.sub(r"<[^>]+>|\]\([^)]*\)", "", c).strip() for c in cells]
+        assert all(len(c) <= CELL_LIMIT for c in shown), max(shown, key=len)
+    assert "nan (n=0)" not in report
+
+
+PUBLISHED_TABLE_REPRS = re.compile(r"np\.float64\(|dtype: |Name: \w|\[\s*-?\d[^\]]*,[^\]]*\]")
+
+
+def test_no_published_table_holds_a_list_or_a_repr():
+    """The tables the notebooks save (their claims tables, whose intervals read "[a, b]",
+    left out), and the pilot table notebook 01 shows."""
+    import pandas as pd
+
+    from memlib.tables import first_and_last
+
+    for table in (ROOT / "figures").glob("*/*.md"):
+        if table.stem != "claims":
+            assert not PUBLISHED_TABLE_REPRS.search(table.read_text()), table
+    pilot = pd.read_csv(ROOT / "pilots" / "01_random_label_heads.csv")
+    assert PUBLISHED_TABLE_REPRS.search(pilot.to_string())  # the CSV keeps every layer
+    assert not PUBLISHED_TABLE_REPRS.search(first_and_last(pilot).to_string())
+
+
+def test_the_figure_folders_tables_are_no_pages_of_the_book():
+    from sphinx.util.matching import Matcher
+
+    conf = {}
+    exec((ROOT / "book" / "conf.py").read_text(), conf)
+    left_out = Matcher(conf["exclude_patterns"])
+    assert left_out("figures/01_random_label_heads/lambda_sweep.md")
+    assert left_out("figures/05_memorization_lens/claims.md")
+    assert not left_out("figures/CLAIMS.md")
+    assert not left_out("figures/01_random_label_heads/01_random_label_heads.ipynb")
