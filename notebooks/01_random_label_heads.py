@@ -693,8 +693,8 @@ else:
     ax2.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
     ax2.set_xlabel("training samples of the class (long-tailed subset)")
     ax2.set_ylabel("test accuracy change (points)")
-    ax2.set_title(f"per class, λ = {best:g} vs 0 (mean over seeds)", fontsize=8)
-    ax1.set_title("whole subset, per training-set size", fontsize=8)
+    ax2.set_title(f"per class, λ = {best:g} vs 0 (mean over seeds)", fontsize="small")
+    ax1.set_title("whole subset, per training-set size", fontsize="small")
     savefig(fig, "fig6_sampling", STUDY, scale, data=results["dataset"])
     print(fr.groupby(["n_train", "lam"])[["train_acc", "test_acc"]].agg(["mean", "std"]).round(4))
 

@@ -343,7 +343,7 @@ for i, alpha in enumerate(ff_alphas):
         reference_line(ax, 100 * chance, "chance")
         ax.set(title=f"{part}, α = {alpha:g}", xlabel="", ylabel="accuracy (%)" if j == 0
                else "", ylim=(0, 105))
-        ax.tick_params(axis="x", labelrotation=20, labelsize=6)
+        ax.tick_params(axis="x", labelrotation=20, labelsize="small")
         if (i, j) != (0, 2):
             ax.get_legend().remove()
 axes[0, 2].legend(fontsize="small", loc="upper right")

@@ -419,7 +419,7 @@ def fig_variants(dataset):
             reference_line(ax, 50, "chance")
             ax.set_xlabel("pruned fraction p" if probe == "prune" else "flipped fraction q")
             ax.set_title(f"{label[(dataset, task)]}: "
-                         f"{'pruning' if probe == 'prune' else 'sign flips'}", fontsize=8)
+                         f"{'pruning' if probe == 'prune' else 'sign flips'}", fontsize="small")
         ax = axes[row, 2]
         base = baseline.query("dataset == @dataset and task == @task")
         sigma = base["sigma_fc1"].median()
@@ -429,7 +429,7 @@ def fig_variants(dataset):
                  linestyle=FORM_STYLES[form], scale_x=1 / sigma)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("a / σ(w) of layer fc1")
-        ax.set_title(f"{label[(dataset, task)]}: uniform noise", fontsize=8)
+        ax.set_title(f"{label[(dataset, task)]}: uniform noise", fontsize="small")
         axes[row, 0].set_ylabel("test accuracy (%)")
     # One legend entry per colour (which weights) and per line style (which weights' form):
     # every curve is one colour × one style, so nothing in the legend is repeated.
@@ -495,7 +495,7 @@ for row, name in enumerate(datasets):
         band(ax, b, x="prune", color="C2", name="B(pruned W), float")
         reference_line(ax, 50, "chance")
         ax.set_xlabel("pruned fraction p")
-        ax.set_title(f"{name}: {label[(name, task)]}", fontsize=8)
+        ax.set_title(f"{name}: {label[(name, task)]}", fontsize="small")
     axes[row, 0].set_ylabel("test accuracy (%)")
 axes[0, 0].legend(fontsize="small")
 savefig(fig, "fig2_prune_randomize_B", STUDY, scale)
@@ -542,7 +542,7 @@ for ax, name in zip(axes[:, 0], datasets, strict=True):
         ax.axhline(value, color=TASK_COLORS[task], lw=0.8, ls=":",
                    label=f"{task}: trained weights ({value:.1f}%)")
     reference_line(ax, 50, "chance")
-    ax.set_title(name, fontsize=8)
+    ax.set_title(name, fontsize="small")
     ax.set_xlabel("")
     ax.set_ylabel("test accuracy (%)")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1, 1))
@@ -605,7 +605,7 @@ for name in datasets:
         image = ax.imshow(grid, cmap="magma" if column == "acc" else "viridis")
         ax.set_xticks(range(k), classes[name][:k], rotation=90, fontsize="small")
         ax.set_yticks(range(k), classes[name][:k], fontsize="small")
-        ax.set_title(title, fontsize=8)
+        ax.set_title(title, fontsize="small")
         fig.colorbar(image, ax=ax, shrink=0.9, label="%" if column == "acc" else "points")
     rho_rand = h["delta_bin"].corr(h["delta_rand"], method="spearman")
     rho_ssim = h["distance"].corr(h["delta_rand"], method="spearman")
@@ -615,7 +615,7 @@ for name in datasets:
     axes[3].set_xlabel("Δ_bin (points)")
     axes[3].set_ylabel("Δ_rand (points)")
     axes[3].set_title(f"ρ(Δ_bin, Δ_rand) = {rho_rand:.2f}\nρ(1-SSIM, Δ_rand) = {rho_ssim:.2f}",
-                      fontsize=8)
+                      fontsize="small")
     axes[3].set_box_aspect(1)
     fig.suptitle(f"{name}: {len(h)} class pairs, mean over {config.heatmap_runs} runs")
     savefig(fig, f"fig4_pair_heatmaps_{name}", STUDY, scale)

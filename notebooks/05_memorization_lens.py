@@ -292,7 +292,7 @@ for ax, dataset in zip(axes[0], DATA):
     ax.axhline(0, color="0.6", linewidth=0.8)
     ax.set(xlabel="hidden layer (depth)", ylabel="value / its largest |value|",
            title=f"{dataset}, {NOISE:.0%} noise", xticks=sorted(d["depth"].unique()))
-    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.18))
 fig.set_figheight(5.6)
 savefig(fig, "fig2_layer_agreement", STUDY, scale)
 layer_table = layers.groupby(["dataset", "noise", "layer", "depth"], sort=False)[
