@@ -725,3 +725,84 @@ def test_the_figure_folders_tables_are_no_pages_of_the_book():
     assert left_out("figures/05_memorization_lens/claims.md")
     assert not left_out("figures/CLAIMS.md")
     assert not left_out("figures/01_random_label_heads/01_random_label_heads.ipynb")
+
+
+# --- the checker on small planted pages (no book build) ---------------------------------------
+
+PAGE = ('<!DOCTYPE html><html><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="stylesheet" href="{css}"></head><body><main><article>{body}</article>'
+        "</main></body></html>")
+CLEAN = ("<p>At 40% noise the net fits its labels.</p>"
+         "<table><tr><th>claim</th><th>verdict</th></tr><tr><td>"
+         + "a long statement of the claim " * 8 + "</td><td>holds</td></tr></table>"
+         '<mjx-container display="true" style="display: block"><span style="display: '
+         'inline-block; width: 900px">x</span></mjx-container>'
+         f'<div class="cell"><div class="cell_output"><img width="600" style="max-width: 100%"'
+         f' src="{PIXEL}"></div></div><p><strong>Figure 1.1.</strong> A caption.</p>')
+MORE_PLANTED = {
+    "table cut off on a phone": '<div style="overflow: hidden"><table style="display: table">'
+                                "<tr><th>verdict</th></tr><tr><td style=\"white-space: nowrap\">"
+                                + "holds " * 40 + "</td></tr></table></div>",
+    "overwide display math": '<div style="overflow: hidden"><mjx-container display="true" '
+                             'style="display: block; overflow: visible"><span style="display: '
+                             'inline-block; width: 900px">x</span></mjx-container></div>',
+    "numpy repr": "<pre>np.float64(0.2)</pre>",
+    "pandas Series": "<pre>0.8    0.646\nName: phase_error, dtype: float64</pre>",
+    "absolute path": "<p>The table is in /home/ann/memlib/figures/x.md now.</p>",
+    "figure too small for its text": f'<img style="width: 500px" width="800" src="{PIXEL}">',
+    "caption without a figure": "<p><strong>Figure 1.6.</strong> The sampling experiment.</p>",
+}
+
+
+def test_the_checker_catches_each_planted_defect_on_a_small_page(tmp_path):
+    from book_render import full_page_png
+
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip("headless Chromium is not installed")
+    css = (ROOT / "book" / "_static" / "book.css").as_uri()
+
+    def page(name: str, body: str) -> Path:
+        path = tmp_path / f"{name.replace(' ', '-')}.html"
+        path.write_text(PAGE.format(css=css, body=body))
+        return path
+
+    root = str(ROOT)
+    planted = {**PLANTED, **MORE_PLANTED}
+    driver = browser(tmp_path / "profile")
+    try:
+        clean = page_problems(driver, page("clean", CLEAN), [root])
+        unseen = [name for name, defect in planted.items()
+                  if not page_problems(driver, page(name, CLEAN + defect.replace(
+                      "{root}", root)), [root])]
+        tall = page("tall", '<div style="height: 17000px">a tall page</div>')
+        from book_render import PHONE, open_page, viewport
+
+        viewport(driver, PHONE)
+        open_page(driver, tall)
+        png = full_page_png(driver)
+    finally:
+        driver.quit()
+    assert clean == []
+    assert not unseen, f"the checker missed: {unseen}"
+    import io
+
+    from PIL import Image
+
+    assert Image.open(io.BytesIO(png)).height >= 17000  # no 16,000 px cap
+
+
+def test_an_exercise_stating_more_compute_than_the_manifest_is_caught():
+    from book_render import runtime_problems
+
+    def notebook(text: str) -> list[dict]:
+        return [md("## Try this\n"), {"cell_type": "code", "source": "", "outputs": [
+            {"data": {"text/markdown": text}}]}, md("## Claims")]
+
+    manifest = {"compute_seconds": 1524.9}
+    assert runtime_problems(notebook("1. **A.** (25 min of compute for its 45 results)"),
+                            manifest) == []
+    assert runtime_problems(notebook("1. **A.** (about 45 min of compute for its 45 results)"),
+                            manifest)
+    assert runtime_problems(notebook("1. **A.** measured 1,234 s of cold compute"),
+                            {"compute_seconds": 1035.0})
