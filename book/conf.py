@@ -14,9 +14,11 @@ nb_render_markdown_format = "myst"
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
 myst_heading_anchors = 3  # `notebook.ipynb#a-section` links resolve as on a code host
 
-exclude_patterns = ["_generated/*", "doctrees", "html"]
-# the figure folders' Markdown tables are pages that links may point to, outside the toctree
-suppress_warnings = ["toc.not_included", "myst.header"]
+# the figure folders' Markdown tables (and their claims.md) are left out: each notebook's page
+# shows its tables where it makes them, and the claims report links there, so they would be
+# untitled pages of their own that only a search finds
+exclude_patterns = ["_generated/*", "doctrees", "html", "figures/*/*.md"]
+suppress_warnings = ["myst.header"]
 
 html_theme = "sphinx_book_theme"
 html_theme_options = {"show_toc_level": 2, "use_download_button": False,

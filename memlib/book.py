@@ -26,6 +26,8 @@ from pathlib import Path
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
 from memlib.claims import FAILS, HOLDS, NOT_RUN, PRECONDITION, WITHIN_NOISE, claim_dataset
 from memlib.pipeline import folder_lock, swap_in
+from memlib.prose import duration
+from memlib.tables import UNMEASURED, measured, readable_row
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
@@ -247,14 +249,6 @@ def cold_seconds(manifest: dict) -> float:
     return float(manifest.get("compute_seconds", manifest["wall_seconds"]))
 
 
-def duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def data_needed(manifest: dict) -> str:
     """The datasets the notebook read, each with what it resolved to when that differs."""
     needs = []
@@ -280,8 +274,13 @@ def notebooks_table(rows: list[str], scale: str, devices: list[str]) -> str:
         "| | notebook | cold compute | data |", "|---|---|---|---|", *rows, ""])
 
 
+# the manual's pages, which README.md links (book/<page>.md, readable on a code host too)
+MANUAL = ("running", "scales", "data", "full-scale", "reading-claims", "layout")
+
+
 def toctree(studies: list[str]) -> str:
-    entries = [GLANCE] + [f"figures/{s}/{s}" for s in studies] + ["figures/CLAIMS", "glossary"]
+    entries = ([GLANCE] + [f"figures/{s}/{s}" for s in studies]
+               + ["figures/CLAIMS", "teachers", *MANUAL, "glossary"])
     return "\n".join(["```{toctree}", ":hidden:", ":maxdepth: 2", "", *entries, "```", ""])
 
 
@@ -298,13 +297,31 @@ def verdict_kind(verdict: str) -> str:
     return verdict.split(":")[0].strip()
 
 
+# datasets only the paper's scale reads, as a claim's id or words name them (most specific first)
+PAPER_DATA = (("cifar10n", "CIFAR-10N"), ("cifar100", "CIFAR-100"), ("cifar-100", "CIFAR-100"),
+              ("imagenet", "ImageNet"), ("distilbert", "CoNLL-2003 (DistilBERT)"),
+              ("cifar10", "CIFAR-10"), ("cifar-10", "CIFAR-10"))
+
+
 def dataset_of(row: dict, manifest: dict) -> str:
-    """The dataset a claim was judged on: named in its measured values or its id, else in its
-    figure's name, else the notebook's only dataset; else the notebook says."""
-    key = claim_dataset(row["id"], row.get("ours", "")) or claim_dataset(row.get("where", ""), "")
-    if not key and len(manifest.get("data", {})) == 1:
+    """The dataset a claim was judged on: its `dataset` column, else named in its measured
+    values or its id, else a paper-scale dataset its id or words name, else in its figure's
+    name, else the notebook's only dataset (for a claim that ran); else the notebook says."""
+    key = (row.get("dataset") or claim_dataset(row["id"], row.get("ours", ""))
+           or claim_dataset(row.get("where", ""), ""))
+    if key:
+        return DATASET_NAMES.get(key, key)
+    words = " ".join(row.get(k, "") for k in ("id", "statement", "paper", "measure")).lower()
+    named = next((name for token, name in PAPER_DATA if token in words), "")
+    if named:
+        return named
+    ran = verdict_kind(row["verdict"]) != NOT_RUN
+    if ran and len(manifest.get("data", {})) == 1:
         key = next(iter(manifest["data"]))
-    return DATASET_NAMES.get(key, key) or "see notebook"
+        return DATASET_NAMES.get(key, key)
+    if ran and "data" in manifest and not manifest["data"]:
+        return "generated (no dataset)"
+    return "see notebook"
 
 
 def figure_anchor(where: str) -> str:
@@ -395,13 +412,209 @@ def glance_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str,
         glance_grid(studies), *sections])
 
 
+# ---- the landing page: the results as sentences --------------------------------------------
+
+ICONS = {HOLDS: "✓", FAILS: "✗", WITHIN_NOISE: "≈", PRECONDITION: "!", NOT_RUN: "○"}
+ORDER = (HOLDS, FAILS, WITHIN_NOISE, PRECONDITION, NOT_RUN)
+SURPRISING = (FAILS, PRECONDITION)  # verdicts each notebook explains in a paragraph of its own
+
+
+def verdict_word(verdict: str) -> str:
+    """The verdict as an icon and its word, coloured: never colour alone."""
+    kind = verdict_kind(verdict)
+    return (f'<span class="verdict {verdict_class(verdict)}" title="{html_text(verdict)}">'
+            f'<span aria-hidden="true">{ICONS.get(kind, "?")}</span> {html_text(kind)}</span>')
+
+
+def threshold(rule: str) -> str:
+    """The rule's test without its preconditions and asides: 'lead >= 0'."""
+    test = rule.split(";")[0]
+    while re.search(r"\([^()]*\)", test):
+        test = re.sub(r"\s*\([^()]*\)", "", test)
+    return " ".join(test.split()).rstrip(",")
+
+
+def totals(claims: list[dict]) -> str:
+    """'28 holds, 3 does not hold, …' over `claims`, every verdict in ORDER named."""
+    counts = {kind: 0 for kind in ORDER}
+    for c in claims:
+        kind = verdict_kind(c["verdict"])
+        counts[kind if kind in counts else NOT_RUN] += 1
+    return ", ".join(f"{n} {kind}" for kind, n in counts.items()) + f" ({len(claims)} in all)"
+
+
+def shown_number(headline: str) -> str:
+    """A claim's number as the page shows it: a value that was never measured reads so."""
+    return UNMEASURED if not headline else measured(headline)
+
+
+def claim_item(study: str, c: dict, manifest: dict, numbers: dict[str, str]) -> str:
+    """One claim as a sentence: its verdict, our number with its interval, the paper's value,
+    the threshold, the data and the figure."""
+    where = c.get("where", "")
+    details = [f"ours: <b>{html_text(shown_number(c.get('headline', '')))}</b>"]
+    if c.get("paper") and c["paper"] != "ours":
+        details.append(f"paper: {html_text(c['paper'])}")
+    details.append(f"threshold: <code>{html_text(threshold(c['rule']))}</code>")
+    details.append(f"data: {html_text(dataset_of(c, manifest))}")
+    if where:
+        details.append(figure_link(study, where, number=numbers.get(where, "")))
+    details.append(f'<a href="{GLANCE}.html#claim-{study[:2]}-{c["id"]}">rule</a>')
+    return (f'<li class="claim">{verdict_word(c["verdict"])} {html_text(c["statement"])}'
+            f'<br><span class="claim-detail">{" · ".join(details)}</span></li>')
+
+
+def claim_list(study: str, claims: list[dict], manifest: dict, numbers: dict[str, str]) -> str:
+    """A notebook's claims, decided ones first; those this scale cannot run folded."""
+    ran = [c for c in claims if verdict_kind(c["verdict"]) != NOT_RUN]
+    later = [c for c in claims if verdict_kind(c["verdict"]) == NOT_RUN]
+    rank = {kind: i for i, kind in enumerate(ORDER)}
+    ran.sort(key=lambda c: rank.get(verdict_kind(c["verdict"]), len(ORDER)))
+    html = ['<ul class="claims">', *(claim_item(study, c, manifest, numbers) for c in ran),
+            "</ul>"]
+    if later:
+        html += [f"<details><summary>{len(later)} more need the paper's scale "
+                 f"({ICONS[NOT_RUN]} {NOT_RUN})</summary>", '<ul class="claims">',
+                 *(claim_item(study, c, manifest, numbers) for c in later), "</ul></details>"]
+    return "\n".join(html)
+
+
+def explained_ids(notebook: dict) -> set[str]:
+    """The claims whose verdict the executed notebook explains in an anchored paragraph."""
+    shown = "".join("".join(output.get("data", {}).get("text/markdown", ""))
+                    for cell in notebook["cells"] for output in cell.get("outputs", []))
+    return set(re.findall(r'<a id="why-([A-Za-z0-9_-]+)"', shown))
+
+
+def surprise_link(study: str, claim_id: str, explained: set[str]) -> str:
+    """The paragraph that explains the verdict, else the notebook's claims section."""
+    anchor = f"why-{claim_id}" if claim_id in explained else "claims"
+    return f"figures/{study}/{study}.html#{anchor}"
+
+
+def results_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str, dict],
+                 numbers: dict[str, dict[str, str]], explained: dict[str, set[str]],
+                 scale: str) -> str:
+    """The landing page's results: totals, each paper's claims as sentences, the lens apart,
+    and the surprises (verdicts that hinge on how a rule reads the paper)."""
+    def scope(c: dict) -> str:
+        return c.get("scope") or "paper"
+
+    papers = [c for _, claims in studies.values() for c in claims if scope(c) == "paper"]
+    ours = [c for _, claims in studies.values() for c in claims if scope(c) != "paper"]
+    lines = [f"**The papers' claims at the `{scale}` scale: {totals(papers)}.**"]
+    if ours:
+        lines.append(f"Our own questions (the lens, apart): {totals(ours)}.")
+    legend = " ".join(verdict_word(kind) for kind in ORDER)
+    lines += ["", "```{raw} html", f'<p class="glance-legend">{legend}</p>', "```", ""]
+    surprises = []
+    for heading, kept in (("paper", lambda c: scope(c) == "paper"),
+                          ("lens", lambda c: scope(c) != "paper")):
+        for study, (name, claims) in studies.items():
+            chosen = [c for c in claims if kept(c)]
+            if not chosen:
+                continue
+            title_ = name if heading == "paper" else f"{name} (our questions, not a paper's)"
+            lines += [f"### {study[:2]} {title_}", "", f"{totals(chosen)}.", "",
+                      "```{raw} html",
+                      claim_list(study, chosen, manifests[study], numbers.get(study, {})),
+                      "```", ""]
+            surprises += [(study, c) for c in chosen
+                          if verdict_kind(c["verdict"]) in SURPRISING
+                          or c["id"] in explained.get(study, set())]
+    if surprises:
+        lines += ["### Surprises", "",
+                  "Verdicts that hinge on how a rule reads the paper, or on what this scale "
+                  "can show; each links to the paragraph of its notebook that explains it.", ""]
+        items = [f'<li><a href="{surprise_link(study, c["id"], explained.get(study, set()))}">'
+                 f'{study[:2]} <code>{html_text(c["id"])}</code></a>: '
+                 f'{html_text(c["statement"].rstrip("."))}: {verdict_word(c["verdict"])}, ours '
+                 f'{html_text(shown_number(c.get("headline", "")))}.</li>'
+                 for study, c in surprises]
+        lines += ["```{raw} html", "<ul>", *items, "</ul>", "```", ""]
+    return "\n".join(lines) + "\n"
+
+
+# ---- the teachers' page: what a lesson costs, from the manifests ----------------------------
+
+LESSON_MINUTES = 90
+SHORT_EXERCISE = 10 * 60  # seconds: an exercise a lesson can afford
+EXERCISE_TIME = re.compile(r"\*\*Run time:\*\*\s*(?:at most\s+)?about\s+(\d+)\s*(s|min)\b")
+
+
+def exercises_text(notebook: dict) -> str:
+    """The "Try this" section of `notebook`: its heading cell and the Markdown that the code
+    cells under it display (the exercises, whose run times come from the cache entries the
+    run used), up to the next text cell."""
+    texts, inside = [], False
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            if inside:
+                break
+            inside = EXERCISES in source
+            if inside:
+                texts.append(source)
+        elif inside:
+            texts += ["".join(output.get("data", {}).get("text/markdown", ""))
+                      for output in cell.get("outputs", [])]
+    return "\n".join(texts)
+
+
+def exercise_times(notebook: dict) -> list[tuple[str, float]]:
+    """Each "Try this" exercise of `notebook`: its bold title and its run time, as the
+    notebook computed it from its cache entries."""
+    found = []
+    for item in re.split(r"^\d+\. ", exercises_text(notebook), flags=re.M)[1:]:
+        name = re.match(r"\*\*(.+?)\*\*", item)
+        time_ = EXERCISE_TIME.search(item)
+        if name and time_:
+            found.append((name[1].rstrip("."),
+                          int(time_[1]) * (60 if time_[2] == "min" else 1)))
+    return found
+
+
+def teachers_times(notebooks: dict[str, dict], manifests: dict[str, dict]) -> str:
+    """The teachers' page's numbers, each from the notebooks' manifests: the kit's commit,
+    what each notebook costs cold and with the kit, and a lesson plan from the exercises that
+    fit."""
+    commits = sorted({str(m.get("git_sha", "unrecorded"))[:7] for m in manifests.values()})
+    entries = sum(int(m.get("cache_entries") or 0) for m in manifests.values())
+    lines = [f"The published results were computed at commit `{', '.join(commits)}` (named in "
+             f"each notebook's `manifest.json`); a kit made from them holds {entries} cached "
+             "results.", "",
+             "| notebook | cold compute | with the kit (the whole notebook) |", "|---|---|---|"]
+    for study, manifest in manifests.items():
+        lines.append(f"| {study[:2]} | {duration(cold_seconds(manifest))} | "
+                     f"{duration(float(manifest['wall_seconds']))} |")
+    lines += ["", f"## A {LESSON_MINUTES}-minute lab", "",
+              "Each notebook loads from the kit in the time above; the exercises that fit a "
+              f"lesson run in {SHORT_EXERCISE // 60} minutes or less (their times are the "
+              "notebooks' own estimates from the measured cost of the runs they add):", ""]
+    left, step = LESSON_MINUTES * 60, 1
+    for study, notebook in notebooks.items():
+        short = [(name, t) for name, t in exercise_times(notebook) if t <= SHORT_EXERCISE]
+        load = float(manifests[study]["wall_seconds"])
+        reading = 12 * 60  # reading a notebook's figures and claims with the class
+        if not short or left < reading + load + short[0][1]:
+            continue
+        name, cost = short[0]
+        left -= reading + load + cost
+        lines.append(f"{step}. **Notebook {study[:2]}** ({duration(reading)} reading, "
+                     f"{duration(load)} to load): exercise *{name}*, {duration(cost)}.")
+        step += 1
+    lines += ["", f"That leaves {duration(left)} for discussion.", ""]
+    return "\n".join(lines)
+
+
 FIGURE_FILE_LINK = re.compile(r"\[([\w-]+)\]\((\d\d_\w+)/\1\.(?:png|md)\)")
 
 
 def claims_page(report: str, numbers: dict[str, dict[str, str]] | None = None) -> str:
     """The claims report with each link to a figure's or table's file turned into a link to
     that figure in its notebook's page (CLAIMS.html sits beside the notebooks' folders),
-    named by the figure's number where `numbers` (study -> stem -> "N.k") has it."""
+    named by the figure's number where `numbers` (study -> stem -> "N.k") has it; a number
+    never measured says so, and a cell longer than the table can show folds its rest."""
     numbers = numbers or {}
 
     def link(m: re.Match) -> str:
@@ -409,7 +622,8 @@ def claims_page(report: str, numbers: dict[str, dict[str, str]] | None = None) -
         return (f'<a href="{m[2]}/{m[2]}.html#{figure_anchor(m[1])}">'
                 f"{f'Figure {number}' if number else m[1]}</a>")
 
-    return FIGURE_FILE_LINK.sub(link, report)
+    return "\n".join(readable_row(measured(line))
+                     for line in FIGURE_FILE_LINK.sub(link, report).split("\n"))
 
 
 def worked_verdicts(studies: dict[str, tuple[str, list[dict]]]) -> str:
@@ -465,7 +679,8 @@ def source_tree(scale: str, src: Path) -> None:
         raise BookError(f"no {missing[0]}; run `make figures SCALE={scale}` first (the book "
                         "shows the executed notebooks, it does not run them)")
     shutil.copytree(PAGES, src)
-    rows, devices, judged, manifests, numbers = [], [], {}, {}, {}
+    rows, devices, judged, manifests, numbers, explained = [], [], {}, {}, {}, {}
+    notebooks = {}
     for study in studies:
         notebook = read_notebook(published_notebook(study, scale))
         folder = src / "figures" / study
@@ -480,15 +695,20 @@ def source_tree(scale: str, src: Path) -> None:
         rows.append(notebook_row(study, notebook, manifests[study]))
         devices.append(manifests[study].get("device", "an unrecorded device"))
         judged[study] = (title(notebook, study), claims_rows)
+        explained[study] = explained_ids(notebook)
+        notebooks[study] = notebook
     (src / "figures" / "CLAIMS.md").write_text(claims_page(claims.read_text(encoding="utf-8"),
                                                           numbers))
     (src / f"{GLANCE}.md").write_text(glance_page(judged, manifests, scale, numbers))
     generated = src / GENERATED
     generated.mkdir()
     (generated / "glance.md").write_text(glance_grid(judged))
+    (generated / "results.md").write_text(results_page(judged, manifests, numbers, explained,
+                                                       scale))
     (generated / "verdicts.md").write_text(worked_verdicts(judged))
     (generated / "notebooks.md").write_text(notebooks_table(rows, scale, devices))
     (generated / "toctree.md").write_text(toctree(studies))
+    (generated / "teachers.md").write_text(teachers_times(notebooks, manifests))
 
 
 def sphinx(src: Path, work: Path) -> Path:

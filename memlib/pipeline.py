@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memlib import SCALES, STUDY_OF, paths
+from memlib import SCALES, STUDIES, STUDY_OF, paths
 from memlib.config import ConfigError
 from memlib.presets import PresetError, params_file, read_params
 from memlib.process import one_cpu_thread, pin_cpu_dispatch
@@ -133,8 +133,9 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
 
     progress_bar = show_progress()  # decided before the kernel's environment is quietened
     saved_env = {k: os.environ.get(k) for k in ("MEMLIB_FIGURES", "MEMLIB_PROGRESS",
-                                                 LEDGER_VARIABLE)}
+                                                 LEDGER_VARIABLE, RUN_BY_PIPELINE)}
     os.environ["MEMLIB_FIGURES"] = str(staging)
+    os.environ[RUN_BY_PIPELINE] = "1"  # the kernel's notebook_config reads every setting given
     os.environ[LEDGER_VARIABLE] = str(work / "compute.jsonl")  # the cache entries it used
     os.environ["MEMLIB_PROGRESS"] = "0"  # the kernel inherits this: no bars in saved outputs
     pin_cpu_dispatch()  # whatever changed os.environ since: the kernel inherits the pins
@@ -325,6 +326,56 @@ def _quiet_reported_failures() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, quiet) for f in logger.filters):
             logger.addFilter(quiet())
+
+
+# ---- a notebook's parameters in a live kernel ---------------------------------------------
+
+RUN_BY_PIPELINE = "MEMLIB_PIPELINE"  # set in the kernels run_notebook starts
+SCRATCH = "scratch"  # build/scratch: where an interactive kernel's figures go unless asked
+
+
+class NotebookStop(Exception):
+    """A notebook cannot go on as its parameters cell stands. IPython shows an exception's
+    `_render_traceback_` instead of a traceback: here, the one line that says what to change."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"memlib: {self}"]
+
+
+def notebook_config(study: str, namespace: dict):
+    """The Config a notebook runs: the preset of the scale its parameters cell names, with
+    every setting the cell assigns on top (what `memlib run STUDY --scale SCALE --set ...`
+    runs). Run by `run_notebook`, papermill has injected every setting. In a live kernel
+    (JupyterLab), the settings are taken out of `namespace` once read, so a line deleted from
+    the parameters cell stops counting the next time the cell runs, instead of lingering in
+    the kernel; and unless MEMLIB_FIGURES names a folder, the figures and tables go to
+    build/scratch/, never into the committed figures/. A scale or setting that cannot be run
+    stops the notebook with one line (NotebookStop)."""
+    import dataclasses
+
+    from memlib.config import build, to_dict
+    from memlib.studies import module
+
+    scale = namespace.get("scale")
+    if scale not in SCALES:
+        raise NotebookStop(f"scale = {scale!r} in the parameters cell is no scale; set it to "
+                           f"one of: {', '.join(map(repr, SCALES))}")
+    fields = [f.name for f in dataclasses.fields(module(study).Config) if f.init]
+    given = {k: namespace[k] for k in fields if k in namespace}
+    try:
+        config = build(module(study).Config, {**to_dict(preset_config(study, scale)), **given})
+    except (ConfigError, PresetError) as err:
+        raise NotebookStop(str(err)) from None
+    if os.environ.get(RUN_BY_PIPELINE):
+        return config
+    for key in given:  # read once: a deleted line does not linger in the kernel
+        del namespace[key]
+    if not os.environ.get("MEMLIB_FIGURES"):
+        os.environ["MEMLIB_FIGURES"] = str(paths.build_dir(scale).parent / SCRATCH)
+    sets = ", ".join(f"{k}={v!r}" for k, v in given.items())
+    print(f"memlib: the {scale} preset{f' with {sets}' if sets else ''}; figures and tables "
+          f"go to {paths.figures_dir(STUDIES[study], scale)} (MEMLIB_FIGURES)")
+    return config
 
 
 def run_command(study: str, config, scale: str) -> str:

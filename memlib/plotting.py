@@ -10,16 +10,51 @@ from memlib.process import atomic_write_bytes
 
 STYLE = Path(__file__).with_name("memlib.mplstyle")
 SIZES = {"single": (4.0, 3.0), "wide": (8.0, 3.2), "square": (4.5, 4.5), "grid": (10.0, 6.5)}
+# Okabe & Ito's colour-blind-safe palette (the style's colour cycle too): told apart with any
+# common colour vision deficiency and in greyscale, black left for reference lines
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
+             "#000000")
+# The book's text column, in inches of 100 CSS px (the figure's PNG is shown at 100 px an
+# inch and shrunk to the column when wider), and the smallest text a projected page can show.
+COLUMN_INCHES = 7.0
+MIN_POINTS = 9.0
+FONT_SIZES = ("font.size", "axes.titlesize", "axes.labelsize", "legend.fontsize",
+              "xtick.labelsize", "ytick.labelsize", "figure.titlesize", "legend.title_fontsize")
 
 
-def use_style() -> None:
-    """Apply the memlib style (seaborn colour palette + our rc file)."""
+def use_style(width: float = COLUMN_INCHES) -> None:
+    """Apply the memlib style (the colour-blind-safe palette + our rc file) for a figure
+    `width` inches wide: one wider than the book's column is shrunk to it, so its text is
+    set larger by as much, and reads at the style's size where the book shows it."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    sns.set_theme(context="paper", style="whitegrid", palette="colorblind")
+    sns.set_theme(context="paper", style="whitegrid", palette=list(OKABE_ITO))
     plt.style.use(STYLE)
+    grow = max(1.0, width / COLUMN_INCHES)
+    for key in FONT_SIZES:
+        size = plt.rcParams[key]
+        if isinstance(size, (int, float)):
+            plt.rcParams[key] = size * grow
     _inline_at_double_resolution()
+
+
+def rendered_points(fig) -> list[tuple[str, float]]:
+    """Each visible text of `fig` with its size in points where the book shows it: its
+    saved width (tight bounding box) shrunk to the column when wider."""
+    from matplotlib.text import Text
+
+    renderer = fig.canvas.get_renderer()
+    width = fig.get_tightbbox(renderer).width  # inches
+    shrink = min(1.0, COLUMN_INCHES / width)
+    return [(t.get_text(), t.get_fontsize() * shrink) for t in fig.findobj(Text)
+            if t.get_visible() and t.get_text().strip() and t.get_figure() is not None]
+
+
+def small_text(fig, minimum: float = MIN_POINTS) -> list[str]:
+    """The texts of `fig` smaller than `minimum` points where the book shows it."""
+    return [f"{text!r} at {points:.1f} pt" for text, points in rendered_points(fig)
+            if points < minimum - 0.05]
 
 
 def _inline_at_double_resolution() -> None:
@@ -41,7 +76,7 @@ def figure(size: str = "single", nrows: int = 1, ncols: int = 1, **kwargs):
 
     if size not in SIZES:
         raise ValueError(f"unknown figure size {size!r}; choose one of: {', '.join(SIZES)}")
-    use_style()
+    use_style(SIZES[size][0])
     return plt.subplots(nrows, ncols, figsize=SIZES[size], constrained_layout=True, **kwargs)
 
 
@@ -49,6 +84,22 @@ def reference_line(ax, value: float, label: str, axis: str = "y", **kwargs) -> N
     """Draw a paper's reference value (or chance) as a dashed line with a legend label."""
     kwargs = {"color": "0.35", "linestyle": "--", "linewidth": 1.0, **kwargs}
     (ax.axhline if axis == "y" else ax.axvline)(value, label=label, **kwargs)
+
+
+def reference(ax, value: float | tuple[float, float], label: str, axis: str = "y",
+              **kwargs) -> None:
+    """Draw the paper's value on `ax`: a number as a black dotted line, a range (low, high)
+    as a hatched band, labelled "paper: <label>" in the legend (the caption says what it is).
+    Drawn over the data, translucent, so it shows where bars or boxes cover it."""
+    if isinstance(value, tuple):
+        low, high = value
+        kwargs = {"facecolor": "none", "edgecolor": "black", "hatch": "//", "linewidth": 0.8,
+                  "alpha": 0.6, "zorder": 3, **kwargs}
+        (ax.axhspan if axis == "y" else ax.axvspan)(low, high, label=f"paper: {label}",
+                                                   **kwargs)
+        return
+    kwargs = {"color": "black", "linestyle": ":", "linewidth": 1.4, "zorder": 3, **kwargs}
+    (ax.axhline if axis == "y" else ax.axvline)(value, label=f"paper: {label}", **kwargs)
 
 
 def savefig(fig, name: str, study: str, scale: str = DEFAULT_SCALE,

@@ -8,11 +8,14 @@ these helpers, never typed by hand.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 
 import numpy as np
 
+from memlib import cache
 from memlib.claims import Estimate
+from memlib.tables import readable_row
 
 DASH = "–"
 
@@ -89,18 +92,23 @@ def listing(items: Iterable[str]) -> str:
 
 
 def cell_text(value) -> str:
-    """A table cell as Markdown: missing values blank, pipes escaped, one line."""
+    """A table cell as Markdown: missing values blank, a list as its items (never its
+    brackets), pipes escaped, one line."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(cell_text(v) for v in value)
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(frame) -> str:
-    """A DataFrame (its index dropped) as a Markdown table with every cell in full: pandas'
-    HTML view cuts long text such as a verdict's reason to "…"."""
+    """A DataFrame (its index dropped) as a Markdown table with every cell there to read:
+    pandas' HTML view cuts long text such as a verdict's reason to "…"; here a cell longer
+    than a table can show folds its rest (memlib.tables.readable_row), and a number never
+    measured says so."""
     lines = ["| " + " | ".join(cell_text(c) for c in frame.columns) + " |",
              "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell_text(v) for v in row) + " |"
+    lines += [readable_row("| " + " | ".join(cell_text(v) for v in row) + " |")
               for row in frame.itertuples(index=False)]
     return "\n".join(lines)
 
@@ -112,3 +120,115 @@ def claims_markdown(table) -> str:
     """A study's claims table (memlib.claims.evaluate) as a full Markdown table: each claim's
     number, verdict (with its whole reason) and rule."""
     return markdown_table(table[CLAIM_COLUMNS])
+
+
+# ---- why a claim reads as it does ----------------------------------------------------------
+
+EXPLAINED = ("does not hold", "precondition failed")  # every such row is explained in prose
+
+
+def _top_level(text: str) -> list[str]:
+    """`text` split at the commas outside brackets and parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += (char in "([") - (char in ")]")
+        if char == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def claim_values(ours: str, prefix: str = "") -> dict[str, str]:
+    """A claims row's measured values (its `ours` cell, `a=1, b=(c=2, d=[3, 4])`) as a flat
+    mapping of names (`a`, `b.c`, `b.d`) to the values as the row shows them."""
+    found = {}
+    for part in _top_level(ours or ""):
+        key, sep, value = part.partition("=")
+        if not sep:
+            continue
+        name = prefix + key.strip()
+        inner = value.strip()
+        if inner.startswith("(") and inner.endswith(")") and "=" in inner:
+            found.update(claim_values(inner[1:-1], name + "."))
+        else:
+            found[name] = inner
+    return found
+
+
+def fill(template: str, values: dict[str, str]) -> str | None:
+    """`template` with each `{name}` replaced by that measured value; None when a value it
+    names was not measured (a smaller scale measures less), so nothing is said of it."""
+    names = re.findall(r"\{([^{}]+)\}", template)
+    if any(name not in values or values[name].startswith("nan") for name in names):
+        return None
+    return re.sub(r"\{([^{}]+)\}", lambda m: values[m[1]], template)
+
+
+def why_anchor(claim_id: str) -> str:
+    """The HTML id of the paragraph that explains a claim's verdict (the book links it)."""
+    return "why-" + re.sub(r"[^A-Za-z0-9_-]+", "-", claim_id)
+
+
+def explanations(table, why: dict[str, str]) -> str:
+    """A paragraph for every claim of `table` (memlib.claims.evaluate) that does not hold or
+    whose precondition failed, and every other claim `why` names: the paper's statement, our
+    number against the rule, the verdict with its reason, then `why[id]` filled with the
+    row's measured values (`{name}` as claim_values names them)."""
+    paragraphs = []
+    for row in table.itertuples(index=False):
+        kind = row.verdict.split(":")[0].strip()
+        if kind not in EXPLAINED and row.id not in why:
+            continue
+        values = {**claim_values(row.ours), "headline": row.headline or ""}
+        ours = (f"ours is {row.headline}" if row.headline and not row.headline.startswith("nan")
+                else "there is no number to judge")
+        reason = row.verdict.partition(":")[2].strip()
+        text = (f'<a id="{why_anchor(row.id)}"></a>**Why `{row.id}` reads *{kind}*.** '
+                f"The claim: {row.statement.rstrip('.')}. The rule: {row.rule.split(';')[0]}; "
+                f"{ours}" + (f"; what failed: {reason}." if reason else "."))
+        extra = fill(why.get(row.id, ""), values)
+        paragraphs.append(text + (f" {extra}" if extra else ""))
+    return "\n\n".join(["### Why these verdicts", *paragraphs]) if paragraphs else ""
+
+
+# ---- what an exercise costs, from the cache entries this kernel used -----------------------
+
+PROCESSES = 2  # runs computed side by side, as `make figures` computes them on two cores
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a reader counts them: '70 s', '6 min', '1.5 h'."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def entry_seconds(*names: str, ledger: dict[str, float | None] | None = None) -> list[float]:
+    """The cold compute seconds of each cache entry this kernel used (`memlib.cache.ledger`,
+    or `ledger`), of the computations `names` (every entry when none): what the entry cost
+    when it was computed, even when it loaded now. Entries that stored no time are left out."""
+    ledger = cache.ledger if ledger is None else ledger
+    return [float(s) for entry, s in ledger.items()
+            if s is not None and (not names or entry.rsplit("-", 1)[0] in names)]
+
+
+def run_time(seconds: float, at_most: bool = False, processes: int = PROCESSES) -> str:
+    """An exercise's run time from the `seconds` of compute it repeats, `processes` at a
+    time: 'about 6 min on 2 cores'; without a measured cost it says so instead of a number."""
+    if not seconds or math.isnan(seconds):
+        return "not measured (no cache entry of this kernel recorded its cost)"
+    bound = "at most about" if at_most else "about"
+    return f"{bound} {duration(seconds / processes)} on {processes} cores"
+
+
+def cost_of(seconds: Iterable[float]) -> str:
+    """What measured entries cost, for an exercise's reasons: '980 s of compute, 76–128 s
+    each' (the range only for more than one entry)."""
+    seconds = list(seconds)
+    if not seconds:
+        return "no measured compute"
+    each = f", {span(seconds, 0, unit=' s')} each" if len(seconds) > 1 else ""
+    return f"{duration(sum(seconds))} of compute{each}"

@@ -102,11 +102,17 @@
 #   verdict says so.
 
 # %% tags=["parameters"]
-# The scale; papermill injects every setting of the study's Config after this cell (its
-# defaults are the small run, params/<scale>/02_modular_arithmetic_noise.yaml holds what differs).
+# The scale: "smoke", "small" or "full", each its own preset
+# (params/<scale>/02_modular_arithmetic_noise.yaml). To change a setting, add a line here,
+# e.g. `seeds = [0, 1]`, and run this cell and the ones below; a line you
+# delete no longer counts. papermill injects every setting after this cell.
 scale = "small"
 
 # %%
+# memlib first: importing it pins the instruction set numpy and torch then use
+from memlib.pipeline import notebook_config, study_results
+
+# isort: split
 import time
 
 import numpy as np
@@ -116,15 +122,24 @@ from IPython.display import Markdown, display
 from matplotlib.lines import Line2D
 
 from memlib.claims import Estimate, evaluate, write
-from memlib.config import from_namespace
-from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import claims_markdown, direction, listing, num, pct, pct_span, pm
+from memlib.prose import (
+    claims_markdown,
+    cost_of,
+    direction,
+    entry_seconds,
+    explanations,
+    listing,
+    num,
+    pct,
+    pct_span,
+    pm,
+    run_time,
+)
 from memlib.studies.modarith import (
     CLAIMS,
     SUBSET_LABELS,
     SUBSETS,
-    Config,
     measure,
     noisy_first,
     sweep_judged,
@@ -133,7 +148,7 @@ from memlib.tables import save_table
 
 STUDY = "02_modular_arithmetic_noise"
 pd.set_option("display.width", 160)
-config = from_namespace(Config, globals())
+config = notebook_config("modarith", globals())
 start = time.time()
 # At full scale this reads what `memlib run` computed (see the README) and names the
 # command to run if a result is missing; below full scale it computes, cached.
@@ -328,7 +343,7 @@ for i, alpha in enumerate(ff_alphas):
         reference_line(ax, 100 * chance, "chance")
         ax.set(title=f"{part}, α = {alpha:g}", xlabel="", ylabel="accuracy (%)" if j == 0
                else "", ylim=(0, 105))
-        ax.tick_params(axis="x", labelrotation=20, labelsize=6)
+        ax.tick_params(axis="x", labelrotation=20, labelsize="small")
         if (i, j) != (0, 2):
             ax.get_legend().remove()
 axes[0, 2].legend(fontsize="small", loc="upper right")
@@ -416,7 +431,7 @@ ax.set(xlabel="noise rate α", ylabel="phase error |φa + φb − φc|,\nwrapped
 ax.legend(fontsize="small")
 savefig(fig, "fig_phase_error", STUDY, scale)
 save_table(medians.rename("median_phase_error").reset_index(), "phase_error", STUDY, scale)
-medians.round(3)
+medians.rename("median phase error (rad)").round(3).reset_index()
 
 # %% [markdown]
 # **Figure 2.6.** Phase error $|\phi_a + \phi_b - \phi_c|$ of the neurons against the noise
@@ -628,52 +643,61 @@ results["analytic"]
 # from the cache). `MEMLIB_FIGURES` sends its figures and tables to a scratch folder, so the
 # published ones stay as they are; the executed notebook lands in
 # `build/small/02_modular_arithmetic_noise.ipynb`.
-#
-# 1. **More noise than the paper's largest rate.** The paper finds the rule inside the net up
-#    to $\alpha = 0.8$.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/02_modular_arithmetic_noise.py --set "alphas=[0.0,0.8,0.9,0.95]"
-#    ```
-#    **Run time:** about 6 min on 2 cores: the main runs (cached together for every noise
-#    rate and seed, measured at 479 s of compute) and the two variants at the largest
-#    $\alpha$ (166 s) are computed again, two runs at a time; the other experiments load from
-#    the cache.
-#    <details><summary>Answer</summary>
-#
-#    Expect the phase error of Figure 2.6 to keep growing with $\alpha$ and the filtered net
-#    $G$ of Figure 2.4 to lose test accuracy once so few clean pairs remain that the rule is
-#    no longer learned underneath the memorization.
-#    </details>
-# 2. **Subtraction instead of addition.** The same Fourier circuit computes $a - b$, with
-#    $\phi_a - \phi_b \approx \phi_c$.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/02_modular_arithmetic_noise.py --set operation=sub
-#    ```
-#    **Run time:** about 10 min on 2 cores: every experiment on the arithmetic task is
-#    computed again (measured 1,111 s of the notebook's 1,234 s of cold compute; the image
-#    runs load from the cache), two runs at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect the same picture as for addition: noisy labels fitted first (Figure 2.2), and a
-#    filtered net that recovers the rule while the raw net memorizes (Figure 2.4).
-#    </details>
-# 3. **A longer budget with stronger weight decay.** Raw-output generalization needs
-#    $\mathrm{lr}\cdot\mathrm{wd}\cdot\mathrm{steps} \gg 1$ (here $10^{-3}\cdot 0.1 \cdot 600$
-#    is far below 1).
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/02_modular_arithmetic_noise.py --set weight_decay=1.0 --set epochs=5000
-#    ```
-#    **Run time:** about 45 min on 2 cores: the main runs and the two variants train 5,000
-#    epochs instead of 600, 8.3 × their measured 645 s of compute, two runs at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect the raw net's test accuracy in Figure 2.1 to climb late in training (grokking)
-#    at low noise, while the noisy labels stay fitted for a while: the coexistence
-#    of memorization and generalization the paper describes.
-#    </details>
+
+# %%
+main_runs, variants = entry_seconds("modarith-main"), entry_seconds("modarith-variant")
+arithmetic = entry_seconds("modarith-main", "modarith-order", "modarith-sweep",
+                           "modarith-variant", "modarith-analysis")
+longer = 5000 / config.epochs
+display(Markdown(rf"""
+1. **More noise than the paper's largest rate.** The paper finds the rule inside the net up
+   to $\alpha = 0.8$.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/02_modular_arithmetic_noise.py --set "alphas=[0.0,0.8,0.9,0.95]"
+   ```
+   **Run time:** {run_time(sum(main_runs) + sum(variants), at_most=True)}: the main runs
+   (cached together for every noise rate and seed, measured at {cost_of(main_runs)}) and
+   the two variants at the largest $\alpha$ (at most their measured {cost_of(variants)})
+   are computed again, two runs at a time; the other experiments load from the cache.
+   <details><summary>Answer</summary>
+
+   Expect the phase error of Figure 2.6 to keep growing with $\alpha$ and the filtered net
+   $G$ of Figure 2.4 to lose test accuracy once so few clean pairs remain that the rule is
+   no longer learned underneath the memorization.
+   </details>
+2. **Subtraction instead of addition.** The same Fourier circuit computes $a - b$, with
+   $\phi_a - \phi_b \approx \phi_c$.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/02_modular_arithmetic_noise.py --set operation=sub
+   ```
+   **Run time:** {run_time(sum(arithmetic))}: every experiment on the arithmetic task is
+   computed again (measured {cost_of([sum(arithmetic)])} of the notebook's
+   {cost_of([sum(entry_seconds())])}; the image runs load from the cache), two runs at a
+   time.
+   <details><summary>Answer</summary>
+
+   Expect the same picture as for addition: noisy labels fitted first (Figure 2.2), and a
+   filtered net that recovers the rule while the raw net memorizes (Figure 2.4).
+   </details>
+3. **A longer budget with stronger weight decay.** Raw-output generalization needs
+   $\mathrm{{lr}}\cdot\mathrm{{wd}}\cdot\mathrm{{steps}} \gg 1$ (here
+   $10^{{-3}}\cdot 0.1 \cdot {config.epochs}$ is far below 1).
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/02_modular_arithmetic_noise.py --set weight_decay=1.0 --set epochs=5000
+   ```
+   **Run time:** {run_time(longer * (sum(main_runs) + sum(variants)))}: the main runs and
+   the two variants train 5,000 epochs instead of {config.epochs}, {num(longer, 1)} × their
+   measured {cost_of([sum(main_runs) + sum(variants)])}, two runs at a time.
+   <details><summary>Answer</summary>
+
+   Expect the raw net's test accuracy in Figure 2.1 to climb late in training (grokking)
+   at low noise, while the noisy labels stay fitted for a while: the coexistence
+   of memorization and generalization the paper describes.
+   </details>
+"""))
 
 # %% [markdown]
 # ## Claims
@@ -714,3 +738,24 @@ measured = measure(results, config)
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
 display(Markdown(claims_markdown(table)))
+
+# %% [markdown]
+# Each claim that does not hold, or whose precondition failed, is explained below from its
+# measured values (and any verdict that hinges on how a rule reads the paper).
+
+# %% tags=["remove-input"]
+display(Markdown(explanations(table, {
+    "noisy-first-images": (
+        "On {data} the clean labels were fitted first: clean minus noisy epochs to fit half "
+        "of each subset is {epochs_lead.0.05} at α = 0.05 and {epochs_lead.0.2} at α = 0.2 "
+        "(negative: the noisy labels later). The older reading, at the first epoch past 20% "
+        "training accuracy, leans the same way ({lead_at_20pct.0.05} as a fraction at "
+        "α = 0.05). On images the clean labels share their class's look, which a network "
+        "learns first; in modular arithmetic no such shortcut exists."),
+    "swap-helps": (
+        "The ReLU net trained at α = 0.2 sits at chance on the test set (test accuracy minus "
+        "chance {relu_minus_chance}, as a fraction), so it has no generalization for a swap "
+        "to preserve. Both swaps score above it ({quadratic_minus_relu} for x², "
+        "{reverse_relu_minus_relu} for reverse ReLU), which the rule's first version counted "
+        "as success."),
+})))

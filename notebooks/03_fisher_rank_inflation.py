@@ -66,25 +66,42 @@
 # 0-2 and before these seeds were run; the claims section says what changed.
 
 # %% tags=["parameters"]
-# The scale; papermill injects every setting of the study's Config after this cell (its
-# defaults are the small run, params/<scale>/03_fisher_rank_inflation.yaml holds what differs).
+# The scale: "smoke", "small" or "full", each its own preset
+# (params/<scale>/03_fisher_rank_inflation.yaml). To change a setting, add a line here,
+# e.g. `seeds = [0, 1]`, and run this cell and the ones below; a line you
+# delete no longer counts. papermill injects every setting after this cell.
 scale = "small"
 
 # %%
+# memlib first: importing it pins the instruction set numpy and torch then use
+from memlib.pipeline import notebook_config, study_results
+
+# isort: split
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
 from memlib.claims import Estimate, evaluate, write
-from memlib.config import from_namespace
-from memlib.pipeline import study_results
-from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import claims_markdown, listing, num, pct, pct_span, pm, span, spread_phrase
-from memlib.studies.fisher import CLAIMS, Config, collapse_gap, measure
+from memlib.plotting import figure, reference, reference_line, savefig
+from memlib.prose import (
+    claims_markdown,
+    cost_of,
+    entry_seconds,
+    explanations,
+    listing,
+    num,
+    pct,
+    pct_span,
+    pm,
+    run_time,
+    span,
+    spread_phrase,
+)
+from memlib.studies.fisher import CLAIMS, collapse_gap, measure
 from memlib.tables import save_table
 
 STUDY = "03_fisher_rank_inflation"
-config = from_namespace(Config, globals())
+config = notebook_config("fisher", globals())
 # At full scale this reads what `memlib run` computed (see the README) and names the
 # command to run if a result is missing; below full scale it computes, cached.
 results = study_results("fisher", config, scale)
@@ -317,9 +334,7 @@ ax.barh(range(len(order)), table["auroc"], color="C0")
 ax.set_yticks(range(len(order)), order)
 ax.invert_yaxis()
 reference_line(ax, 0.5, "chance (AUROC 0.5)", axis="x")
-# Drawn over the bars (translucent, hatched, outlined) so the band shows where bars cover it.
-ax.axvspan(0.6, 0.8, facecolor="C2", alpha=0.25, edgecolor="C2", hatch="//", linewidth=1,
-           label="paper's AUROC range (0.6–0.8)", zorder=3)
+reference(ax, (0.6, 0.8), "AUROC range (0.6–0.8)", axis="x")
 ax.set(xlabel="AUROC for the corrupted examples", xlim=(0, 1),
        title=f"label-error signals, {config.attribution_corruption:.0%} noise (seed mean)")
 ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -327,7 +342,7 @@ savefig(fig, "fig4_signals", STUDY, scale, data=config.dataset)
 
 # %% [markdown]
 # **Figure 3.4.** AUROC of each label-error signal for the corrupted examples (mean over
-# seeds), beside the paper's range of 0.6–0.8.
+# seeds); the hatched band is the paper's range of 0.6–0.8, the dashed line chance (0.5).
 
 # %% tags=["remove-input"]
 loo = "LOO er attribution (exact)"
@@ -457,54 +472,58 @@ best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 # from the cache). `MEMLIB_FIGURES` sends its figures and tables to a scratch folder, so the
 # published ones stay as they are; the executed notebook lands in
 # `build/small/03_fisher_rank_inflation.ipynb`.
-#
-# 1. **Another noise rate for the attribution.** The paper reports top-100 enrichment in
-#    corrupted examples at every noise rate it tried.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/03_fisher_rank_inflation.py --set attribution_corruption=0.2
-#    ```
-#    **Run time:** about 12 min on 2 cores: the attribution's noise rate is part of every
-#    run's cache key, so every run is computed again, the attribution arm's too (measured 900 s
-#    of compute for the 25 main runs, 14–54 s a run; the arm's 28 runs about 480 s, projected
-#    from a clean and a 40% run of 14 and 20 s), two at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect the corrupted examples to stay enriched at the top of the attribution, with a
-#    lower precision@100 than at 40% (fewer corrupted examples to find), and a lower peak er.
-#    </details>
-# 2. **Train longer after the fit.** Each run stops a few epochs after it has fitted its
-#    labels (`epochs_after_fit`); the paper's collapse continues while training goes on.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/03_fisher_rank_inflation.py --set epochs_after_fit=40
-#    ```
-#    **Run time:** about 20 min on 2 cores: every run, the attribution arm's too, is computed
-#    again and trains 30 epochs more (measured: 900 s of compute for the 25 main runs at 51
-#    epochs a run on average, about 0.75 s an epoch with er, from the `train_seconds` and
-#    `er_seconds_per_epoch` of the runs table; the arm's 28 runs, projected from a clean and
-#    a 40% run, about 480 s at 45 epochs a run), two at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect the epochs up to the fit, and with them the er peak and the attribution at the
-#    peak, to stay as they are (the same seeds train the same way), and er to keep falling
-#    after the fit, so the collapse of Figure 3.1 deepens.
-#    </details>
-# 3. **Weight decay, which delays memorization.**
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/03_fisher_rank_inflation.py --set weight_decay=5e-4
-#    ```
-#    **Run time:** about 12 to 23 min on 2 cores: every run is computed again (measured 900 s
-#    of compute for the 25 main runs at 51 epochs a run on average, about 480 s projected for
-#    the attribution arm's 28), up to twice as long if weight decay delays the fit toward the
-#    100-epoch cap, two runs at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect a later and lower er peak (Figures 3.1 and 3.2) and slower fitting of the
-#    corrupted labels: within a
-#    fixed budget the collapse may not show at all (the paper's caveat on regularization).
-#    </details>
+
+# %%
+fisher_runs = entry_seconds("fisher-run")
+mean_epochs = float(runs_main["epochs_trained"].mean())
+more_epochs = 40 - (config.epochs_after_fit or 0)
+display(Markdown(rf"""
+1. **Another noise rate for the attribution.** The paper reports top-100 enrichment in
+   corrupted examples at every noise rate it tried.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/03_fisher_rank_inflation.py --set attribution_corruption=0.2
+   ```
+   **Run time:** {run_time(sum(fisher_runs))}: the attribution's noise rate is part of every
+   run's cache key, so every run is computed again, the attribution arm's too (measured
+   {cost_of(fisher_runs)}), two at a time.
+   <details><summary>Answer</summary>
+
+   Expect the corrupted examples to stay enriched at the top of the attribution, with a
+   lower precision@100 than at 40% (fewer corrupted examples to find), and a lower peak er.
+   </details>
+2. **Train longer after the fit.** Each run stops a few epochs after it has fitted its
+   labels (`epochs_after_fit`); the paper's collapse continues while training goes on.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/03_fisher_rank_inflation.py --set epochs_after_fit=40
+   ```
+   **Run time:** {run_time(sum(fisher_runs) * (mean_epochs + more_epochs) / mean_epochs)}:
+   every run, the attribution arm's too, is computed again and trains {more_epochs} epochs
+   more (measured: {cost_of([sum(fisher_runs)])} for {len(fisher_runs)} runs at
+   {num(mean_epochs, 0)} epochs a run on average), two at a time.
+   <details><summary>Answer</summary>
+
+   Expect the epochs up to the fit, and with them the er peak and the attribution at the
+   peak, to stay as they are (the same seeds train the same way), and er to keep falling
+   after the fit, so the collapse of Figure 3.1 deepens.
+   </details>
+3. **Weight decay, which delays memorization.**
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/03_fisher_rank_inflation.py --set weight_decay=5e-4
+   ```
+   **Run time:** {run_time(sum(fisher_runs) * config.epochs / mean_epochs, at_most=True)}:
+   every run is computed again (measured {cost_of([sum(fisher_runs)])} at
+   {num(mean_epochs, 0)} epochs a run on average), each up to the {config.epochs}-epoch cap
+   if weight decay delays its fit, two runs at a time.
+   <details><summary>Answer</summary>
+
+   Expect a later and lower er peak (Figures 3.1 and 3.2) and slower fitting of the
+   corrupted labels: within a
+   fixed budget the collapse may not show at all (the paper's caveat on regularization).
+   </details>
+"""))
 
 # %% [markdown]
 # ## Claims
@@ -552,3 +571,10 @@ measured = measure(results, config)
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
 display(Markdown(claims_markdown(table)))
+
+# %% [markdown]
+# Each claim that does not hold, or whose precondition failed, is explained below from its
+# measured values (and any verdict that hinges on how a rule reads the paper).
+
+# %% tags=["remove-input"]
+display(Markdown(explanations(table, {})))

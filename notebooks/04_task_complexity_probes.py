@@ -102,11 +102,17 @@
 #   `standin_seeds`, are probed the same way, as a **stand-in**, not a reproduction.
 
 # %% tags=["parameters"]
-# The scale; papermill injects every setting of the study's Config after this cell (its
-# defaults are the small run, params/<scale>/04_task_complexity_probes.yaml holds what differs).
+# The scale: "smoke", "small" or "full", each its own preset
+# (params/<scale>/04_task_complexity_probes.yaml). To change a setting, add a line here,
+# e.g. `seeds = [0, 1]`, and run this cell and the ones below; a line you
+# delete no longer counts. papermill injects every setting after this cell.
 scale = "small"
 
 # %%
+# memlib first: importing it pins the instruction set numpy and torch then use
+from memlib.pipeline import notebook_config, study_results
+
+# isort: split
 import time
 
 import numpy as np
@@ -115,15 +121,23 @@ from IPython.display import Markdown, display
 
 from memlib import data
 from memlib.claims import Estimate, evaluate, write
-from memlib.config import from_namespace
-from memlib.pipeline import study_results
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import claims_markdown, listing, num, pm, span
-from memlib.studies.probes import CLAIMS, Config, layer_estimates, measure
+from memlib.prose import (
+    claims_markdown,
+    cost_of,
+    entry_seconds,
+    explanations,
+    listing,
+    num,
+    pm,
+    run_time,
+    span,
+)
+from memlib.studies.probes import CLAIMS, layer_estimates, measure
 from memlib.tables import save_table
 
 STUDY = "04_task_complexity_probes"
-config = from_namespace(Config, globals())
+config = notebook_config("probes", globals())
 start = time.time()
 # At full scale this reads what `memlib run` computed (see the README) and names the
 # command to run if a result is missing; below full scale it computes, cached.
@@ -405,7 +419,7 @@ def fig_variants(dataset):
             reference_line(ax, 50, "chance")
             ax.set_xlabel("pruned fraction p" if probe == "prune" else "flipped fraction q")
             ax.set_title(f"{label[(dataset, task)]}: "
-                         f"{'pruning' if probe == 'prune' else 'sign flips'}", fontsize=8)
+                         f"{'pruning' if probe == 'prune' else 'sign flips'}", fontsize="small")
         ax = axes[row, 2]
         base = baseline.query("dataset == @dataset and task == @task")
         sigma = base["sigma_fc1"].median()
@@ -415,7 +429,7 @@ def fig_variants(dataset):
                  linestyle=FORM_STYLES[form], scale_x=1 / sigma)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("a / σ(w) of layer fc1")
-        ax.set_title(f"{label[(dataset, task)]}: uniform noise", fontsize=8)
+        ax.set_title(f"{label[(dataset, task)]}: uniform noise", fontsize="small")
         axes[row, 0].set_ylabel("test accuracy (%)")
     # One legend entry per colour (which weights) and per line style (which weights' form):
     # every curve is one colour × one style, so nothing in the legend is repeated.
@@ -481,7 +495,7 @@ for row, name in enumerate(datasets):
         band(ax, b, x="prune", color="C2", name="B(pruned W), float")
         reference_line(ax, 50, "chance")
         ax.set_xlabel("pruned fraction p")
-        ax.set_title(f"{name}: {label[(name, task)]}", fontsize=8)
+        ax.set_title(f"{name}: {label[(name, task)]}", fontsize="small")
     axes[row, 0].set_ylabel("test accuracy (%)")
 axes[0, 0].legend(fontsize="small")
 savefig(fig, "fig2_prune_randomize_B", STUDY, scale)
@@ -528,7 +542,7 @@ for ax, name in zip(axes[:, 0], datasets, strict=True):
         ax.axhline(value, color=TASK_COLORS[task], lw=0.8, ls=":",
                    label=f"{task}: trained weights ({value:.1f}%)")
     reference_line(ax, 50, "chance")
-    ax.set_title(name, fontsize=8)
+    ax.set_title(name, fontsize="small")
     ax.set_xlabel("")
     ax.set_ylabel("test accuracy (%)")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1, 1))
@@ -591,7 +605,7 @@ for name in datasets:
         image = ax.imshow(grid, cmap="magma" if column == "acc" else "viridis")
         ax.set_xticks(range(k), classes[name][:k], rotation=90, fontsize="small")
         ax.set_yticks(range(k), classes[name][:k], fontsize="small")
-        ax.set_title(title, fontsize=8)
+        ax.set_title(title, fontsize="small")
         fig.colorbar(image, ax=ax, shrink=0.9, label="%" if column == "acc" else "points")
     rho_rand = h["delta_bin"].corr(h["delta_rand"], method="spearman")
     rho_ssim = h["distance"].corr(h["delta_rand"], method="spearman")
@@ -601,7 +615,7 @@ for name in datasets:
     axes[3].set_xlabel("Δ_bin (points)")
     axes[3].set_ylabel("Δ_rand (points)")
     axes[3].set_title(f"ρ(Δ_bin, Δ_rand) = {rho_rand:.2f}\nρ(1-SSIM, Δ_rand) = {rho_ssim:.2f}",
-                      fontsize=8)
+                      fontsize="small")
     axes[3].set_box_aspect(1)
     fig.suptitle(f"{name}: {len(h)} class pairs, mean over {config.heatmap_runs} runs")
     savefig(fig, f"fig4_pair_heatmaps_{name}", STUDY, scale)
@@ -748,55 +762,62 @@ if results["distilbert"] is not None:
 # from the cache). `MEMLIB_FIGURES` sends its figures and tables to a scratch folder, so the
 # published ones stay as they are; the executed notebook lands in
 # `build/small/04_task_complexity_probes.ipynb`.
-#
-# 1. **Choose the pairs by SSIM instead of the authors' pairs.**
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/04_task_complexity_probes.py --set pair_choice=ssim
-#    ```
-#    The hard pair becomes the most similar pair and the easy pair the least similar.
-#    **Run time:** at most about 5 min on 2 cores: the chosen pairs' runs and probes are
-#    computed again, at most the notebook's measured cold compute (572 s), two at a time;
-#    the SSIM matrix, the heat maps and the ViT stand-ins load from the cache.
-#    <details><summary>Answer</summary>
-#
-#    Expect the paper's picture to sharpen: the binarized hard model nearer chance, the easy
-#    one nearer its full accuracy (Figure 4.2), and a larger gap between them under null
-#    model B (Figure 4.5).
-#    </details>
-# 2. **The authors' probe scripts, biases left at their random initialisation.**
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/04_task_complexity_probes.py --set reinit_biases=true
-#    ```
-#    **Run time:** at most about 5 min on 2 cores: the setting is part of the cache key of
-#    every pair's runs and of the heat maps, so at most the notebook's measured cold compute
-#    (572 s) is spent again, two computations at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect lower accuracies under every probe (Figures 4.2 and 4.6), most of all for the
-#    hard pair, whose
-#    decision boundary depends on fine adjustments the trained biases provide; the qualitative
-#    picture (sign structure suffices for easy tasks, not for hard ones) should remain.
-#    </details>
-# 3. **Half the runs per pair, 10.**
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/04_task_complexity_probes.py \
-#        --set "seeds=[$(seq -s, 500 509)]"
-#    ```
-#    These are the first ten of this notebook's twenty seeds; a pair's runs are cached
-#    together, as one stack of seeds, so every pair trains its ten runs again (the heat maps,
-#    which use the first three seeds, load from the cache).
-#    **Run time:** about 4 min on 2 cores: the part of the measured cold compute that grows
-#    with the runs (about 36 s a run over the four pairs) × 10, two computations at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect wider 95% intervals (about √2 wider, and a larger Student-t multiplier), so that
-#    rules decided here by a margin close to their interval fall back *within noise*; each
-#    such row's note says how many runs would decide it again. The means move within
-#    today's intervals.
-#    </details>
+
+# %%
+pair_runs = entry_seconds("probes-train")
+per_seed = sum(pair_runs) / len(config.seeds)
+cold = sum(entry_seconds())
+display(Markdown(rf"""
+1. **Choose the pairs by SSIM instead of the authors' pairs.**
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/04_task_complexity_probes.py --set pair_choice=ssim
+   ```
+   The hard pair becomes the most similar pair and the easy pair the least similar.
+   **Run time:** {run_time(cold, at_most=True)}: the chosen pairs' runs and probes are
+   computed again, at most the notebook's measured cold compute ({cost_of([cold])}), two at
+   a time; the SSIM matrix, the heat maps and the ViT stand-ins load from the cache.
+   <details><summary>Answer</summary>
+
+   Expect the paper's picture to sharpen: the binarized hard model nearer chance, the easy
+   one nearer its full accuracy (Figure 4.2), and a larger gap between them under null
+   model B (Figure 4.5).
+   </details>
+2. **The authors' probe scripts, biases left at their random initialisation.**
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/04_task_complexity_probes.py --set reinit_biases=true
+   ```
+   **Run time:** {run_time(cold, at_most=True)}: the setting is part of the cache key of
+   every pair's runs and of the heat maps, so at most the notebook's measured cold compute
+   is spent again, two computations at a time.
+   <details><summary>Answer</summary>
+
+   Expect lower accuracies under every probe (Figures 4.2 and 4.6), most of all for the
+   hard pair, whose
+   decision boundary depends on fine adjustments the trained biases provide; the qualitative
+   picture (sign structure suffices for easy tasks, not for hard ones) should remain.
+   </details>
+3. **Half the runs per pair, 10.**
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/04_task_complexity_probes.py \
+       --set "seeds=[$(seq -s, 500 509)]"
+   ```
+   These are the first ten of this notebook's twenty seeds; a pair's runs are cached
+   together, as one stack of seeds, so every pair trains its ten runs again (the heat maps,
+   which use the first three seeds, load from the cache).
+   **Run time:** {run_time(10 * per_seed)}: the pairs' training, measured at
+   {cost_of([per_seed])} a run over the {len(pair_runs)} pairs, × 10, two computations at a
+   time.
+   <details><summary>Answer</summary>
+
+   Expect wider 95% intervals (about √2 wider, and a larger Student-t multiplier), so that
+   rules decided here by a margin close to their interval fall back *within noise*; each
+   such row's note says how many runs would decide it again. The means move within
+   today's intervals.
+   </details>
+"""))
 
 # %% [markdown]
 # ## Claims
@@ -853,3 +874,19 @@ measured = measure(results)
 table = evaluate(CLAIMS, measured)
 write(table, STUDY, scale)
 display(Markdown(claims_markdown(table)))
+
+# %% [markdown]
+# Each claim that does not hold, or whose precondition failed, is explained below from its
+# measured values (and any verdict that hinges on how a rule reads the paper).
+
+# %% tags=["remove-input"]
+display(Markdown(explanations(table, {
+    "stochastic_resonance": (
+        "Every pair with room to gain (starting at or below 95%) must gain 5 points or more. "
+        "The hard pairs do, by {fashion_mnist/hard.gain} points on Fashion-MNIST and "
+        "{mnist-5k/hard.gain} on mnist-5k from about {fashion_mnist/hard.start}%, like the "
+        "paper's 54% start. The easy Fashion-MNIST pair starts at "
+        "{fashion_mnist/easy.start}%, under the 95% line, and gains only "
+        "{fashion_mnist/easy.gain}: the verdict hinges on where 'room to gain' was drawn, "
+        "not on the hard pairs, which show the resonance."),
+})))

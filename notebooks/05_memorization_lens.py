@@ -90,25 +90,40 @@
 # er does not peak and then fall inside training) gives *precondition failed*.
 
 # %% tags=["parameters"]
-# The scale; papermill injects every setting of the study's Config after this cell (its
-# defaults are the small run, params/<scale>/05_memorization_lens.yaml holds what differs).
+# The scale: "smoke", "small" or "full", each its own preset
+# (params/<scale>/05_memorization_lens.yaml). To change a setting, add a line here,
+# e.g. `seeds = [0, 1]`, and run this cell and the ones below; a line you
+# delete no longer counts. papermill injects every setting after this cell.
 scale = "small"
 
 # %%
+# memlib first: importing it pins the instruction set numpy and torch then use
+from memlib.pipeline import notebook_config, study_results
+
+# isort: split
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
 from memlib.claims import evaluate, write
-from memlib.config import from_namespace, to_dict
-from memlib.pipeline import study_results
+from memlib.config import to_dict
 from memlib.plotting import figure, reference_line, savefig
-from memlib.prose import claims_markdown, listing, markdown_table, num, span
+from memlib.prose import (
+    claims_markdown,
+    cost_of,
+    entry_seconds,
+    explanations,
+    listing,
+    markdown_table,
+    num,
+    run_time,
+    span,
+)
 from memlib.studies import lens, rlp
 from memlib.tables import save_table
 
 STUDY = "05_memorization_lens"
-config = from_namespace(lens.Config, globals())
+config = notebook_config("lens", globals())
 # At full scale this reads what `memlib run lens` computed; below it computes, cached.
 results = study_results("lens", config, scale)
 runs, examples, layers, curves = (results[k] for k in ("runs", "examples", "layers", "curves"))
@@ -277,7 +292,7 @@ for ax, dataset in zip(axes[0], DATA):
     ax.axhline(0, color="0.6", linewidth=0.8)
     ax.set(xlabel="hidden layer (depth)", ylabel="value / its largest |value|",
            title=f"{dataset}, {NOISE:.0%} noise", xticks=sorted(d["depth"].unique()))
-    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.18))
 fig.set_figheight(5.6)
 savefig(fig, "fig2_layer_agreement", STUDY, scale)
 layer_table = layers.groupby(["dataset", "noise", "layer", "depth"], sort=False)[
@@ -392,51 +407,57 @@ record of memorization that has already happened.
 # from the cache). `MEMLIB_FIGURES` sends its figures and tables to a scratch folder, so the
 # published ones stay as they are; the executed notebook lands in
 # `build/small/05_memorization_lens.ipynb`.
-#
-# 1. **More label noise.** Study 1's regularizer and study 3's attribution both sharpen with
-#    more corrupted labels.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/05_memorization_lens.py --set "noise_rates=[0.0,0.4,0.6]"
-#    ```
-#    **Run time:** about 17 min on 2 cores: 20 new runs (2 noise rates × 2 datasets × 5
-#    seeds) at about 98 s each, the measured cost of one lens run (76–128 s), two at a time;
-#    the 40% runs and the frozen baselines (shared by every noise rate) load from the cache.
-#    <details><summary>Answer</summary>
-#
-#    Expect a higher and later er peak (Figure 5.3; study 3's peak grows with corruption),
-#    more of the corrupted labels to find, and the per-example agreement at the highest rate
-#    (Figure 5.1) to show whether the families of section 1 survive.
-#    </details>
-# 2. **Study 1's preset, changed.** `study1_sets` passes `key=value` changes to the watched
-#    model, here a shallower MLP. The list replaces the default one (`model=mlp`,
-#    `epochs=150`), so it repeats those two.
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/05_memorization_lens.py \
-#        --set 'study1_sets=["model=mlp","epochs=150","widths=[256,256,256]"]'
-#    ```
-#    **Run time:** at most about 10 min on 2 cores: all 10 lens runs (measured 980 s of
-#    compute, 76–128 s a run; three layers cost less than six) and their frozen baselines
-#    (about 27 s each) are computed again, two at a time.
-#    <details><summary>Answer</summary>
-#
-#    Expect fewer layers in Figure 5.2 and, as in study 1's pilot, a smaller random-label
-#    excess at depth; whether the probes' fragile layer moves with it is the question.
-#    </details>
-# 3. **er measured every epoch**, as study 3 does (about twice the lens cost).
-#    ```bash
-#    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-#        notebooks/05_memorization_lens.py --set measure_every=1
-#    ```
-#    **Run time:** at most about 16 min on 2 cores: all 10 lens runs are computed again with
-#    er measured twice as often, at most twice their measured 980 s of compute, two at a
-#    time.
-#    <details><summary>Answer</summary>
-#
-#    Expect the same ordering over training (Figure 5.3) with a sharper er peak: the peak
-#    epoch can only move by the measurement interval.
-#    </details>
+
+# %%
+lens_runs, baselines = entry_seconds("lens_run"), entry_seconds("rlp_frozen")
+lens_each = sum(lens_runs) / max(len(lens_runs), 1)
+display(Markdown(rf"""
+1. **More label noise.** Study 1's regularizer and study 3's attribution both sharpen with
+   more corrupted labels.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/05_memorization_lens.py --set "noise_rates=[0.0,0.4,0.6]"
+   ```
+   **Run time:** {run_time(4 * len(config.seeds) * lens_each)}: {4 * len(config.seeds)} new
+   runs (2 noise rates × 2 datasets × {len(config.seeds)} seeds) at the measured cost of
+   one lens run ({cost_of(lens_runs)}), two at a time; the 40% runs and the frozen
+   baselines (shared by every noise rate) load from the cache.
+   <details><summary>Answer</summary>
+
+   Expect a higher and later er peak (Figure 5.3; study 3's peak grows with corruption),
+   more of the corrupted labels to find, and the per-example agreement at the highest rate
+   (Figure 5.1) to show whether the families of section 1 survive.
+   </details>
+2. **Study 1's preset, changed.** `study1_sets` passes `key=value` changes to the watched
+   model, here a shallower MLP. The list replaces the default one (`model=mlp`,
+   `epochs=150`), so it repeats those two.
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/05_memorization_lens.py \
+       --set 'study1_sets=["model=mlp","epochs=150","widths=[256,256,256]"]'
+   ```
+   **Run time:** {run_time(sum(lens_runs) + sum(baselines), at_most=True)}: all
+   {len(lens_runs)} lens runs ({cost_of(lens_runs)}; three layers cost less than six) and
+   their frozen baselines ({cost_of(baselines)}) are computed again, two at a time.
+   <details><summary>Answer</summary>
+
+   Expect fewer layers in Figure 5.2 and, as in study 1's pilot, a smaller random-label
+   excess at depth; whether the probes' fragile layer moves with it is the question.
+   </details>
+3. **er measured every epoch**, as study 3 does (about twice the lens cost).
+   ```bash
+   MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
+       notebooks/05_memorization_lens.py --set measure_every=1
+   ```
+   **Run time:** {run_time(2 * sum(lens_runs), at_most=True)}: all {len(lens_runs)} lens
+   runs are computed again with er measured twice as often, at most twice their measured
+   {cost_of([sum(lens_runs)])}, two at a time.
+   <details><summary>Answer</summary>
+
+   Expect the same ordering over training (Figure 5.3) with a sharper er peak: the peak
+   epoch can only move by the measurement interval.
+   </details>
+"""))
 
 # %% [markdown]
 # ## Claims
@@ -464,6 +485,24 @@ measured = lens.measure(results)
 claims_table = evaluate(lens.claims_for(config), measured)
 write(claims_table, STUDY, scale)
 display(Markdown(claims_markdown(claims_table)))
+
+# %% [markdown]
+# Each claim that does not hold, or whose precondition failed, is explained below from its
+# measured values (and any verdict that hinges on how a rule reads the paper).
+
+# %% tags=["remove-input"]
+display(Markdown(explanations(claims_table, {
+    "er_peaks_first_fashion_mnist": (
+        "er peaks inside training and falls by {fall_after_peak} of its peak after it, but "
+        "the deepest head does not rise above the same head on frozen features in every run "
+        "(its final excess is {excess} points), so there is no half-way epoch to compare "
+        "er's peak with."),
+    "memorizing_layer_breaks_first_fashion_mnist": (
+        "It holds by {margin} points: {layer}, the layer with the largest excess, is less "
+        "robust than {rival}. That excess is {excess} points, below the 10-point "
+        "memorization target notebook 01 sets; this MLP memorizes little per layer, so the "
+        "layer the rule names is the most memorizing of weakly memorizing layers."),
+})))
 
 # %% [markdown]
 # ## What the agreement means, and what it cannot say

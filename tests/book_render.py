@@ -7,8 +7,12 @@ to the glossary. The notebooks' sources are read too: every figure cell has its 
 caption under it, every figure cited by number exists, no figure is cited by a number the
 book does not give it, and every exercise states its run time and folds its answer.
 
-As a script it checks every page of a built book and the notebooks' sources, and saves a
-screenshot of each page at 1300 px and at 390 px:
+Each page is also read for tables and display math cut off on a phone without a horizontal
+scroll, absolute paths, reprs, figures shown too small for their text to keep 9 pt, and
+captions with no figure above them; each executed notebook's exercises against its manifest.
+
+As a script it checks every page of a built book, the notebooks' sources and the published
+notebooks, and saves a full-height screenshot of each page at 1300 px and at 390 px:
 
     python tests/book_render.py build/book/html --shots build/book/shots
 """
@@ -21,6 +25,9 @@ import sys
 from pathlib import Path
 
 from memlib.book import FIGURE_CAPTION, GLOSSARY_TERMS, term_pattern
+from memlib.plotting import COLUMN_INCHES
+
+COLUMN_PX = round(COLUMN_INCHES * 100)  # the book's column, as memlib.plotting makes figures
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -33,7 +40,11 @@ RAW_TEX = re.compile(r"\$[^$\s][^$\n]*?\$|\\[(\[]|\\(?:math\w+|lambda|alpha|beta
                      r"top|frac|sum|hat|tilde|operatorname|text|left|right|qquad|Delta|phi|"
                      r"mu|sigma|approx|otimes|in|le|ge|cdot)\b")
 MARKDOWN_LINK = re.compile(r"\[[^\]\n]+\]\(\S*")
-REPRS = re.compile(r"PosixPath\(|Estimate\(|\w+\.\w+\.run/|<IPython\.core")
+REPRS = re.compile(r"PosixPath\(|Estimate\(|\w+\.\w+\.run/|<IPython\.core|np\.\w+\(|"
+                   r"array\(\[|dtype: \w+|\bName: \w+, dtype|<[\w.]+ object at 0x")
+# an absolute path of any machine, in prose (a command in a code block may name /tmp)
+ABSOLUTE_PATH = re.compile(r"(?<![\w./:~-])(?:/(?:home|Users|root|work|tmp|mnt|opt|usr|var|srv)"
+                           r"/[\w.-]+|[A-Z]:\\[\w.-]+)")
 ELLIPSIS = re.compile(r"(…|\.\.\.)$")
 
 # The text of the page a reader sees as prose: MathJax's output and code (which shows
@@ -53,14 +64,54 @@ return [...document.querySelectorAll('table')]
 """
 PAGE_WIDTH = "return document.documentElement.scrollWidth;"
 # each figure's shown width against the width it was made for: its width attribute (a
-# high-resolution image declares its size) or else its natural width
+# high-resolution image declares its size) or else its natural width. A figure wider than
+# the book's column was made with text larger by as much (memlib.plotting), so it may shrink
+# to the column; shown narrower still, its text falls under the 9 pt it was made to keep.
 SMALL_IMAGES = """
+const column = arguments[0];
 return [...document.querySelectorAll('main img')]
   .filter(i => i.complete && i.naturalWidth > 0)
   .map(i => [i.getAttribute('src').slice(0, 80), i.clientWidth,
              parseFloat(i.getAttribute('width')) || parseFloat(i.style.width)
              || i.naturalWidth])
-  .filter(([src, shown, meant]) => shown < meant / 2);
+  .filter(([src, shown, meant]) => shown < 0.95 * Math.min(meant, column));
+"""
+# elements wider than what shows them, with no horizontal scroll to reach the rest: tables
+# (a verdict off-screen on a phone) and display math
+CLIPPED = """
+const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+const clipped = [];
+for (const el of document.querySelectorAll('main table, main mjx-container[display="true"]')) {
+  if (el.closest('table') !== el && el.tagName === 'TABLE') continue;
+  let right = document.documentElement.clientWidth, reached = false;
+  for (let e = el; e && e !== document.body; e = e.parentElement) {
+    if (scrolls(e)) { reached = true; break; }
+    if (e !== el && getComputedStyle(e).overflowX !== 'visible') {
+      right = Math.min(right, e.getBoundingClientRect().right);
+    }
+  }
+  const r = el.getBoundingClientRect();
+  const inner = el.tagName === 'TABLE' ? r.right
+    : r.left + Math.max(el.scrollWidth, ...[...el.children].map(c => c.scrollWidth));
+  if (!reached && inner > right + 1) {
+    clipped.push([el.tagName === 'TABLE' ? 'table' : 'display math',
+                  el.innerText.trim().slice(0, 60)]);
+  }
+}
+return clipped;
+"""
+# a "Figure N.k." caption with no figure right above it (a figure its cell did not draw)
+BARE_CAPTIONS = """
+const root = document.querySelector('article') || document.body;
+return [...root.querySelectorAll('p')]
+  .filter(p => /^Figure \\d+\\.\\d+\\./.test(p.textContent.trim())
+               && p.querySelector('strong:first-child'))
+  .filter(p => {
+    let before = p.previousElementSibling;
+    if (!before && p.parentElement) before = p.parentElement.previousElementSibling;
+    return !(before && before.querySelector('img, svg'));
+  })
+  .map(p => p.textContent.trim().slice(0, 60));
 """
 MATHJAX_DONE = """
 const done = arguments[arguments.length - 1];
@@ -173,6 +224,8 @@ def text_problems(prose: str, text: str, machine_paths: list[str]) -> list[str]:
                  for m in REPRS.finditer(text)]
     problems += [f"machine path {path}: …{text[i - 20:i + 60]}…"
                  for path in machine_paths if path and (i := text.find(path)) >= 0]
+    problems += [f"absolute path: …{context(prose, m)}…" for m in ABSOLUTE_PATH.finditer(prose)
+                 if not any(path and path in m.group(0) for path in machine_paths)]
     return problems
 
 
@@ -204,7 +257,11 @@ FIGURE_REFS = re.compile(r"\bFigures? (\d+\.\d+(?:(?:, | and | or | to )\d+\.\d+
 # a figure cited by a bare "Fig. 2": the paper's numbering unless it says so, or none at all
 BARE_FIG = re.compile(r"(?<!paper's )\bFigs?\.\s*\d+\w*")
 SAVES_FIGURE = re.compile(r"\bsavefig\([^,]+,\s*f?[\"']([^\"']+)")
-RUN_TIME = re.compile(r"\*\*Run time:\*\*\s*(?:at most\s+)?about\s+\d+")
+# an exercise's run time: as the executed notebook shows it, or computed in its source
+RUN_TIME = re.compile(r"\*\*Run time:\*\*\s*(?:(?:at most\s+)?about\s+\d+|\{run_time\()")
+# a duration typed by hand: the numbers of a run time come from the cache entries the run used
+TYPED_TIME = re.compile(r"(?<![\w.])\d[\d,.]*\s*(?:s|sec|seconds|min|minutes|h|hours)\b")
+FIELD = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")  # an f-string's field, nested once
 ANSWER = re.compile(r"<details><summary>Answer</summary>.*?</details>", re.S)
 EXERCISE = re.compile(r"^\d+\. \*\*", re.M)
 EXERCISES_HEADING = "## Try this"
@@ -263,10 +320,33 @@ def reference_problems(cells: list[dict], known: set[str]) -> list[str]:
     return problems
 
 
+def exercise_section(cells: list[dict]) -> str | None:
+    """The "Try this" section: its heading cell and what the code cells under it display (the
+    Markdown of an executed notebook's outputs, else the cell's source, whose f-string says
+    it), up to the next text cell; None without one."""
+    texts = None
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            if texts is not None:
+                break
+            if EXERCISES_HEADING in text_of(cell):
+                texts = [text_of(cell)]
+        elif texts is not None:
+            shown = ["".join(o.get("data", {}).get("text/markdown", ""))
+                     for o in cell.get("outputs", [])]
+            texts += shown if any(shown) else [text_of(cell)]
+    return None if texts is None else "\n".join(texts)
+
+
+def typed_times(text: str) -> list[str]:
+    """Durations typed into an exercise's text outside the f-string fields that compute them."""
+    return TYPED_TIME.findall(FIELD.sub("", text))
+
+
 def exercise_problems(cells: list[dict]) -> list[str]:
-    """Each exercise of the "Try this" section without a run time or a folded answer."""
-    section = next((text_of(c) for c in cells if c["cell_type"] == "markdown"
-                    and EXERCISES_HEADING in text_of(c)), None)
+    """Each exercise of a notebook's "Try this" section (in its source) without a run time or
+    a folded answer, or with a run time typed instead of computed."""
+    section = exercise_section(cells)
     if section is None:
         return ["no 'Try this' section"]
     starts = [m.start() for m in EXERCISE.finditer(section)]
@@ -279,6 +359,39 @@ def exercise_problems(cells: list[dict]) -> list[str]:
             problems.append(f"exercise {n} states no run time ('**Run time:** about …')")
         if not ANSWER.search(item):
             problems.append(f"exercise {n} has no folded answer (<details><summary>Answer…)")
+        problems += [f"exercise {n} types a run time ({t!r}); compute it from the cache "
+                     "entries (memlib.prose.run_time)" for t in typed_times(item)]
+    return problems
+
+
+STATED_COMPUTE = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(s|min|h) of (?:cold )?compute")
+UNIT_SECONDS = {"s": 1, "min": 60, "h": 3600}
+
+
+def runtime_problems(cells: list[dict], manifest: dict) -> list[str]:
+    """Each amount of compute an executed notebook's exercises state ("25 min of compute")
+    that is more than the notebook's whole cold compute in its manifest: a part of the runs
+    cannot cost more than all of them (allowing for the rounding of a duration)."""
+    whole = float(manifest.get("compute_seconds") or 0)
+    problems = []
+    for m in STATED_COMPUTE.finditer(exercise_section(cells) or ""):
+        stated = float(m[1].replace(",", "")) * UNIT_SECONDS[m[2]]
+        if whole and stated > whole + 0.5 * UNIT_SECONDS[m[2]]:
+            problems.append(f"an exercise states {m[0]!r}; the manifest measured "
+                            f"{whole:.0f} s of compute for the whole notebook")
+    return problems
+
+
+def published_problems(figures: Path) -> list[str]:
+    """runtime_problems of every executed notebook in `figures` against its manifest."""
+    import json
+
+    problems = []
+    for manifest in sorted(figures.glob("[0-9]*/manifest.json")):
+        notebook = manifest.with_name(f"{manifest.parent.name}.ipynb")
+        if notebook.is_file():
+            problems += [f"{notebook.name}: {p}" for p in runtime_problems(
+                source_cells(notebook), json.loads(manifest.read_text()))]
     return problems
 
 
@@ -306,8 +419,11 @@ def page_problems(driver, page: Path, machine_paths: list[str]) -> list[str]:
     problems = text_problems(driver.execute_script(PROSE_TEXT), driver.execute_script(ALL_TEXT),
                              machine_paths)
     problems += claims_problems(driver.execute_script(CLAIM_CELLS))
-    problems += [f"image shown at {shown} px of the {meant:.0f} px it was made for: {src}"
-                 for src, shown, meant in driver.execute_script(SMALL_IMAGES)]
+    problems += [f"figure shown at {shown} px of the {meant:.0f} px it was made for, its text "
+                 f"under 9 pt: {src}"
+                 for src, shown, meant in driver.execute_script(SMALL_IMAGES, COLUMN_PX)]
+    problems += [f"caption without a figure above it: {text}"
+                 for text in driver.execute_script(BARE_CAPTIONS)]
     problems += [f"figure without a 'Figure N.k.' caption under it: {src}"
                  for src in driver.execute_script(UNCAPTIONED)]
     problems += numbering_problems(driver.execute_script(CAPTION_NUMBERS))
@@ -319,6 +435,8 @@ def page_problems(driver, page: Path, machine_paths: list[str]) -> list[str]:
     width = driver.execute_script(PAGE_WIDTH)
     if width > PHONE:
         problems.append(f"lays out {width} px wide on a {PHONE} px screen")
+    problems += [f"{kind} cut off on a {PHONE} px screen without a horizontal scroll: {text}"
+                 for kind, text in driver.execute_script(CLIPPED)]
     viewport(driver, DESKTOP)
     return [f"{page.name}: {p}" for p in problems]
 
@@ -332,17 +450,37 @@ def pages(html: Path) -> list[Path]:
                   and "_sources" not in p.parts)
 
 
+SLICE = 4000  # CSS px captured at a time: Chromium draws a tall page in slices
+
+
+def full_page_png(driver) -> bytes:
+    """The whole page, however tall, as one PNG: slices captured beyond the viewport through
+    the DevTools protocol and stitched."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+    width, height = int(size["width"]), int(size["height"])
+    page = Image.new("RGB", (width, height), "white")
+    for top in range(0, height, SLICE):
+        clip = {"x": 0, "y": top, "width": width, "height": min(SLICE, height - top), "scale": 1}
+        shot = driver.execute_cdp_cmd("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True, "clip": clip})
+        page.paste(Image.open(io.BytesIO(base64.b64decode(shot["data"]))), (0, top))
+    out = io.BytesIO()
+    page.save(out, format="PNG")
+    return out.getvalue()
+
+
 def screenshots(driver, page: Path, html: Path, shots: Path) -> None:
     """The whole page at the desktop width and at a phone's, as PNG files under `shots`."""
     name = "_".join(page.relative_to(html).with_suffix("").parts)
     for width in (DESKTOP, PHONE):
         viewport(driver, width)
         open_page(driver, page)
-        height = driver.execute_script("return document.documentElement.scrollHeight;")
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-            "width": width, "height": min(height, 16000), "deviceScaleFactor": 1,
-            "mobile": width < 600})
-        (shots / f"{name}_{width}.png").write_bytes(driver.get_screenshot_as_png())
+        (shots / f"{name}_{width}.png").write_bytes(full_page_png(driver))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -370,6 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             driver.quit()
     problems += source_problems(Path(root) / "notebooks")
+    problems += published_problems(Path(root) / "figures")
     print("\n".join(problems) or "book_render: no problems found")
     return 1 if problems else 0
 

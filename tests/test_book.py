@@ -12,6 +12,7 @@ from book_render import (
     CHROMIUM,
     browser,
     claims_problems,
+    exercise_section,
     notebook_problems,
     numbering_problems,
     page_problems,
@@ -300,7 +301,7 @@ def test_the_claims_report_colours_verdicts_and_never_cuts_a_link(tmp_path, monk
         "fig1_variants_fashion_mnist.png)")
 
 
-def test_claims_tables_show_every_cell_in_full_as_markdown():
+def test_claims_tables_show_every_cell_in_full_as_markdown_a_long_one_folded():
     import pandas as pd
 
     from memlib.prose import claims_markdown, markdown_table
@@ -310,7 +311,11 @@ def test_claims_tables_show_every_cell_in_full_as_markdown():
                            "rule": "x\ny", "scope": "paper"}])
     text = claims_markdown(table)
     assert text.splitlines()[0] == "| id | headline | verdict | rule |"
-    assert f"| a\\|b |  | {long} | x y |" in text
+    row = text.splitlines()[2]
+    assert row.startswith("| a\\|b |  | <details><summary>precondition failed: last layer")
+    assert row.endswith("</details> | x y |")
+    assert re.sub(r"<[^>]+>|\s+", "", row.replace("(more)", "")) == (
+        "|a\\|b||" + re.sub(r"\s+", "", long) + "|xy|")
     assert markdown_table(table[["id"]]).splitlines() == ["| id |", "|---|", "| a\\|b |"]
 
 
@@ -332,26 +337,34 @@ def code(text):
     return {"cell_type": "code", "source": text}
 
 
-GOOD_EXERCISES = md("## Try this\n1. **One.**\n   **Run time:** about 3 min on 2 cores.\n"
-                    "   <details><summary>Answer</summary>\n\n   A.\n   </details>\n")
+EXERCISE_TEXT = ('1. **One.**\n   **Run time:** {run_time(sum(entry_seconds()))}.\n'
+                 "   <details><summary>Answer</summary>\n\n   A.\n   </details>\n")
+GOOD_EXERCISES = [md("## Try this\nEach command reruns this notebook."),
+                  code(f'display(Markdown(rf"""\n{EXERCISE_TEXT}"""))')]
 
 
 def test_the_source_check_sees_each_defect():
     good = [md("# T"), code('savefig(fig, "fig1_a", STUDY, scale)'),
             md("**Figure 3.1.** A caption."), md("As Figure 3.1 and the paper's Fig. 2 show."),
-            GOOD_EXERCISES]
+            *GOOD_EXERCISES]
     assert notebook_problems({"03_x": good}) == []
     defects = {
-        "no caption": [good[0], good[1], md("Just text."), GOOD_EXERCISES],
-        "wrong number": [good[0], good[1], md("**Figure 3.2.** A caption."), GOOD_EXERCISES],
+        "no caption": [good[0], good[1], md("Just text."), *GOOD_EXERCISES],
+        "wrong number": [good[0], good[1], md("**Figure 3.2.** A caption."), *GOOD_EXERCISES],
         "caption not under its figure": [good[0], good[1], code("x = 1"), good[2],
-                                         GOOD_EXERCISES],
-        "unknown figure cited": [*good[:3], md("See Figures 3.1 and 3.4."), GOOD_EXERCISES],
-        "bare Fig.": [*good[:3], md("See Fig. 2b."), GOOD_EXERCISES],
-        "exercise without a run time": [*good[:3], md(GOOD_EXERCISES["source"].replace(
-            "**Run time:** about 3 min", "It is quick"))],
-        "exercise without an answer": [*good[:3], md(GOOD_EXERCISES["source"].split(
-            "   <details>")[0])],
+                                         *GOOD_EXERCISES],
+        "unknown figure cited": [*good[:3], md("See Figures 3.1 and 3.4."), *GOOD_EXERCISES],
+        "bare Fig.": [*good[:3], md("See Fig. 2b."), *GOOD_EXERCISES],
+        "exercise without a run time": [*good[:3], GOOD_EXERCISES[0], code(
+            GOOD_EXERCISES[1]["source"].replace("**Run time:** {run_time(", "It is {quick("))],
+        "exercise without an answer": [*good[:3], GOOD_EXERCISES[0], code(
+            GOOD_EXERCISES[1]["source"].split("   <details>")[0] + '"""))')],
+        "exercise with a typed run time": [*good[:3], GOOD_EXERCISES[0], code(
+            GOOD_EXERCISES[1]["source"].replace(".\n   <details>", " (45 min of compute).\n"
+                                                "   <details>"))],
+        "exercises typed in a text cell": [*good[:3], md(
+            "## Try this\n" + EXERCISE_TEXT.replace("{run_time(sum(entry_seconds()))}",
+                                                    "about 6 min"))],
         "no exercises": good[:3],
     }
     unseen = [name for name, cells in defects.items() if not notebook_problems({"03_x": cells})]
@@ -416,7 +429,7 @@ def exercise_sets(cells: list[dict]) -> list[list[str]]:
     """The --set arguments of each command in a notebook's "Try this" section."""
     import shlex
 
-    section = next(c["source"] for c in cells if "## Try this" in c["source"])
+    section = exercise_section(cells)
     commands = re.findall(r"```bash\n(.*?)```", section, re.S)
     out = []
     for command in commands:
@@ -463,3 +476,333 @@ def test_links_to_a_figure_name_it_by_its_number_and_a_table_by_its_name():
         '<a href="01_random_label_heads/01_random_label_heads.html#fig-fig2-a">Figure 1.1</a> '
         '<a href="01_random_label_heads/01_random_label_heads.html#fig-lambda-sweep">'
         'lambda_sweep</a>')
+
+
+# --- the landing page: the results as sentences, read back from claims.csv --------------------
+
+
+def published_studies():
+    from memlib import STUDIES
+
+    studies, manifests = {}, {}
+    for stem in STUDIES.values():
+        folder = ROOT / "figures" / stem
+        studies[stem] = (stem, book.read_claims(folder / "claims.csv"))
+        manifests[stem] = json.loads((folder / "manifest.json").read_text())
+    return studies, manifests
+
+
+def test_the_landing_page_states_every_published_claim_with_its_verdict_and_totals():
+    import html as htmllib
+
+    studies, manifests = published_studies()
+    page = htmllib.unescape(book.results_page(studies, manifests, {}, {}, "small"))
+    rows = [c for _, claims in studies.values() for c in claims]
+    for c in rows:
+        sentence = f"{book.verdict_kind(c['verdict'])}</span> {c['statement']}"
+        assert sentence in page, c["id"]
+        assert book.shown_number(c["headline"]) in page
+    papers = [c for c in rows if c["scope"] == "paper"]
+    kinds = [book.verdict_kind(c["verdict"]) for c in papers]
+    printed = re.search(r"The papers' claims at the `small` scale: (.*?)\.\*\*", page)[1]
+    assert printed == ", ".join(f"{kinds.count(k)} {k}" for k in book.ORDER) + (
+        f" ({len(papers)} in all)")
+    assert "nan (n=0)" not in page and "our questions, not a paper's" in page
+
+
+def test_surprises_link_their_explanation_or_else_the_claims_section():
+    studies = {"04_x": ("X", [claim(id="a", verdict="does not hold", statement="A."),
+                              claim(id="b", statement="B."), claim(id="c", statement="C.")])}
+    page = book.results_page(studies, {"04_x": {}}, {}, {"04_x": {"c"}}, "smoke")
+    surprises = page[page.index("### Surprises"):]
+    assert 'href="figures/04_x/04_x.html#claims"' in surprises  # a: no paragraph yet
+    assert 'href="figures/04_x/04_x.html#why-c"' in surprises  # c: the notebook explains it
+    assert "<code>b</code>" not in surprises
+    nb = tiny_notebook(("code", {}, "x"))
+    nb["cells"][0]["outputs"] = [{"data": {"text/markdown": ['<a id="why-c"></a>**Why']}}]
+    assert book.explained_ids(nb) == {"c"}
+
+
+def test_paper_scale_rows_name_their_own_dataset_not_the_notebooks():
+    one = {"data": {"fashion_mnist": "x"}}
+    assert book.dataset_of(claim(id="imagenet_rlp", verdict="not run at this scale"), one) == (
+        "ImageNet")
+    assert book.dataset_of(claim(id="tails", verdict="not run at this scale",
+                                 statement="On CIFAR-100 tails suffer."), one) == "CIFAR-100"
+    assert book.dataset_of(claim(id="x", verdict="not run at this scale"), one) == "see notebook"
+    assert book.threshold("lead >= 0 (half-way), decided by t; requires fit") == (
+        "lead >= 0, decided by t")
+
+
+# --- the teachers' page: every run time from the manifests ------------------------------------
+
+
+def test_the_teachers_page_takes_every_time_from_the_manifests():
+    _, manifests = published_studies()
+    notebooks = {s: json.loads((ROOT / "figures" / s / f"{s}.ipynb").read_text())
+                 for s in manifests}
+    text = book.teachers_times(notebooks, manifests)
+    for study, manifest in manifests.items():
+        row = next(line for line in text.splitlines() if line.startswith(f"| {study[:2]} |"))
+        assert row == (f"| {study[:2]} | {book.duration(book.cold_seconds(manifest))} | "
+                       f"{book.duration(float(manifest['wall_seconds']))} |")
+        assert str(manifest["git_sha"])[:7] in text
+    plan = text[text.index("-minute lab"):]
+    assert re.findall(r"^\d+\. \*\*Notebook", plan, re.M)  # a plan, from exercises that fit
+    assert all(book.duration(t) in plan for s in notebooks for name, t in
+               book.exercise_times(notebooks[s])[:1] if t <= book.SHORT_EXERCISE and name in plan)
+    slower = {s: {**m, "wall_seconds": 10_000} for s, m in manifests.items()}
+    assert "**Notebook" not in book.teachers_times(notebooks, slower)  # nothing fits: no plan
+
+
+def test_no_page_of_the_book_types_a_run_time():
+    typed = re.compile(r"\b\d+(?:\.\d+)?\s*(?:s|min|minutes|h|hours)\b(?! reading)")
+    # the manual's pages keep the dated measurements of the README they came from
+    for page in (p for p in (ROOT / "book").glob("*.md") if p.stem not in book.MANUAL):
+        text = re.sub(r"(?s)```.*?```", "", page.read_text())
+        assert not typed.findall(text), (page.name, typed.findall(text))
+
+
+def test_a_pipe_in_a_table_cell_stays_in_its_column():
+    import pandas as pd
+
+    from memlib.tables import to_markdown
+
+    text = to_markdown(pd.DataFrame({"rule": ["|a - b| <= 0.1", "x"], "n": [1.5, 2]}))
+    assert all(re.sub(r"\\\|", "", line).count("|") == 3 for line in text.splitlines())
+    assert "\\|a - b\\|" in text
+
+
+def test_the_readme_is_one_screen_above_the_manual_and_every_manual_page_exists():
+    readme = (ROOT / "README.md").read_text().splitlines()
+    first = next(i for i, line in enumerate(readme) if "](book/" in line)
+    assert first < 60
+    assert any("make test" in line for line in readme[:first])
+    for page in book.MANUAL:
+        assert (ROOT / "book" / f"{page}.md").is_file()
+        assert f"](book/{page}.md)" in "\n".join(readme)
+
+
+# --- the exercises' run times, computed from the cache entries a run used -------------------
+
+
+def exercise_cell(cells: list[dict]) -> str:
+    """The source of the code cell that displays a notebook's exercises."""
+    heading = next(i for i, c in enumerate(cells) if "## Try this" in c["source"])
+    return cells[heading + 1]["source"]
+
+
+@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("0*.py")),
+                         ids=lambda p: p.stem)
+def test_each_notebook_computes_its_exercises_run_times_from_its_cache_entries(
+        notebook, monkeypatch):
+    import numpy as np
+    import pandas as pd
+
+    from memlib import STUDIES, cache, prose
+    from memlib.pipeline import preset_config
+
+    study = next(s for s, stem in STUDIES.items() if stem == notebook.stem)
+    cells = source_cells(notebook)
+
+    def shown(ledger: dict) -> dict:
+        monkeypatch.setattr(cache, "ledger", ledger)
+        out = []
+        namespace = {**{n: getattr(prose, n) for n in ("entry_seconds", "run_time", "cost_of",
+                                                       "num")},
+                     "np": np, "config": preset_config(study, "small"),
+                     "runs_main": pd.DataFrame({"epochs_trained": [40, 60]}),
+                     "Markdown": lambda text: text, "display": out.append}
+        exec(exercise_cell(cells), namespace)
+        return {"cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": "## Try this\n"},
+            {"cell_type": "code", "metadata": {}, "source": "",
+             "outputs": [{"data": {"text/markdown": out[0]}}]}]}
+
+    names = ("rlp_run", "rlp_frozen", "modarith-main", "modarith-variant", "modarith-order",
+             "modarith-images", "fisher-run", "probes-train", "probes-heatmap", "lens_run")
+    ledger = {f"{name}-{i:020x}.pt": 30.0 + 10 * i for name in names for i in range(4)}
+    timed = book.exercise_times(shown(ledger))
+    exercises = len(re.findall(r"^\d+\. \*\*", exercise_cell(cells), re.M))
+    assert len(timed) == exercises and all(t > 0 for _, t in timed), timed
+    # every time scales with the cost of the entries: nothing in it is typed
+    doubled = book.exercise_times(shown({k: 2 * v for k, v in ledger.items()}))
+    assert [t for _, t in doubled] != [t for _, t in timed]
+    untimed = shown({name: None for name in ledger})
+    assert book.exercise_times(untimed) == []
+    assert "not measured" in untimed["cells"][1]["outputs"][0]["data"]["text/markdown"]
+
+
+def test_a_run_time_is_the_measured_compute_two_at_a_time():
+    from memlib.prose import cost_of, duration, entry_seconds, run_time
+
+    ledger = {"lens_run-0a.pt": 80.0, "lens_run-0b.pt": 120.0, "rlp_frozen-0c.pt": 27.0,
+              "lens_run-0d.pt": None}
+    assert entry_seconds("lens_run", ledger=ledger) == [80.0, 120.0]
+    assert entry_seconds(ledger=ledger) == [80.0, 120.0, 27.0]
+    assert run_time(200.0) == "about 2 min on 2 cores"
+    assert run_time(200.0, at_most=True) == "at most about 2 min on 2 cores"
+    assert run_time(0.0).startswith("not measured")
+    assert cost_of([80.0, 120.0]) == "3 min of compute, 80–120 s each"
+    assert cost_of([27.0]) == "27 s of compute"
+    assert duration(5400) == "1.5 h"
+
+
+# --- tables that read ---------------------------------------------------------------------
+
+
+def test_a_list_column_becomes_its_first_and_last_value():
+    import pandas as pd
+
+    from memlib.tables import first_and_last
+
+    pilot = pd.DataFrame({"setting": ["a", "b"], "rlp": ["[0.1, 0.2, 0.3]", "[0.4, 0.5]"],
+                          "frozen": [[0.6, 0.7], None], "seconds": [14.1, 16.0]})
+    shown = first_and_last(pilot, "first layer", "last layer")
+    assert list(shown.columns) == ["setting", "rlp (first layer)", "rlp (last layer)",
+                                   "frozen (first layer)", "frozen (last layer)", "seconds"]
+    assert shown["rlp (last layer)"].tolist() == [0.3, 0.5]
+    assert shown["frozen (first layer)"].tolist()[0] == 0.6
+    plain = pd.DataFrame({"setting": ["[not a list]"], "n": [1]})
+    assert first_and_last(plain).equals(plain)
+
+
+def test_a_long_cell_folds_its_rest_and_an_unmeasured_number_says_so():
+    from memlib.tables import fold, measured, readable_row
+
+    short = "holds"
+    assert fold(short) == short
+    link = "[lambda_sweep](01_random_label_heads/lambda_sweep.md)"
+    long = "word " * 30 + link + " tail" * 20
+    folded = fold(long)
+    summary = folded[folded.index("<summary>") + 9:folded.index("</summary>")]
+    assert folded.startswith("<details>") and len(summary) <= 200
+    assert link in folded and link not in summary or summary.count("[") == summary.count("]")
+    assert measured("nan (n=0)") == "not measured" and measured("0.5 (n=3)") == "0.5 (n=3)"
+    assert measured("fitted=true, lead=nan (n=0).") == "fitted=true, lead=not measured."
+    row = readable_row("| a \\| b | nan (n=0) | " + long + " |")
+    assert row.startswith("| a \\| b | not measured | <details>")
+    assert readable_row("|---|---|") == "|---|---|"
+
+
+def test_the_claims_report_in_the_book_shows_no_cell_over_200_characters():
+    from memlib.tables import CELL_LIMIT
+
+    report = book.claims_page((ROOT / "figures" / "CLAIMS.md").read_text())
+    visible = re.sub(r"<details><summary>(.*?)</summary>.*?</details>", r"\1", report)
+    for line in (raw for raw in visible.splitlines() if raw.startswith("|")):
+        cells = re.split(r"(?<!\\)\|", line)[1:-1]
+        shown = [re.sub(r"<[^>]+>|\]\([^)]*\)", "", c).strip() for c in cells]
+        assert all(len(c) <= CELL_LIMIT for c in shown), max(shown, key=len)
+    assert "nan (n=0)" not in report
+
+
+PUBLISHED_TABLE_REPRS = re.compile(r"np\.float64\(|dtype: |Name: \w|\[\s*-?\d[^\]]*,[^\]]*\]")
+
+
+def test_no_published_table_holds_a_list_or_a_repr():
+    """The tables the notebooks save (their claims tables, whose intervals read "[a, b]",
+    left out), and the pilot table notebook 01 shows."""
+    import pandas as pd
+
+    from memlib.tables import first_and_last
+
+    for table in (ROOT / "figures").glob("*/*.md"):
+        if table.stem != "claims":
+            assert not PUBLISHED_TABLE_REPRS.search(table.read_text()), table
+    pilot = pd.read_csv(ROOT / "pilots" / "01_random_label_heads.csv")
+    assert PUBLISHED_TABLE_REPRS.search(pilot.to_string())  # the CSV keeps every layer
+    assert not PUBLISHED_TABLE_REPRS.search(first_and_last(pilot).to_string())
+
+
+def test_the_figure_folders_tables_are_no_pages_of_the_book():
+    from sphinx.util.matching import Matcher
+
+    conf = {}
+    exec((ROOT / "book" / "conf.py").read_text(), conf)
+    left_out = Matcher(conf["exclude_patterns"])
+    assert left_out("figures/01_random_label_heads/lambda_sweep.md")
+    assert left_out("figures/05_memorization_lens/claims.md")
+    assert not left_out("figures/CLAIMS.md")
+    assert not left_out("figures/01_random_label_heads/01_random_label_heads.ipynb")
+
+
+# --- the checker on small planted pages (no book build) ---------------------------------------
+
+PAGE = ('<!DOCTYPE html><html><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<link rel="stylesheet" href="{css}"></head><body><main><article>{body}</article>'
+        "</main></body></html>")
+CLEAN = ("<p>At 40% noise the net fits its labels.</p>"
+         "<table><tr><th>claim</th><th>verdict</th></tr><tr><td>"
+         + "a long statement of the claim " * 8 + "</td><td>holds</td></tr></table>"
+         '<mjx-container display="true" style="display: block"><span style="display: '
+         'inline-block; width: 900px">x</span></mjx-container>'
+         f'<div class="cell"><div class="cell_output"><img width="600" style="max-width: 100%"'
+         f' src="{PIXEL}"></div></div><p><strong>Figure 1.1.</strong> A caption.</p>')
+MORE_PLANTED = {
+    "table cut off on a phone": '<div style="overflow: hidden"><table style="display: table">'
+                                "<tr><th>verdict</th></tr><tr><td style=\"white-space: nowrap\">"
+                                + "holds " * 40 + "</td></tr></table></div>",
+    "overwide display math": '<div style="overflow: hidden"><mjx-container display="true" '
+                             'style="display: block; overflow: visible"><span style="display: '
+                             'inline-block; width: 900px">x</span></mjx-container></div>',
+    "numpy repr": "<pre>np.float64(0.2)</pre>",
+    "pandas Series": "<pre>0.8    0.646\nName: phase_error, dtype: float64</pre>",
+    "absolute path": "<p>The table is in /home/ann/memlib/figures/x.md now.</p>",
+    "figure too small for its text": f'<img style="width: 500px" width="800" src="{PIXEL}">',
+    "caption without a figure": "<p><strong>Figure 1.6.</strong> The sampling experiment.</p>",
+}
+
+
+def test_the_checker_catches_each_planted_defect_on_a_small_page(tmp_path):
+    from book_render import full_page_png
+
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip("headless Chromium is not installed")
+    css = (ROOT / "book" / "_static" / "book.css").as_uri()
+
+    def page(name: str, body: str) -> Path:
+        path = tmp_path / f"{name.replace(' ', '-')}.html"
+        path.write_text(PAGE.format(css=css, body=body))
+        return path
+
+    root = str(ROOT)
+    planted = {**PLANTED, **MORE_PLANTED}
+    driver = browser(tmp_path / "profile")
+    try:
+        clean = page_problems(driver, page("clean", CLEAN), [root])
+        unseen = [name for name, defect in planted.items()
+                  if not page_problems(driver, page(name, CLEAN + defect.replace(
+                      "{root}", root)), [root])]
+        tall = page("tall", '<div style="height: 17000px">a tall page</div>')
+        from book_render import PHONE, open_page, viewport
+
+        viewport(driver, PHONE)
+        open_page(driver, tall)
+        png = full_page_png(driver)
+    finally:
+        driver.quit()
+    assert clean == []
+    assert not unseen, f"the checker missed: {unseen}"
+    import io
+
+    from PIL import Image
+
+    assert Image.open(io.BytesIO(png)).height >= 17000  # no 16,000 px cap
+
+
+def test_an_exercise_stating_more_compute_than_the_manifest_is_caught():
+    from book_render import runtime_problems
+
+    def notebook(text: str) -> list[dict]:
+        return [md("## Try this\n"), {"cell_type": "code", "source": "", "outputs": [
+            {"data": {"text/markdown": text}}]}, md("## Claims")]
+
+    manifest = {"compute_seconds": 1524.9}
+    assert runtime_problems(notebook("1. **A.** (25 min of compute for its 45 results)"),
+                            manifest) == []
+    assert runtime_problems(notebook("1. **A.** (about 45 min of compute for its 45 results)"),
+                            manifest)
+    assert runtime_problems(notebook("1. **A.** measured 1,234 s of cold compute"),
+                            {"compute_seconds": 1035.0})

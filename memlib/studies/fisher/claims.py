@@ -387,7 +387,7 @@ CLAIMS = [
                       fails={"peak_minus_last": _est(-0.1), "fitted": True},
                       preconditions={MEMORIZED[0]: {"peak_minus_last": _est(0.1),
                                                     "fitted": False}}),
-          unit="AUROC", where="fig4_signals"),
+          unit="ΔAUROC", where="fig4_signals"),
     Claim("inflation_architectures",
           "Inflation and collapse hold across SmallCNN, ResNet18, ViT and on CIFAR-100",
           "qualitative (all architectures)",

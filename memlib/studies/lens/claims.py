@@ -203,7 +203,7 @@ def _dataset_claims(dataset: str) -> list[Claim]:
                                                         "difference": _e(0.02)},
                                          INTERIOR[0]: {**_FIT, **_STILL_RISING,
                                                        "difference": _e(0.02)}}),
-              unit="AUROC", headline=lambda v: v["difference"], scope="ours",
+              unit="ΔAUROC", headline=lambda v: v["difference"], scope="ours",
               caveat="positive: the attribution finds corrupted labels better than the loss",
               where="fig1_example_agreement"),
         Claim(f"memorizing_layer_breaks_first_{dataset}",

@@ -1,0 +1,67 @@
+"""Every claim that does not hold, or whose precondition failed, is explained in its notebook
+with numbers read from its results, never typed."""
+
+import ast
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from book_render import source_cells
+
+from memlib.prose import EXPLAINED, claim_values, explanations, fill, why_anchor
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.py"))
+
+
+def why_of(notebook: Path) -> dict[str, str]:
+    """The templates the notebook passes to `explanations`."""
+    cell = next(c["source"] for c in source_cells(notebook)
+                if c["cell_type"] == "code" and "explanations(" in c["source"])
+    call = next(n for n in ast.walk(ast.parse(cell))
+                if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "explanations")
+    return ast.literal_eval(call.args[1])
+
+
+def test_measured_values_are_read_by_name_and_a_missing_one_says_nothing():
+    ours = ("data=mnist-5k, lead=(0.05=-80.2 ± 4.9 (n=5), 0.2=-77 ± 1.5 (n=5)), e=[1, 2], "
+            "x=nan (n=0)")
+    values = claim_values(ours)
+    assert values == {"data": "mnist-5k", "lead.0.05": "-80.2 ± 4.9 (n=5)",
+                      "lead.0.2": "-77 ± 1.5 (n=5)", "e": "[1, 2]", "x": "nan (n=0)"}
+    assert fill("on {data}: {lead.0.2} epochs", values) == "on mnist-5k: -77 ± 1.5 (n=5) epochs"
+    assert fill("{gone} epochs", values) is None
+    assert fill("{x} epochs", values) is None  # nan is not a number to print
+
+
+def test_failing_rows_are_explained_and_holding_rows_only_when_asked():
+    table = pd.DataFrame([
+        {"id": "a", "verdict": "does not hold", "headline": "-3 ± 1 (n=5) epochs",
+         "statement": "A rises first.", "rule": "lead >= 0; requires fit", "ours": "lead=-3"},
+        {"id": "b", "verdict": "precondition failed: no fit", "headline": "nan (n=0) epochs",
+         "statement": "B.", "rule": "x > 0", "ours": ""},
+        {"id": "c", "verdict": "holds", "headline": "1", "statement": "C.", "rule": "y > 0",
+         "ours": "y=1"}])
+    text = explanations(table, {"a": "The lead is {lead}.", "c": "C by {y}."})
+    assert f'<a id="{why_anchor("a")}"></a>' in text and "The lead is -3." in text
+    assert "requires fit" not in text and "there is no number to judge" in text
+    assert "what failed: no fit." in text and "nan" not in text
+    assert "C by 1." in text
+    assert "C by" not in explanations(table, {"a": "x"})
+    assert explanations(table.iloc[2:], {}) == ""
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_published_failing_verdict_is_explained_with_its_numbers(notebook):
+    table = pd.read_csv(ROOT / "figures" / notebook.stem / "claims.csv", dtype=str,
+                        keep_default_na=False)
+    why = why_of(notebook)
+    text = explanations(table, why)
+    for row in table.itertuples():
+        if row.verdict.split(":")[0] in EXPLAINED:
+            assert f'id="{why_anchor(row.id)}"' in text, row.id
+    for claim, template in why.items():
+        rows = table[table["id"] == claim]
+        assert len(rows) == 1, f"{claim} is no claim of {notebook.stem}"
+        values = {**claim_values(rows.iloc[0]["ours"]), "headline": rows.iloc[0]["headline"]}
+        assert fill(template, values) is not None, f"{claim}: a number it names was not measured"
