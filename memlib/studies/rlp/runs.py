@@ -264,8 +264,8 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
     extra = list(observe(model, heads, d, memo)) if observe is not None else []
     history = train(model, d["train"], ts,
                     step=rlp_step(heads, d["random"], s.lam, reg_layers, s.label_smoothing),
-                    optimizers=optimizers, callbacks=[fit, record, *extra], memo=memo,
-                    desc=f"{s.model} λ={s.lam:g}")
+                    optimizers=optimizers, modules={"heads": heads},
+                    callbacks=[fit, record, *extra], memo=memo, desc=f"{s.model} λ={s.lam:g}")
     epochs_trained = int(history["epoch"].iloc[-1])
     history = history[history["train_acc"].notna()].reset_index(drop=True)
     out = {"history": history, "layers": list(layers), "n_random": d["n_random"],
