@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, STUDY_OF, paths, studies
+from memlib.process import one_line_warning
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
@@ -121,10 +122,6 @@ def find_notebook(path: Path) -> Path:
     raise UsageError(f"no such notebook {path}; {hint}")
 
 
-def _one_line_warning(message, category, filename, lineno, line=None) -> str:
-    return f"memlib: warning: {message}\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="memlib", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -155,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                           "version before it")
     reg.set_defaults(scale=DEFAULT_SCALE)
 
-    warnings.formatwarning = _one_line_warning
+    warnings.formatwarning = one_line_warning
     running = "memlib"
     try:
         args = parser.parse_args(argv)
