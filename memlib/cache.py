@@ -86,8 +86,9 @@ def _decode(value):
 
 def save(path: Path, value: Any, seconds: float | None = None) -> None:
     """Store `value` (and, for a cache entry, the seconds its computation took)."""
+    # an entry names itself: a file copied or renamed over another key's entry is refused
     payload = _encode(value) if seconds is None else {
-        _TIMED: {"value": _encode(value), "seconds": float(seconds)}}
+        _TIMED: {"value": _encode(value), "seconds": float(seconds), "entry": Path(path).name}}
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     payload = buffer.getvalue()
@@ -105,6 +106,10 @@ def load_timed(path: Path) -> tuple[Any, float | None]:
         warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
         stored = torch.load(io.BytesIO(payload), weights_only=True)
     if isinstance(stored, dict) and set(stored) == {_TIMED}:
+        named = stored[_TIMED].get("entry", Path(path).name)  # entries before names: trusted
+        if named != Path(path).name:
+            raise ValueError(f"it holds the result stored as {named}, another computation's or "
+                             "another configuration's")
         return _decode(stored[_TIMED]["value"]), stored[_TIMED]["seconds"]
     return _decode(stored), None
 

@@ -354,3 +354,18 @@ def test_a_run_says_how_many_results_could_not_be_written(monkeypatch, capsys):
     out = one_line(capsys.readouterr().out)
     assert "results (4 computed) are in" in out
     assert "except 2 that could not be written there and will be computed again" in out
+
+
+def test_an_entry_holding_another_keys_result_is_recomputed_with_one_line(recwarn):
+    from memlib import cache
+
+    assert cache.cached("exp", {"n": 1}, lambda: {"history": [1]}) == {"history": [1]}
+    assert cache.cached("other", {"n": 2}, lambda: {"rows": [2]}) == {"rows": [2]}
+    assert cache.cached("exp", {"n": 1}, lambda: {"history": [0]}) == {"history": [1]}  # a hit
+    assert not recwarn.list
+    mine, theirs = cache.entry_path("exp", {"n": 1}), cache.entry_path("other", {"n": 2})
+    mine.write_bytes(theirs.read_bytes())  # intact bytes, another computation's result
+    assert cache.cached("exp", {"n": 1}, lambda: {"history": [1]}) == {"history": [1]}
+    (message,) = [str(w.message) for w in recwarn]
+    assert "\n" not in message and f"it holds the result stored as {theirs.name}" in message
+    assert cache.load(mine) == {"history": [1]}  # stored again, under its own name
