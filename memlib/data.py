@@ -276,6 +276,9 @@ def _read_idx(path: Path, ndim: int) -> np.ndarray:
     if magic != 0x800 + ndim:
         raise CorruptDataError(f"{path} is not an IDX uint8 file of {ndim} dimension(s) "
                                f"(magic {magic}, expected {0x800 + ndim})")
+    if len(raw) < 4 + 4 * ndim:
+        raise CorruptDataError(f"{path} ends inside its header ({len(raw)} bytes of "
+                               f"{4 + 4 * ndim}): it is truncated")
     shape = tuple(int(s) for s in np.frombuffer(raw, ">u4", ndim, 4))
     data = np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim)
     if data.size != math.prod(shape):
