@@ -151,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
                           "values they read live: each new entry records the same rule as the "
                           "version before it")
     reg.set_defaults(scale=DEFAULT_SCALE)
+    sub.add_parser("class-kit", help="pack the results cache for a class into "
+                                     "$MEMLIB_BUILD/class-kit.tar.gz").set_defaults(
+        scale=DEFAULT_SCALE)
+    sub.add_parser("clean", help="remove the cache, the executed notebooks and the book"
+                   ).set_defaults(scale=DEFAULT_SCALE)
 
     warnings.formatwarning = one_line_warning
     running = "memlib"
@@ -168,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             return _notebook(args)
         if args.command == "register":
             return _register(args)
+        if args.command in ("class-kit", "clean"):
+            return _kit(args.command)
         return _claims(args)
     except UsageError as err:
         print(f"memlib: error: {err}", file=sys.stderr)
@@ -182,6 +189,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"memlib: interrupted {running}; rerun the same command to resume from the "
               "last checkpoint", file=sys.stderr)
         return INTERRUPTED
+    return 0
+
+
+def _kit(command: str) -> int:
+    from memlib import kit
+
+    if command == "clean":
+        removed = kit.clean()
+        print(f"memlib: removed {', '.join(map(str, map(_shown, removed))) or 'nothing'}")
+        return 0
+    try:
+        packed = kit.class_kit()
+    except kit.KitError as err:
+        print(f"memlib: error: {err}", file=sys.stderr)
+        return 1
+    print(f"memlib: wrote {_shown(packed)} ({packed.stat().st_size / 2**20:.1f} MiB)")
     return 0
 
 
