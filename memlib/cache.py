@@ -210,7 +210,7 @@ def _note(path: Path, seconds: float | None, wall: float) -> None:
     ledger[path.name] = seconds
     target = os.environ.get(LEDGER_VARIABLE)
     if target and distributed.is_main():
-        with contextlib.suppress(OSError), open(target, "a") as f:
+        with contextlib.suppress(OSError), open(target, "a", encoding="utf-8") as f:
             f.write(json.dumps({"entry": path.name, "seconds": seconds}) + "\n")
 
 
@@ -218,7 +218,7 @@ def read_ledger(path: Path) -> dict[str, float | None]:
     """Entry -> cold compute seconds (None: not recorded) of a ledger file, each entry once."""
     entries: dict[str, float | None] = {}
     with contextlib.suppress(OSError):
-        for line in Path(path).read_text().splitlines():
+        for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
             with contextlib.suppress(ValueError, KeyError, TypeError):
                 record = json.loads(line)
                 entries[record["entry"]] = record["seconds"]

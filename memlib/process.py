@@ -71,7 +71,7 @@ def cpu_model(cpuinfo: str) -> str:
 
 def read_cpuinfo() -> str:
     try:
-        return Path("/proc/cpuinfo").read_text(errors="replace")
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:  # not Linux
         return ""
 
