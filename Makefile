@@ -10,6 +10,14 @@ STAMP := $(VENV)/.installed
 # when set, else build/ and figures/ here.
 BUILD := $(or $(MEMLIB_BUILD),build)
 FIGURES := $(or $(MEMLIB_FIGURES),figures)
+# make cannot take a space in a file name: `make figures` stops with one line instead of a
+# cryptic error (the other targets read the folders through memlib.paths and take spaces)
+SPACED := $(strip $(foreach v,MEMLIB_BUILD MEMLIB_FIGURES,$(if $(word 2,$($(v))),$(v))))
+ifneq ($(SPACED),)
+ifneq ($(filter figures,$(or $(MAKECMDGOALS),figures)),)
+$(error memlib: $(firstword $(SPACED))="$($(firstword $(SPACED)))" has a space, which make cannot take in file names; choose a folder without spaces for `make figures`)
+endif
+endif
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.py))
 STEMS := $(notdir $(NOTEBOOKS:.py=))
@@ -52,14 +60,13 @@ book: | $(STAMP)
 	$(PY) -m memlib.book --scale $(SCALE)
 
 # A class starts from computed results: `make class-kit` packs the results cache that
-# `make figures` filled into build/class-kit.tar.gz; on each student's clone,
+# `make figures` filled ($MEMLIB_CACHE, else results/cache) into
+# $MEMLIB_BUILD/class-kit.tar.gz (else build/): its entries only, nothing that runs (no compiled
+# kernel, no executable file). On each student's clone,
 # `mkdir -p results && tar -xzf class-kit.tar.gz -C results` puts it in place, and every
 # notebook and the first exercise then load what is already computed instead of a cold run.
-class-kit:
-	@test -d results/cache || { echo "memlib: no results/cache; run \`make figures\` first" >&2; exit 1; }
-	mkdir -p build
-	tar -czf build/class-kit.tar.gz.tmp -C results cache && mv build/class-kit.tar.gz.tmp build/class-kit.tar.gz
-	@echo "memlib: wrote build/class-kit.tar.gz ($$(du -h build/class-kit.tar.gz | cut -f1))"
+class-kit: | $(STAMP)
+	$(PY) -m memlib class-kit
 
 test: $(STAMP)
 	$(PY) -m ruff check .
@@ -85,6 +92,7 @@ sync: $(STAMP)
 	if [ -n "$$fresh" ]; then $(VENV)/bin/jupytext --quiet --to ipynb --update $$fresh || exit 1; \
 	  for py in $$fresh; do touch -r "$$times/$${py##*/}" "$$py" "$${py%.py}.ipynb"; done; fi
 
+# removes the folders memlib.paths names ($MEMLIB_CACHE, $MEMLIB_BUILD, $MEMLIB_FIGURES/smoke)
 clean:
-	rm -rf $(addprefix $(BUILD)/,smoke small full book) results/cache $(FIGURES)/smoke \
-	  .pytest_cache .ruff_cache .import_linter_cache .grimp_cache
+	test ! -x $(PY) || $(PY) -m memlib clean
+	rm -rf .pytest_cache .ruff_cache .import_linter_cache .grimp_cache

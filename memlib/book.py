@@ -641,15 +641,35 @@ def worked_verdicts(studies: dict[str, tuple[str, list[dict]]]) -> str:
     return "\n".join(["Worked examples from this book's runs:", "", *lines, ""])
 
 
+def read_text(path: Path, what: str) -> str:
+    """The UTF-8 text of the published file `path`; a damaged one is a DamagedFileError
+    naming it."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise DamagedFileError(f"{path} is not a complete {what} (not UTF-8 text at byte "
+                               f"{err.start}); run `make figures` again to publish it anew"
+                               ) from None
+
+
+def read_json(path: Path, what: str) -> dict:
+    """The published JSON file `path` (a notebook, a manifest); a damaged one is a
+    DamagedFileError naming it."""
+    try:
+        found = json.loads(read_text(path, what))
+    except json.JSONDecodeError as err:
+        raise DamagedFileError(f"{path} is not a complete {what} (JSONDecodeError at byte "
+                               f"{err.pos}); run `make figures` again to publish it anew"
+                               ) from None
+    if not isinstance(found, dict):
+        raise DamagedFileError(f"{path} is not a complete {what} (not a JSON object); run "
+                               "`make figures` again to publish it anew")
+    return found
+
+
 def read_notebook(path: Path) -> dict:
     """The executed notebook at `path`; a damaged one is a BookError naming it."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise DamagedFileError(
-            f"{path} is not a complete notebook ({err.__class__.__name__} at byte "
-            f"{getattr(err, 'pos', getattr(err, 'start', '?'))}); run `make figures` again to "
-            "publish it anew") from None
+    return read_json(path, "notebook")
 
 
 def read_claims(path: Path) -> list[dict]:
@@ -683,32 +703,34 @@ def source_tree(scale: str, src: Path) -> None:
     notebooks = {}
     for study in studies:
         notebook = read_notebook(published_notebook(study, scale))
-        folder = src / "figures" / study
-        shutil.copytree(paths.figures_dir(study, scale), folder)
-        claims_rows = read_claims(folder / "claims.csv")
+        folder, published = src / "figures" / study, paths.figures_dir(study, scale)
+        shutil.copytree(published, folder)
+        # read from the published files, so that a damaged one is named where it lies
+        claims_rows = read_claims(published / "claims.csv")
         stems = list(dict.fromkeys(c["where"] for c in claims_rows if c.get("where")))
-        manifests[study] = json.loads((folder / "manifest.json").read_text())
+        manifests[study] = read_json(published / "manifest.json", "manifest")
         numbers[study] = figure_numbers(notebook, stems)
         shown = with_glossary_links(with_exercise_costs(
             with_anchors(hide_inputs(notebook), stems), manifests[study]))
-        (folder / f"{study}.ipynb").write_text(json.dumps(shown, indent=1))
+        (folder / f"{study}.ipynb").write_text(json.dumps(shown, indent=1), encoding="utf-8")
         rows.append(notebook_row(study, notebook, manifests[study]))
         devices.append(manifests[study].get("device", "an unrecorded device"))
         judged[study] = (title(notebook, study), claims_rows)
         explained[study] = explained_ids(notebook)
         notebooks[study] = notebook
-    (src / "figures" / "CLAIMS.md").write_text(claims_page(claims.read_text(encoding="utf-8"),
-                                                          numbers))
-    (src / f"{GLANCE}.md").write_text(glance_page(judged, manifests, scale, numbers))
-    generated = src / GENERATED
-    generated.mkdir()
-    (generated / "glance.md").write_text(glance_grid(judged))
-    (generated / "results.md").write_text(results_page(judged, manifests, numbers, explained,
-                                                       scale))
-    (generated / "verdicts.md").write_text(worked_verdicts(judged))
-    (generated / "notebooks.md").write_text(notebooks_table(rows, scale, devices))
-    (generated / "toctree.md").write_text(toctree(studies))
-    (generated / "teachers.md").write_text(teachers_times(notebooks, manifests))
+    pages = {Path("figures") / "CLAIMS.md": claims_page(read_text(claims, "claims report"),
+                                                       numbers),
+             Path(f"{GLANCE}.md"): glance_page(judged, manifests, scale, numbers),
+             Path(GENERATED) / "glance.md": glance_grid(judged),
+             Path(GENERATED) / "results.md": results_page(judged, manifests, numbers,
+                                                          explained, scale),
+             Path(GENERATED) / "verdicts.md": worked_verdicts(judged),
+             Path(GENERATED) / "notebooks.md": notebooks_table(rows, scale, devices),
+             Path(GENERATED) / "toctree.md": toctree(studies),
+             Path(GENERATED) / "teachers.md": teachers_times(notebooks, manifests)}
+    for where, text in pages.items():
+        (src / where).parent.mkdir(exist_ok=True)
+        (src / where).write_text(text, encoding="utf-8")
 
 
 def sphinx(src: Path, work: Path) -> Path:
@@ -770,6 +792,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BookError as err:
         print(f"memlib: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:  # a full disk, a folder that went: the previous book stays whole
+        where = f" ({err.filename})" if err.filename else ""
+        print(f"memlib: could not build the book: {(err.strerror or str(err)).lower()}{where}; "
+              "the previous book was left as it was", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("memlib: interrupted; the book was left as it was", file=sys.stderr)

@@ -86,8 +86,9 @@ def _decode(value):
 
 def save(path: Path, value: Any, seconds: float | None = None) -> None:
     """Store `value` (and, for a cache entry, the seconds its computation took)."""
+    # an entry names itself: a file copied or renamed over another key's entry is refused
     payload = _encode(value) if seconds is None else {
-        _TIMED: {"value": _encode(value), "seconds": float(seconds)}}
+        _TIMED: {"value": _encode(value), "seconds": float(seconds), "entry": Path(path).name}}
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     payload = buffer.getvalue()
@@ -105,6 +106,10 @@ def load_timed(path: Path) -> tuple[Any, float | None]:
         warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
         stored = torch.load(io.BytesIO(payload), weights_only=True)
     if isinstance(stored, dict) and set(stored) == {_TIMED}:
+        named = stored[_TIMED].get("entry", Path(path).name)  # entries before names: trusted
+        if named != Path(path).name:
+            raise ValueError(f"it holds the result stored as {named}, another computation's or "
+                             "another configuration's")
         return _decode(stored[_TIMED]["value"]), stored[_TIMED]["seconds"]
     return _decode(stored), None
 
@@ -205,7 +210,7 @@ def _note(path: Path, seconds: float | None, wall: float) -> None:
     ledger[path.name] = seconds
     target = os.environ.get(LEDGER_VARIABLE)
     if target and distributed.is_main():
-        with contextlib.suppress(OSError), open(target, "a") as f:
+        with contextlib.suppress(OSError), open(target, "a", encoding="utf-8") as f:
             f.write(json.dumps({"entry": path.name, "seconds": seconds}) + "\n")
 
 
@@ -213,7 +218,7 @@ def read_ledger(path: Path) -> dict[str, float | None]:
     """Entry -> cold compute seconds (None: not recorded) of a ledger file, each entry once."""
     entries: dict[str, float | None] = {}
     with contextlib.suppress(OSError):
-        for line in Path(path).read_text().splitlines():
+        for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
             with contextlib.suppress(ValueError, KeyError, TypeError):
                 record = json.loads(line)
                 entries[record["entry"]] = record["seconds"]

@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, STUDY_OF, paths, studies
+from memlib.process import one_line_warning
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
@@ -121,10 +122,6 @@ def find_notebook(path: Path) -> Path:
     raise UsageError(f"no such notebook {path}; {hint}")
 
 
-def _one_line_warning(message, category, filename, lineno, line=None) -> str:
-    return f"memlib: warning: {message}\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="memlib", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -158,8 +155,13 @@ def main(argv: list[str] | None = None) -> int:
                      help="with --seeds: a second confirmatory run of rule versions that "
                           "already had one, shown beside it")
     reg.set_defaults(scale=DEFAULT_SCALE)
+    sub.add_parser("class-kit", help="pack the results cache for a class into "
+                                     "$MEMLIB_BUILD/class-kit.tar.gz").set_defaults(
+        scale=DEFAULT_SCALE)
+    sub.add_parser("clean", help="remove the cache, the executed notebooks and the book"
+                   ).set_defaults(scale=DEFAULT_SCALE)
 
-    warnings.formatwarning = _one_line_warning
+    warnings.formatwarning = one_line_warning
     running = "memlib"
     try:
         args = parser.parse_args(argv)
@@ -175,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             return _notebook(args)
         if args.command == "register":
             return _register(args)
+        if args.command in ("class-kit", "clean"):
+            return _kit(args.command)
         return _claims(args)
     except UsageError as err:
         print(f"memlib: error: {err}", file=sys.stderr)
@@ -189,6 +193,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"memlib: interrupted {running}; rerun the same command to resume from the "
               "last checkpoint", file=sys.stderr)
         return INTERRUPTED
+    return 0
+
+
+def _kit(command: str) -> int:
+    from memlib import kit
+
+    if command == "clean":
+        removed = kit.clean()
+        print(f"memlib: removed {', '.join(map(str, map(_shown, removed))) or 'nothing'}")
+        return 0
+    try:
+        packed = kit.class_kit()
+    except kit.KitError as err:
+        print(f"memlib: error: {err}", file=sys.stderr)
+        return 1
+    print(f"memlib: wrote {_shown(packed)} ({packed.stat().st_size / 2**20:.1f} MiB)")
     return 0
 
 

@@ -45,6 +45,8 @@ NUM_CLASSES = {"fashion_mnist": 10, "mnist": 10, "cifar10": 10, "cifar100": 100,
                "mnist-5k": 10}
 TRAIN_SIZES = {"fashion_mnist": 60000, "mnist": 60000, "cifar10": 50000, "cifar100": 50000,
                "digits": 1437, "mnist-5k": 4000}
+TEST_SIZES = {"fashion_mnist": 10000, "mnist": 10000, "cifar10": 10000, "cifar100": 10000,
+              "digits": 360, "mnist-5k": 1000}
 
 FASHION_MNIST_CLASSES = ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                          "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot")
@@ -274,6 +276,9 @@ def _read_idx(path: Path, ndim: int) -> np.ndarray:
     if magic != 0x800 + ndim:
         raise CorruptDataError(f"{path} is not an IDX uint8 file of {ndim} dimension(s) "
                                f"(magic {magic}, expected {0x800 + ndim})")
+    if len(raw) < 4 + 4 * ndim:
+        raise CorruptDataError(f"{path} ends inside its header ({len(raw)} bytes of "
+                               f"{4 + 4 * ndim}): it is truncated")
     shape = tuple(int(s) for s in np.frombuffer(raw, ">u4", ndim, 4))
     data = np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim)
     if data.size != math.prod(shape):
@@ -540,6 +545,21 @@ def stratified_subset(labels, fraction: float | None = None, count: int | None =
                 f"{len(sizes)} classes and at most the {len(y)} samples there are")
         keep = _largest_remainder(count, sizes)
     return _sample_per_class(y, classes, keep, seed)
+
+
+def sized_subset(labels, count: int | None, seed: int, asked: str, among: str
+                 ) -> Tensor | None:
+    """Sorted indices of a class-stratified subset of `count` of `labels`' samples, or None
+    when `count` is None or all of them (use every sample). More than there are is a
+    DataRequestError naming both numbers (`asked`: the setting, e.g. "train_samples";
+    `among`: what the samples are), never a silent clamp to what is there."""
+    labels = torch.as_tensor(labels)
+    if count is None or count == len(labels):
+        return None
+    if count > len(labels):
+        raise DataRequestError(f"{asked}={count} asks for more than the {len(labels)} {among}; "
+                               f"ask for at most {len(labels)}")
+    return stratified_subset(labels, count=count, seed=seed)
 
 
 def _largest_remainder(total: int, sizes: list[int]) -> list[int]:

@@ -90,7 +90,7 @@ def imagenet_lt(split: str = "train", root=None, images_root=None, transform_fn=
             f"ImageNet-LT list file {list_file} not found; download ImageNet_LT_{split}.txt "
             "(Liu et al., OLTR) into that folder or set MEMLIB_DATA.")
     samples = []
-    for line in list_file.read_text().splitlines():
+    for line in list_file.read_text(encoding="utf-8").splitlines():
         if line.strip():
             relative, label = line.rsplit(maxsplit=1)
             samples.append((str(images / relative), int(label)))

@@ -6,6 +6,7 @@ its runs may run side by side (through `memlib.runs.compute_missing`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +16,21 @@ from memlib.process import one_cpu_thread, warn_once
 from memlib.train import show_progress
 
 Call = tuple[Callable[[Any], Any], Any]  # (a module-level cached computation, its argument)
+
+
+def _end_with_parent(parent: int) -> None:
+    """A worker's initializer: the worker ends as soon as the process that started it is gone
+    (killed with SIGKILL, it cannot stop its pool), instead of computing on for minutes with a
+    gigabyte of memory. The check runs in a daemon thread: one getppid a second."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="memlib-parent-watch", daemon=True).start()
 
 
 def _compute_in_worker(function: Callable[[Any], Any], argument: Any) -> None:
@@ -51,7 +67,8 @@ def prefetch(calls: list[Call], processes: int, desc: str = "runs") -> None:
     # spawn, not fork: a forked copy of a process that already ran torch can deadlock
     context = multiprocessing.get_context("spawn")
     try:
-        with ProcessPoolExecutor(min(processes, len(calls)), mp_context=context) as pool:
+        with ProcessPoolExecutor(min(processes, len(calls)), mp_context=context,
+                                 initializer=_end_with_parent, initargs=(os.getpid(),)) as pool:
             futures = [pool.submit(_compute_in_worker, f, a) for f, a in calls]
             for future in tqdm(as_completed(futures), total=len(futures), desc=desc,
                                disable=not show_progress()):

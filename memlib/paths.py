@@ -53,10 +53,16 @@ def figures_dir(study: str, scale: str = DEFAULT_SCALE) -> Path:
     return root / study if scale == DEFAULT_SCALE else root / scale / study
 
 
+def build_root() -> Path:
+    """Everything memlib builds (executed notebooks, the book, the class kit): $MEMLIB_BUILD,
+    else <repo>/build."""
+    return _env_dir("MEMLIB_BUILD", ROOT / "build")
+
+
 def build_dir(scale: str = DEFAULT_SCALE) -> Path:
     """Executed notebooks and each run's working folder: $MEMLIB_BUILD/<scale>, else
     <repo>/build/<scale>."""
-    return _env_dir("MEMLIB_BUILD", ROOT / "build") / scale
+    return build_root() / scale
 
 
 def claims_report(scale: str = DEFAULT_SCALE) -> Path:

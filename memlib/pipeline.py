@@ -142,7 +142,7 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
     _quiet_reported_failures()
     start = time.time()
     try:
-        with open(work / "kernel.log", "w") as log:
+        with open(work / "kernel.log", "w", encoding="utf-8") as log:
             papermill.execute_notebook(
                 str(source), str(executed), parameters=params, kernel_name="python3",
                 cwd=str(notebook.parent), progress_bar=progress_bar,
@@ -212,8 +212,10 @@ def relative_papermill_paths(executed: dict, source: str, output: str) -> dict:
 
 def _publish_notebook(executed: Path, target: Path, source: str) -> None:
     """Write the executed notebook to `target` with relative paths only."""
-    notebook = relative_papermill_paths(json.loads(executed.read_text()), source, target.name)
-    target.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+    notebook = relative_papermill_paths(json.loads(executed.read_text(encoding="utf-8")), source,
+                                        target.name)
+    target.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n",
+                      encoding="utf-8")
 
 
 @contextlib.contextmanager

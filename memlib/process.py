@@ -71,7 +71,7 @@ def cpu_model(cpuinfo: str) -> str:
 
 def read_cpuinfo() -> str:
     try:
-        return Path("/proc/cpuinfo").read_text(errors="replace")
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:  # not Linux
         return ""
 
@@ -105,7 +105,13 @@ def pin_cpu_dispatch() -> str:
     first = not _dispatch  # later calls (the runner's, before a kernel) find them loaded
     _dispatch.update(mode=mode, reason=reason)
     if requested and requested.strip().lower() not in (PINNED, NATIVE):
-        warn_once("dispatch", reason)
+        # given as memlib is imported, before its command line can set the one-line form
+        shown = warnings.formatwarning
+        warnings.formatwarning = one_line_warning
+        try:
+            warn_once("dispatch", reason)
+        finally:
+            warnings.formatwarning = shown
     if mode == PINNED:
         changed = any(os.environ.get(k) != v for k, v in PINS.items())
         os.environ.update(PINS)
@@ -193,6 +199,12 @@ def one_cpu_thread() -> None:
     import torch
 
     torch.set_num_threads(1)
+
+
+def one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """memlib's form of a warning (warnings.formatwarning): one line, without the source line
+    Python adds."""
+    return f"memlib: warning: {message}\n"
 
 
 def warn_once(topic: str, message: str) -> None:

@@ -325,15 +325,24 @@ def checkpoint_minutes() -> float:
     return minutes
 
 
-def _read_checkpoint(path: Path) -> dict | None:
+CHECKPOINT_KEYS = ("modules", "optimizers", "epoch", "step", "stop", "history", "memo", "rng",
+                   "loader_rng")
+
+
+def _read_checkpoint(path: Path, modules: Mapping[str, nn.Module], optimizers: Sequence
+                     ) -> dict | None:
     """The training state saved in `path`, or None, with a warning and the file removed, when
-    it cannot be read (truncated, corrupted, from another version): the run starts over."""
+    it cannot be read (truncated, corrupted, from another version, or holding other modules
+    or optimizers than this run's): the run starts over."""
     try:
         saved = load_entry(path)
-        missing = {"model", "optimizers", "epoch", "step", "history", "memo", "torch_rng",
-                   "cuda_rng", "loader_rng"} - set(saved)
+        missing = set(CHECKPOINT_KEYS) - set(saved)
         if missing:
             raise ValueError(f"it lacks {', '.join(sorted(missing))}")
+        if set(saved["modules"]) != set(modules) or len(saved["optimizers"]) != len(optimizers):
+            raise ValueError(f"it holds the modules {', '.join(sorted(saved['modules']))} and "
+                             f"{len(saved['optimizers'])} optimizers, this run "
+                             f"{', '.join(sorted(modules))} and {len(optimizers)}")
         return saved
     except Exception as err:  # noqa: BLE001 - whatever is wrong with it, start over
         warnings.warn(f"discarding the unreadable checkpoint {path} ({err}); this training run "
@@ -341,6 +350,41 @@ def _read_checkpoint(path: Path) -> dict | None:
         if distributed.is_main():
             path.unlink(missing_ok=True)
         return None
+
+
+def rng_states() -> dict:
+    """Every random stream a training step may draw from: Python's, numpy's and torch's global
+    generators (CUDA's per device). The loaders' own generators are saved beside them."""
+    import random
+
+    import numpy as np
+
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {"python": random.getstate(), "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "numpy": [kind, torch.from_numpy(keys.astype("int64")), pos, has_gauss, gauss]}
+
+
+def set_rng_states(states: Mapping[str, Any]) -> None:
+    import random
+
+    import numpy as np
+
+    random.setstate(tuple(tuple(v) if isinstance(v, list) else v for v in states["python"]))
+    torch.set_rng_state(states["torch"])
+    if states["cuda"]:
+        torch.cuda.set_rng_state_all(states["cuda"])
+    kind, keys, pos, has_gauss, gauss = states["numpy"]
+    np.random.set_state((kind, keys.numpy().astype("uint32"), pos, has_gauss, gauss))
+
+
+def unsaved_parameters(optimizers: Sequence[torch.optim.Optimizer],
+                       modules: Mapping[str, nn.Module]) -> int:
+    """How many parameters the optimizers train that belong to none of `modules`: a checkpoint
+    of those modules would resume them from their initial values."""
+    held = {id(p) for module in modules.values() for p in module.parameters()}
+    return sum(id(p) not in held for opt in optimizers for g in opt.param_groups
+               for p in g["params"])
 
 
 def show_progress() -> bool:
@@ -361,18 +405,24 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
           optimizers: Sequence[torch.optim.Optimizer] | None = None,
           checkpoint: str | Path | None = None,
           memo: dict | None = None,
+          modules: Mapping[str, nn.Module] | None = None,
           desc: str = "train") -> pd.DataFrame:
     """Train `model` in place and return the per-epoch history.
 
-    `params` defaults to the model's; pass more (e.g. probe heads) to train them too.
+    `params` defaults to the model's; pass more (e.g. probe heads) to train them too, and
+    their modules as `modules` (by name) so that checkpoints hold them.
     Row keys: epoch, step, train_loss, then `<set>_acc` / `<set>_loss` per eval set,
     then whatever the callbacks add.
 
-    `checkpoint`: a file written (atomically, by rank 0) after every epoch with the
-    model, optimizers, RNG states, epoch, step, history and `memo` (a dict in which the
+    `checkpoint`: a file written (atomically, by rank 0) after every epoch with everything
+    the rest of the run depends on: the state of `model` and of every module in `modules`,
+    every optimizer's, the random streams (Python, numpy, torch, CUDA, the loader's order
+    and augmentation), the epoch, step, stop flag, history and `memo` (a dict in which the
     callbacks keep their running state: sums, the best epoch's tensors, logged frames); if
     it exists, training resumes from it, `memo` is restored in place, and the run ends
-    bit-for-bit where an uninterrupted run would (on CPU). Inside a `memlib.cache.cached`
+    bit-for-bit where an uninterrupted run would (on CPU). A run with a checkpoint refuses
+    to start (ValueError) when its optimizers train a parameter of no checkpointed module,
+    which a resumed run would restart from its initial value. Inside a `memlib.cache.cached`
     computation a checkpoint is automatic: written every MEMLIB_CHECKPOINT_MINUTES (10)
     minutes and removed once the result is cached, so a killed study run restarts from its
     last checkpoint. Random labels and noise masks are functions of their seeds.
@@ -419,6 +469,10 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
         checkpoint = next_checkpoint()
         every = 60 * checkpoint_minutes()
     memo = memo if memo is not None else {}
+    modules = {"model": model, **(modules or {})}
+    if checkpoint is not None and (unsaved := unsaved_parameters(optimizers, modules)):
+        raise ValueError(f"the optimizers train {unsaved} parameter tensors of no module the "
+                         "checkpoint holds; pass their modules as train(..., modules={...})")
     start = last_save = time.monotonic()
 
     def save_checkpoint(final: bool = False) -> None:
@@ -433,11 +487,10 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
         last_save = now
         try:
             save_entry(Path(checkpoint), {
-                "model": model.state_dict(), "optimizers": [o.state_dict() for o in optimizers],
-                "epoch": state.epoch, "step": state.step, "history": history, "memo": memo,
-                "stop": state.stop,
-                "torch_rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+                "modules": {name: m.state_dict() for name, m in modules.items()},
+                "optimizers": [o.state_dict() for o in optimizers],
+                "epoch": state.epoch, "step": state.step, "stop": state.stop,
+                "history": history, "memo": memo, "rng": rng_states(),
                 "loader_rng": [g.get_state() for g in loader_generators(loader)],
             })
         except OSError as err:  # read-only or full: train on, without checkpoints
@@ -447,20 +500,19 @@ def train(model: nn.Module, data, spec: TrainSpec, *,
 
     saved = None
     if checkpoint is not None and distributed.broadcast_flag(Path(checkpoint).exists()):
-        saved = _read_checkpoint(Path(checkpoint))
+        saved = _read_checkpoint(Path(checkpoint), modules, optimizers)
         if not distributed.broadcast_flag(saved is not None):
             saved = None
     if saved is not None:
-        model.load_state_dict(saved["model"])
-        for opt, opt_state in zip(optimizers, saved["optimizers"]):
+        for name, module in modules.items():
+            module.load_state_dict(saved["modules"][name])
+        for opt, opt_state in zip(optimizers, saved["optimizers"], strict=True):
             opt.load_state_dict(opt_state)
         state.epoch, state.step, history = saved["epoch"], saved["step"], saved["history"]
-        state.stop = saved.get("stop", False)
+        state.stop = saved["stop"]
         memo.clear()
         memo.update(saved["memo"])
-        torch.set_rng_state(saved["torch_rng"])
-        if saved["cuda_rng"]:
-            torch.cuda.set_rng_state_all(saved["cuda_rng"])
+        set_rng_states(saved["rng"])
         for g, rng in zip(loader_generators(loader), saved["loader_rng"], strict=True):
             g.set_state(rng)
     else:

@@ -328,6 +328,8 @@ def truncate(path: Path) -> None:
      "Not a gzipped file"),
     (lambda d: (d / "mnist" / "train-labels-idx1-ubyte.gz").write_bytes(
         gzip.compress(b"\x00\x00\x08\x05junk")), "not an IDX"),
+    (lambda d: (d / "mnist" / "train-labels-idx1-ubyte.gz").write_bytes(
+        gzip.compress(b"\x00\x00\x08\x01\x00\x00")), "ends inside its header"),
 ])
 def test_damaged_mnist_files_are_one_line(damage, what, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MEMLIB_DATA", str(tmp_path))
@@ -340,6 +342,18 @@ def test_damaged_mnist_files_are_one_line(damage, what, tmp_path, monkeypatch, c
     assert "-idx" in message and "get it again" in message and str(tmp_path) in message
     assert cli.main(["run", "fisher", "--scale", "smoke", "--set", "dataset=mnist"]) == 1
     assert "get it again" in one_line(capsys.readouterr().err)
+
+
+def test_a_damaged_idx_file_read_in_a_worker_is_one_line_naming_it(tmp_path):
+    write_mnist_like(tmp_path / "mnist", 40, 20, gz=True)
+    labels = tmp_path / "mnist" / "train-labels-idx1-ubyte.gz"
+    labels.write_bytes(gzip.compress(b"\x00\x00\x08\x01\x00"))  # a short header
+    run = memlib_process("-m", "memlib", "run", "rlp", "--scale", "smoke", "--set",
+                         "dataset=mnist", "--set", "parallel_runs=2", "--set", "epochs=1",
+                         env={"MEMLIB_DATA": str(tmp_path)})
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 1, err
+    assert str(labels) in one_line(err) and "ends inside its header" in err
 
 
 def test_damaged_cifar_pickle_is_one_line(tmp_path):

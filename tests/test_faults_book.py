@@ -113,6 +113,42 @@ def test_a_truncated_notebook_is_one_line_naming_it_and_the_book_stays(book_env)
     assert complete(html_of(book_env))
 
 
+def test_each_damaged_input_is_one_line_naming_the_published_file(book_env, monkeypatch,
+                                                                   capsys):
+    """A truncated manifest, a claims report or claims table that is not UTF-8, and a full
+    disk: one line naming the file where it is published (not a copy), the old book kept."""
+    import errno
+
+    from memlib import book
+
+    assert build_book(book_env)[0] == 0
+    before = (html_of(book_env) / "index.html").read_text()
+    figures = Path(book_env["MEMLIB_FIGURES"]) / "smoke"
+    study = next(iter(STUDIES.values()))
+    for damaged, damage, what in [
+            (figures / study / "manifest.json", lambda b: b[:20], "not a complete manifest"),
+            (figures / "CLAIMS.md", lambda b: b + b"\xff\xfe", "not UTF-8 text"),
+            (figures / study / "claims.csv", lambda b: b"\xff" + b, "cannot be read")]:
+        kept = damaged.read_bytes()
+        damaged.write_bytes(damage(kept))
+        code, _, err = build_book(book_env)
+        assert code == 1
+        assert str(damaged) in one_line(err) and what in err
+        damaged.write_bytes(kept)
+    for name, value in book_env.items():
+        monkeypatch.setenv(name, value)
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", "somewhere")
+
+    monkeypatch.setattr(book.shutil, "copytree", full_disk)
+    assert book.main(["--scale", "smoke"]) == 1
+    assert one_line(capsys.readouterr().err) == (
+        "memlib: could not build the book: no space left on device (somewhere); the previous "
+        "book was left as it was")
+    assert (html_of(book_env) / "index.html").read_text() == before
+
+
 def test_a_bad_scale_is_one_line_and_exit_2(book_env):
     code, _, err = build_book(book_env, "--scale", "bogus")
     assert code == 2

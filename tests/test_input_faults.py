@@ -210,12 +210,35 @@ def test_a_subset_only_the_data_can_refuse_stops_as_it_loads(tmp_path):
     assert not list(cache.rglob("*.pt"))
 
 
+def test_a_size_only_the_data_can_refuse_stops_as_it_loads_naming_both_numbers(tmp_path):
+    """A CIFAR-10 copy of 200 training images, where the config expects 50,000: 190 training
+    samples beside 20 validation samples are more than the 180 left, refused as the first run
+    loads its data (never clamped to what is there)."""
+    cache, data = tmp_path / "cache", tmp_path / "data"
+    write_original_cifar(data / "cifar10", "cifar10", n_train=200, n_test=40)
+    run = memlib_run("rlp", "--scale", "smoke", "--set", "dataset=cifar10", "--set",
+                     "validation_samples=20", "--set", "train_samples=190", "--set",
+                     "test_samples=20", "--set", "parallel_runs=1",
+                     env={"MEMLIB_CACHE": str(cache), "MEMLIB_DATA": str(data)})
+    assert (run.returncode, run.stdout) == (2, ""), run.stderr
+    assert ("train_samples=190 asks for more than the 180 training samples of cifar10 left "
+            "beside the 20 validation samples" in one_line(run.stderr))
+    assert not list(cache.rglob("*.pt"))
+
+
 @pytest.mark.parametrize("study, sets, fragment", [
     ("rlp", ["measure_samples=12", "dataset=cifar100"], "measure_samples=12 is below the 100"),
     ("rlp", ["seeds=[3, 1, 3]"], "seeds=[3, 1, 3] repeats 3"),
     ("rlp", ["train_samples=null", "long_tail_ratio=10000"],
      "long_tail_ratio=10000 exceeds the 5990 samples of the smallest of the 10 classes"),
     ("rlp", ["validation_samples=60000"], "leaves none of the 60000 training images"),
+    ("rlp", ["dataset=mnist-5k", "train_samples=5000"],
+     "train_samples=5000 asks for more than the 3900 training samples of mnist-5k left beside "
+     "the 100 validation samples"),
+    ("rlp", ["dataset=digits", "test_samples=500"],
+     "test_samples=500 asks for more than the 360 test samples of digits"),
+    ("lens", ["datasets=[digits]", "study1_sets=[train_samples=5000]"],
+     "study 1's preset on digits: train_samples=5000 asks for more than the 1337"),
     ("fisher", ["n_train=50", "n_scatter=20", "dataset=cifar100"], "n_train=50 is below"),
     ("fisher", ["corruptions=[0.0, 0.4, 0.4]"], "corruptions=[0.0, 0.4, 0.4] repeats 0.4"),
     ("probes", ["standin_test=9"], "standin_test=9 is below the 10 classes"),
@@ -331,3 +354,18 @@ def test_a_run_says_how_many_results_could_not_be_written(monkeypatch, capsys):
     out = one_line(capsys.readouterr().out)
     assert "results (4 computed) are in" in out
     assert "except 2 that could not be written there and will be computed again" in out
+
+
+def test_an_entry_holding_another_keys_result_is_recomputed_with_one_line(recwarn):
+    from memlib import cache
+
+    assert cache.cached("exp", {"n": 1}, lambda: {"history": [1]}) == {"history": [1]}
+    assert cache.cached("other", {"n": 2}, lambda: {"rows": [2]}) == {"rows": [2]}
+    assert cache.cached("exp", {"n": 1}, lambda: {"history": [0]}) == {"history": [1]}  # a hit
+    assert not recwarn.list
+    mine, theirs = cache.entry_path("exp", {"n": 1}), cache.entry_path("other", {"n": 2})
+    mine.write_bytes(theirs.read_bytes())  # intact bytes, another computation's result
+    assert cache.cached("exp", {"n": 1}, lambda: {"history": [1]}) == {"history": [1]}
+    (message,) = [str(w.message) for w in recwarn]
+    assert "\n" not in message and f"it holds the result stored as {theirs.name}" in message
+    assert cache.load(mine) == {"history": [1]}  # stored again, under its own name

@@ -160,3 +160,15 @@ def test_compiled_kernels_target_avx2_when_pinned(monkeypatch):
     assert process.compiler_target_flags() == ["-march=x86-64-v3", "-mtune=generic"]
     monkeypatch.setitem(process._dispatch, "mode", "native")
     assert process.compiler_target_flags() == ["-march=native"]
+
+
+@pytest.mark.parametrize("requested, warned", [("bogus", True), ("avx2", False)])
+def test_an_unknown_dispatch_warns_in_one_line_on_import(requested, warned):
+    env = {**os.environ, "PYTHONPATH": str(repo_root()), "MEMLIB_CPU_DISPATCH": requested}
+    run = subprocess.run([sys.executable, "-c", "import memlib"], env=env, capture_output=True,
+                         text=True, timeout=120, check=True)
+    if warned:
+        assert run.stderr == ("memlib: warning: MEMLIB_CPU_DISPATCH='bogus' is neither 'avx2' "
+                              "nor 'native'; pinned to avx2\n")
+    else:
+        assert run.stderr == ""

@@ -348,11 +348,14 @@ def test_bad_register_input_is_one_line_and_writes_nothing(argv, tmp_path, monke
     assert _snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("damage", ["yaml", "entries"])
+@pytest.mark.parametrize("damage", ["yaml", "entries", "version"])
 def test_a_damaged_register_is_one_line_and_exit_1(damage, tmp_path, monkeypatch, capsys):
     _results(tmp_path, monkeypatch)
     path = register_path("rlp")
-    path.write_text("claims: [unclosed\n" if damage == "yaml" else "claims: [1, 2]\n")
+    text = path.read_text(encoding="utf-8")
+    path.write_text({"yaml": "claims: [unclosed\n", "entries": "claims: [1, 2]\n",
+                     "version": text.replace("version: 1", "version: two", 1)}[damage])
+    assert path.read_text() != text
     before = _snapshot(tmp_path)
     for argv in (["claims"], ["register", "rlp", "--reason", "again"]):
         code, err = _cli(argv, capsys)

@@ -76,9 +76,11 @@ def read_register(study: str) -> dict:
                                "version control") from None
     entries = data.get("claims", []) if isinstance(data, dict) else None
     if not isinstance(entries, list) or not all(
-            isinstance(e, dict) and all(k in e for k in ENTRY_KEYS) for e in entries):
+            isinstance(e, dict) and all(k in e for k in ENTRY_KEYS)
+            and type(e["version"]) is int for e in entries):
         raise DamagedFileError(f"{damaged}: expected a mapping whose claims are entries with "
-                               f"{', '.join(ENTRY_KEYS)}; restore it from version control")
+                               f"{', '.join(ENTRY_KEYS)} (a whole-number version); restore it "
+                               "from version control")
     return data
 
 

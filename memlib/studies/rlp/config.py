@@ -168,6 +168,15 @@ class Config:
         size = datasets.TRAIN_SIZES[self.dataset]
         check(self.validation_samples < size, f"validation_samples={self.validation_samples} "
               f"leaves none of the {size} training images of {self.dataset} to train on")
+        left = size - self.validation_samples
+        check(not self.train_samples or self.train_samples <= left,
+              f"train_samples={self.train_samples} asks for more than the {left} training "
+              f"samples of {self.dataset} left beside the {self.validation_samples} validation "
+              f"samples; ask for at most {left}")
+        tests = datasets.TEST_SIZES[self.dataset]
+        check(not self.test_samples or self.test_samples <= tests,
+              f"test_samples={self.test_samples} asks for more than the {tests} test samples "
+              f"of {self.dataset}; ask for at most {tests}")
         pool = min(self.train_samples or size, size - self.validation_samples)
         most = pool // classes  # the smallest class holds no more
         check(self.long_tail_ratio <= most,

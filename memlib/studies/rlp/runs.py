@@ -92,9 +92,12 @@ def train_indices(s: RunSpec, labels: torch.Tensor, num_classes: int) -> torch.T
     samples, then stratified subset, fraction, long tail."""
     idx = torch.arange(len(labels))
     idx = idx[~torch.isin(idx, validation_indices(s, labels))]
-    if s.train_samples is not None and s.train_samples < len(idx):
-        idx = idx[datasets.stratified_subset(labels[idx], count=s.train_samples,
-                                             seed=s.data_seed)]
+    among = (f"training samples of {s.dataset} left beside the {s.validation_samples} "
+             "validation samples")
+    subset = datasets.sized_subset(labels[idx], s.train_samples, s.data_seed, "train_samples",
+                                   among)
+    if subset is not None:
+        idx = idx[subset]
     if s.fraction < 1:
         idx = idx[datasets.stratified_subset(labels[idx], s.fraction, seed=s.data_seed + 1)]
     if s.long_tail_ratio > 1:
@@ -119,10 +122,10 @@ def load_data(s: RunSpec) -> dict:
     if s.noise > 0:
         y, _ = datasets.symmetric_noise(clean_y, s.noise, num_classes, seed=1000 + s.seed)
     n_random = s.n_random or num_classes
-    test_idx = torch.arange(len(test_labels))
-    if s.test_samples is not None and s.test_samples < len(test_labels):
-        test_idx = datasets.stratified_subset(test_labels, count=s.test_samples,
-                                              seed=s.data_seed)
+    test_idx = datasets.sized_subset(test_labels, s.test_samples, s.data_seed, "test_samples",
+                                     f"test samples of {s.dataset}")
+    if test_idx is None:
+        test_idx = torch.arange(len(test_labels))
     measured = None  # positions whose train and RLP accuracy are measured; None: all
     if s.measure_samples is not None and s.measure_samples < len(idx):
         measured = datasets.stratified_subset(clean_y, count=s.measure_samples,
@@ -264,8 +267,8 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
     extra = list(observe(model, heads, d, memo)) if observe is not None else []
     history = train(model, d["train"], ts,
                     step=rlp_step(heads, d["random"], s.lam, reg_layers, s.label_smoothing),
-                    optimizers=optimizers, callbacks=[fit, record, *extra], memo=memo,
-                    desc=f"{s.model} λ={s.lam:g}")
+                    optimizers=optimizers, modules={"heads": heads},
+                    callbacks=[fit, record, *extra], memo=memo, desc=f"{s.model} λ={s.lam:g}")
     epochs_trained = int(history["epoch"].iloc[-1])
     history = history[history["train_acc"].notna()].reset_index(drop=True)
     out = {"history": history, "layers": list(layers), "n_random": d["n_random"],
