@@ -532,3 +532,17 @@ def test_first_order_cifar100_reads_the_papers_direction(monkeypatch):
     assert verdict(claim, lower) == HOLDS  # less accurate than CIFAR-10's > 0.96
     assert verdict(claim.previous[0], lower) == "does not hold"
     assert verdict(claim, {**lower, "spearman": Estimate(0.99, 0.002, 5)}) == "does not hold"
+
+
+def test_each_human_label_set_runs_on_human_seeds():
+    config = tiny(fisher.Config, {"dataset": "cifar10", "human_label_sets": ["worst"],
+                                   "seeds": [0, 1, 2], "human_seeds": 2, "arch_models": []})
+    human = [r for r in fisher.training_runs(config) if r[1] == "worst"]
+    assert [r[3] for r in human] == [0, 1]
+    with pytest.raises(ConfigError, match="human_seeds=4 exceeds the 3 seeds"):
+        tiny(fisher.Config, {"seeds": [0, 1, 2], "human_seeds": 4})
+    from memlib import paths
+    from memlib.presets import read_params
+
+    full = read_params(paths.repo_root() / "params" / "full" / "03_fisher_rank_inflation.yaml")
+    assert full["human_seeds"] >= 5 and len(full["seeds"]) >= full["human_seeds"]
