@@ -72,12 +72,13 @@ def rlp_work(c, n: int = 50_000) -> list[Work]:
 
 
 def fisher_work(c, n: int = 50_000) -> list[Work]:  # n: CIFAR-10's training images
-    grid = len(c.corruptions) * len(c.seeds) + len(c.human_label_sets)
+    grid = len(c.corruptions) * len(c.seeds) + len(c.human_label_sets) * c.human_seeds
     kwargs = {"smallcnn": dict(channels=c.cnn_channels), "resnet18": dict(cifar_stem=True)}
     work = [Work("fisher (CIFAR-10)", c.model, CIFAR, 10, grid, grid * n * c.epochs,
                  c.batch_size, kwargs.get(c.model))]
-    return work + [Work("fisher (CIFAR-10)", m, CIFAR, 10, 1, n * c.arch_epochs, c.batch_size,
-                        kwargs.get(m)) for m in c.arch_models if m != c.model]
+    arch = min(c.arch_seeds, len(c.seeds))  # runs per extra architecture
+    return work + [Work("fisher (CIFAR-10)", m, CIFAR, 10, arch, arch * n * c.arch_epochs,
+                        c.batch_size, kwargs.get(m)) for m in c.arch_models if m != c.model]
 
 
 def modarith_work(c, n: int = 50_000) -> list[Work]:  # n: not used (no images)

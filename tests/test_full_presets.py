@@ -48,7 +48,7 @@ MODARITH = {  # p = 113 and MNIST kept; narrower nets, few epochs, short sweeps
 FISHER = {  # CIFAR-10 (whole tiny train/test sets, n_train = n_test = 0 as in the preset),
     # SmallCNN, ResNet18 + ViT, CIFAR-10N label sets kept; smaller scatter set, fewer epochs,
     # corruptions and seeds
-    "n_scatter": 40, "corruptions": [0.0, 0.4], "seeds": [0],
+    "n_scatter": 40, "corruptions": [0.0, 0.4], "seeds": [0], "human_seeds": 1,
     "epochs": 2, "batch_size": 50, "early_epoch": 1, "top_k": 10, "direct_checks": 2,
     "arch_epochs": 2, "synthetic_n": 40,
 }
@@ -139,7 +139,7 @@ RLP_IMAGENET = {  # ViT-B/32 at 2 of its 12 blocks on 32 x 32 crops (one patch),
     # loading, fewer epochs, one value per sweep, 12 of the 24 training images measured
     "vit_depth": 2, "image_size": 32, "workers": 0, "epochs": 1, "layer_model_epochs": 1,
     "batch_size": 12, "measure_samples": 12, "validation_samples": 3, "lambdas": [10000.0],
-    "fractions": [0.5],
+    "fractions": [0.5], "seeds": [0],
     "long_tail_ratio": 2.0,  # 8 images per class; ratio 100 needs >= 100
 }
 

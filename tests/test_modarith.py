@@ -451,13 +451,16 @@ def test_activation_peaks_need_a_fall_past_the_best_width(monkeypatch):
     def both(train, test):
         return pd.concat([sweep_rows(train, test, activation=a) for a in ("quadratic", "gelu")])
 
-    peaked = ma.activation_peaks(both(fitted, {8: 0.3, 32: 0.8, 128: 0.5}), config)
+    def peaks(sweep):  # as measure gives it: the maxima beside the peaks
+        return {**ma.activation_maxima(sweep, config), **ma.activation_peaks(sweep, config)}
+
+    peaked = peaks(both(fitted, {8: 0.3, 32: 0.8, 128: 0.5}))
     assert peaked["peak_width"] == {"quadratic, α=0.5": 32, "gelu, α=0.5": 32}
     assert peaked["fall"]["gelu, α=0.5"].mean == pytest.approx(0.3)
     assert claim_verdict("activation-peaks", peaked)["verdict"] == HOLDS
-    rising = ma.activation_peaks(both(fitted, {8: 0.3, 32: 0.5, 128: 0.8}), config)
+    rising = peaks(both(fitted, {8: 0.3, 32: 0.5, 128: 0.8}))
     assert claim_verdict("activation-peaks", rising)["verdict"] == "does not hold"
-    widest_only = ma.activation_peaks(both({8: 0.3, 32: 0.6, 128: 1.0}, FLAT_TEST), config)
+    widest_only = peaks(both({8: 0.3, 32: 0.6, 128: 1.0}, FLAT_TEST))
     assert widest_only["fall"] == {}
     assert claim_verdict("activation-peaks", widest_only)["verdict"].startswith(
         "precondition failed: every x^2 and GeLU net has a width curve")
@@ -526,6 +529,7 @@ def test_run_end_to_end_tiny(tmp_path, monkeypatch):
                                             for a in config.order_alphas}
     assert measured["ff-recovers-rule-mul"]["chance"] == pytest.approx(1 / 6)  # p - 1 classes
     assert measured["ff-recovers-rule-leaky_relu"] is not None
+    assert measured["partition-weaker"]["held_out"]["best_partition_test"].n == 1
     assert results["analytic"]["test_acc"].tolist() == [1.0, 1.0]
     again = ma.run(config)  # from the cache
     pd.testing.assert_frame_equal(again["parts"], results["parts"])
@@ -550,7 +554,8 @@ def test_a_sweep_on_fewer_seeds_than_a_decided_rule_needs_is_not_judged():
     few = tiny(ma.Config, {**SWEEP_CONFIG, "sweep_seeds": 2})
     assert not ma.sweep_judged(few) and ma.sweep_judged(tiny(ma.Config, SWEEP_CONFIG))
     claims = {c.id: c for c in ma.CLAIMS}
-    assert set(ma.WIDTH_ROWS) <= set(claims)
+    # every width row is a claim, but activation-maxima, kept as activation-peaks' earlier one
+    assert set(ma.WIDTH_ROWS) - {"activation-maxima"} <= set(claims)
     value = ma.larger_is_better(sweep_rows({8: 0.3, 32: 1.0, 128: 1.0}, FLAT_TEST),
                                 tiny(ma.Config, SWEEP_CONFIG))
     claim = claims["larger-is-better"]
@@ -559,3 +564,89 @@ def test_a_sweep_on_fewer_seeds_than_a_decided_rule_needs_is_not_judged():
     assert judged["verdict"] != NOT_RUN and drawn["verdict"] == NOT_RUN
     # the earlier version, judged on any number of sweep seeds, is shown beside it
     assert drawn["previous"].split("; ")[0].endswith("=" + judged["verdict"])
+
+
+# ------------------------------------------------------- a sub-network chosen on held-out data
+def test_test_pairs_split_into_disjoint_halves_per_seed():
+    task = ma.make_task(11)
+    (a, b), (c, d) = ma.split_test_pairs(task, [3, 4])
+    assert set(a.tolist()).isdisjoint(b.tolist()) and abs(len(a) - len(b)) <= 1
+    assert sorted(a.tolist() + b.tolist()) == task.test_idx.tolist()
+    assert not torch.equal(a, c)  # each run's seed draws its own halves
+    assert torch.equal(ma.split_test_pairs(task, [3])[0][0], a)  # the same seed, the same halves
+
+
+def test_partition_curves_score_each_runs_halves():
+    p = 7
+    task = ma.make_task(p)
+    w = random_weights(p=p, m=8, runs=2)
+    y = task.labels[task.train_idx]
+    noisy, mask = ma.label_noise(y, task.pairs[task.train_idx], 0.5, p, seed=0)
+    noisy, mask = torch.stack([noisy, noisy]), torch.stack([mask, mask])
+    halves = ma.split_test_pairs(task, [0, 1])
+    table = ma.partition_curves(w, task, noisy, mask, [1.0], ["relu"], halves)
+    assert {"test_select", "test_score"} <= set(table["subset"])
+    whole = table[(table["variant"] == "top") & (table["score"] == "ipr")]
+    predicted = ma.predictions(w, task.pairs, ["relu"])["relu"]
+    idx = halves[1][1]
+    expected = (predicted[1, idx] == task.labels[idx]).float().mean().item()
+    got = whole[(whole["run"] == 1) & (whole["subset"] == "test_score")]["acc"].item()
+    assert got == pytest.approx(expected)
+    plain = ma.partition_curves(w, task, noisy, mask, [1.0], ["relu"])
+    assert "test_score" not in set(plain["subset"])
+
+
+def partition_rows(select, score, seeds=(0, 1, 2, 3, 4)):
+    """A partition table at alpha 0.8: each (score, gamma, variant, activation) -> accuracy on
+    the selection half and on the scoring half (the full test set: their mean), per seed
+    with a small spread."""
+    rows = []
+    for key, on_select in select.items():
+        name, gamma, variant, act = key
+        for s in seeds:
+            for subset, acc in (("test_select", on_select), ("test_score", score[key]),
+                                ("test", (on_select + score[key]) / 2)):
+                rows.append({"alpha": 0.8, "seed": s, "score": name, "gamma": gamma,
+                             "variant": variant, "activation": act, "subset": subset,
+                             "acc": acc + 0.002 * s})
+    return pd.DataFrame(rows)
+
+
+def test_the_best_sub_network_is_chosen_on_one_half_and_scored_on_the_other(monkeypatch):
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 5)
+    select = {("ipr", 0.5, "top", "relu"): 0.60, ("strength", 0.5, "top", "relu"): 0.30,
+              ("ipr", 1.0, "top", "relu"): 0.10, ("ipr", 1.0, "top + FF", "relu"): 0.90,
+              ("ipr", 1.0, "top + FF", "quadratic"): 0.95}
+    # the sub-network that looks best on the selection half is no better than the raw net on
+    # the half it is scored on
+    score = {**select, ("ipr", 0.5, "top", "relu"): 0.10, ("strength", 0.5, "top", "relu"): 0.28}
+    held = ma.held_out_partition(partition_rows(select, score), 0.8, "relu", 0.02)
+    assert held["best_at"] == "ipr γ=0.5 relu" and held["ff_activation"] == "quadratic"
+    assert held["best_partition_test"].mean == pytest.approx(0.104)
+    assert held["best_minus_baseline"].mean == pytest.approx(0.0)
+    assert held["ff_minus_best"].mean == pytest.approx(0.85)
+    claim = next(c for c in ma.CLAIMS if c.id == "partition-weaker")
+    value = {"best_minus_baseline": Estimate(0.2, 0.01, 5), "ff_minus_best": Estimate(0.5, 0.01, 5),
+             "train_fit": 1.0, "held_out": held}
+    assert evaluate([claim], {claim.id: value})["verdict"].item() == "within noise"
+    assert evaluate([claim.previous[0]], {claim.id: value})["verdict"].item() == HOLDS
+    kept = {**score, ("ipr", 0.5, "top", "relu"): 0.50}  # the choice holds up on the other half
+    value["held_out"] = ma.held_out_partition(partition_rows(select, kept), 0.8, "relu", 0.02)
+    assert evaluate([claim], {claim.id: value})["verdict"].item() == HOLDS
+    no_halves = partition_rows(select, score).query("subset == 'test'")
+    assert ma.held_out_partition(no_halves, 0.8, "relu", 0.02) is None
+
+
+def test_activation_maxima_is_kept_as_an_earlier_version_of_activation_peaks():
+    assert "activation-maxima" not in {c.id for c in ma.CLAIMS}
+    peaks = next(c for c in ma.CLAIMS if c.id == "activation-peaks")
+    earlier = [old for old in peaks.previous if old.id == "activation-maxima"]
+    assert len(earlier) == 2  # judged on enough seeds, and the version before it
+    value = {"fall": {"quadratic, α=0.5": Estimate(0.2, 0.01, 5)},
+             "peak_width": {"quadratic, α=0.5": 32},
+             "fitted_widths": {"quadratic, α=0.5": [32, 128]},
+             "maxima": {"quadratic, α=0.5": Estimate(0.02, 0.001, 5)}, "chance": 0.017,
+             "sweep_seeds": 5}
+    table = evaluate([peaks], {"activation-peaks": value})
+    assert table["verdict"].item() == HOLDS
+    assert "does not hold" in table["previous"].item()  # the invented "high maximum"

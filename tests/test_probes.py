@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,16 @@ from hypothesis import strategies as st
 from tiny import tiny as tiny_config
 
 from memlib import data
-from memlib.claims import FAILS, HOLDS, NOT_RUN, WITHIN_NOISE, Estimate, evaluate
+from memlib.claims import (
+    FAILS,
+    HOLDS,
+    NOT_RUN,
+    WITHIN_NOISE,
+    Estimate,
+    evaluate,
+    headline,
+    verdict,
+)
 from memlib.config import ConfigError, confirmatory_seeds
 from memlib.models import MLP
 from memlib.studies import probes
@@ -296,7 +306,7 @@ def test_layer_estimates_pair_each_models_losses(monkeypatch):
     together = {7: (40, 38, 39), 8: (20, 17.5, 19), 9: (60, 58.5, 58.5)}
     assert verdict(together) == HOLDS
     claim = {c.id: c for c in probes.CLAIMS}["transformer_layers_standin"]
-    one_model_rule = claim.previous[-1]
+    one_model_rule = claim.previous[-2]  # the paired rule headed by the first loss is last
     assert one_model_rule.rule == probes.claims._ONE_MODEL_RULE
     value = probes.layer_estimates(layer_table(together))
     assert not one_model_rule.beyond_noise(value)  # unpaired, the models' spread hides it
@@ -580,7 +590,89 @@ def test_pruning_improves_binarized_models_where_they_have_room(monkeypatch):
     assert verdicts({"pruning_improves_binarized": gains})["pruning_improves_binarized"] == HOLDS
     no_room = {k: {**v, "start": 97.0} for k, v in gains.items()}
     assert verdicts({"pruning_improves_binarized": no_room})[
-        "pruning_improves_binarized"].startswith("precondition failed: a binarized model has room")
+        "pruning_improves_binarized"].startswith(
+        "precondition failed: a binarized hard model has room")
+
+
+def _claim(claim_id):
+    return next(c for c in probes.CLAIMS if c.id == claim_id)
+
+
+def _earlier(claim_id, index=0):
+    return _claim(claim_id).previous[index]
+
+
+def test_headroom_is_measured_against_the_full_precision_model(monkeypatch):
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    e = Estimate
+    # an easy task at 93.35% whose full-precision model reaches 97.51%: 5 points above its
+    # start are out of reach, so it has no room; the hard task gains 37 points
+    value = {"x/easy": {"peak": 0.1, "gain": e(2.0, 0.2, 3), "fall": e(30, 1, 3),
+                        "start": 93.35, "float": 97.51},
+             "x/hard": {"peak": 0.2, "gain": e(37, 1, 3), "fall": e(40, 1, 3), "start": 55.0,
+                        "float": 97.0}}
+    claim = _claim("stochastic_resonance")
+    assert verdict(claim, value) == HOLDS
+    assert verdict(claim.previous[0], value) == FAILS  # room against 100%: the easy task
+    value["x/easy"]["start"] = 90.0  # now the easy task has room, and gains too little
+    assert verdict(claim, value) == FAILS
+
+
+def test_pruning_improves_binarized_is_about_the_hard_tasks(monkeypatch):
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    e = Estimate
+    value = {"x/easy": {"peak": 0.1, "gain": e(0.5, 0.2, 3), "fall": e(1, 1, 3), "start": 88.0,
+                        "float": 98.0},
+             "x/hard": {"peak": 0.5, "gain": e(40, 1, 3), "fall": e(10, 1, 3), "start": 52.0,
+                        "float": 97.0}}
+    claim = _claim("pruning_improves_binarized")
+    assert verdict(claim, value) == HOLDS  # the easy task's flat curve is not the claim's
+    assert verdict(claim.previous[0], value) == FAILS  # the earlier rule read it
+    value["x/hard"]["gain"] = e(-1, 0.2, 3)
+    assert verdict(claim, value) == FAILS
+
+
+def test_phase_transition_counts_every_run(monkeypatch):
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    points = [(40.0, 0.3, 0.4, 0.5), (42.0, 0.32, 0.41, 0.5), (38.0, 0.31, 0.39, 0.48),
+              (10.0, 0.05, 0.35, 0.65)]  # the last run barely rises
+    runs = probes.transition_runs(points)
+    assert runs["rising"] == 3 and runs["runs"] == 4 and runs["transition_runs"] == "3/4"
+    assert runs["width_all"].n == 4 and runs["width"].n == 3  # every run vs the rising ones
+    assert runs["width_all"].mean == pytest.approx((0.2 + 0.18 + 0.17 + 0.6) / 4)
+    learned = {"signed_hard_p0": Estimate.of([50, 51, 52, 53]), "float_hard": 97.0,
+               "at_chance_hard": 0}
+    claim = _claim("phase_transition_fashion_mnist")
+    assert verdict(claim, {**runs, **learned}).startswith(
+        "precondition failed: every run transitions")
+    # the earlier rule measured the width on the rising runs alone, and needs no more
+    assert not verdict(claim.previous[0], {**runs, **learned}).startswith("precondition")
+    rising = probes.transition_runs(points[:3])
+    assert rising["width_all"] == rising["width"]
+    assert verdict(claim, {**rising, **learned}) == verdict(claim.previous[0],
+                                                           {**rising, **learned})
+    never = probes.transition_runs([*points[:3], (-1.0, math.nan, math.nan, math.nan)])
+    assert math.isnan(never["width_all"].mean) and never["rising"] == 3
+
+
+def test_binarization_keeps_easy_reads_the_loss_of_sign_w(monkeypatch):
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    measured = probes.measure(synthetic_results())
+    kept = measured["binarization_keeps_easy_fashion_mnist"]
+    # unprobed 98.0, 98.1, 98.2 against signed 85, 86, 87 at p = 0
+    assert kept["loss"].mean == pytest.approx(12.1) and kept["loss"].n == 3
+    claim = _claim("binarization_keeps_easy_fashion_mnist")
+    assert verdict(claim, kept) == FAILS
+    assert verdict(claim, {**kept, "loss": Estimate.of([1.0, 1.5, 2.0])}) == HOLDS
+    assert verdict(claim, {**kept, "loss": Estimate.of([0.0, 4.0, 8.0])}) == WITHIN_NOISE
+
+
+def test_layer_rows_are_headed_by_the_difference_that_decides():
+    value = probes.measure(synthetic_results())["transformer_layers_standin"]
+    claim = _claim("transformer_layers_standin")
+    # first - last_block_1 = 70, first - last_block_2 = 75: the smaller decides
+    assert headline(claim, value).startswith("70")
+    assert headline(claim.previous[-1], value).startswith("80")  # the first loss alone
 
 
 def test_randomized_layer_rows_read_null_model_b():
@@ -600,8 +692,10 @@ def test_randomized_layer_rows_read_null_model_b():
     assert untrained["transformer_layers_randomized_standin"].startswith(
         "precondition failed: the stand-in learned its task")
     claim = {c.id: c for c in probes.CLAIMS}["transformer_layers_randomized_standin"]
-    # added after the layer rows' first rule was replaced: only the one-model rule is kept
-    assert [old.rule for old in claim.previous] == [probes.claims._ONE_MODEL_RULE]
+    # added after the layer rows' first rule was replaced: the one-model rule is kept, and
+    # the paired rule as registered (headed by the first loss)
+    assert [old.rule for old in claim.previous] == [probes.claims._ONE_MODEL_RULE,
+                                                    probes.claims._PAIRED_RULE]
 
 
 def test_pairs_of_the_bundled_subset_take_the_full_sets_steps():

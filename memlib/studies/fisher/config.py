@@ -71,6 +71,8 @@ class Config:
     # the first arch_seeds of seeds, per extra model
     arch_seeds: Annotated[int, Positive, AtMost(10**4)] = 1
     human_label_sets: tuple[str, ...] = ()  # CIFAR-10N: aggre, random1, worst
+    # each label set runs on the first human_seeds of seeds: its rows' replicates
+    human_seeds: Annotated[int, Positive, AtMost(10**4)] = 1
     synthetic_n: Annotated[int, AtLeast(20), AtMost(10**7)] = 300
     # seeded batched crop + flip (+ cutout) of the training batches (memlib.augment); er and
     # the attribution are measured on the un-augmented scatter set in eval mode
@@ -110,6 +112,8 @@ class Config:
         check(not bad, f"unknown model {bad[:1]}; choose from: {', '.join(MODEL_NAMES)}")
         bad = [s for s in self.human_label_sets if s not in HUMAN_SETS]
         check(not bad, f"unknown human label set {bad[:1]}; choose from: {', '.join(HUMAN_SETS)}")
+        check(self.human_seeds <= len(self.seeds),
+              f"human_seeds={self.human_seeds} exceeds the {len(self.seeds)} seeds")
         check(not self.human_label_sets or self.dataset == "cifar10",
               "human_label_sets (CIFAR-10N) need dataset=cifar10")
 

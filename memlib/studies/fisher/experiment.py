@@ -29,8 +29,8 @@ def training_runs(config: Config) -> list[tuple[str, str, float, int, int]]:
     arch = [(m, "symmetric", config.attribution_corruption, s, config.arch_epochs)
             for m in config.arch_models if m != config.model
             for s in config.seeds[:config.arch_seeds]]
-    human = [(config.model, name, math.nan, config.seeds[0], config.epochs)
-             for name in config.human_label_sets]
+    human = [(config.model, name, math.nan, s, config.epochs)
+             for name in config.human_label_sets for s in config.seeds[:config.human_seeds]]
     arm = [(config.model, "symmetric", c, s, config.epochs)
            for c in arm_corruptions(config) for s in config.attribution_seeds]
     return grid + arch + human + arm

@@ -176,8 +176,8 @@ def _run_key(config: Config, model_name: str, noise: str, corruption: float, see
              epochs: int) -> dict:
     shared = {k: v for k, v in to_dict(config).items()
               if k not in ("corruptions", "seeds", "attribution_seeds", "arch_models",
-                           "arch_epochs", "arch_seeds", "human_label_sets", "synthetic_n",
-                           "top_k", "attribution_corruption",
+                           "arch_epochs", "arch_seeds", "human_label_sets", "human_seeds",
+                           "synthetic_n", "top_k", "attribution_corruption",
                            "parallel_runs",  # which process computes a run, not what
                            "direct_checks")}
     return {**shared, "dataset": config.dataset, "model": model_name,

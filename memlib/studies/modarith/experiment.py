@@ -21,6 +21,7 @@ from memlib.studies.modarith.method import (
     phase_error,
     phases,
     spectra_table,
+    split_test_pairs,
 )
 from memlib.studies.modarith.runs import (
     _grid,
@@ -38,6 +39,9 @@ __all__ = ["analyse_main", "main_analysis", "ANALYSIS", "analytic_check", "run",
            "prefetch_runs"]
 
 
+HALVES_STREAM = 7_000_003  # offsets a run's seed into the stream that splits its test pairs
+
+
 def analyse_main(config: Config, main: dict) -> dict:
     """FF parts, phases, partitions and spectra of the main runs (pure: copies only)."""
     task, weights = _task(config), main["weights"]
@@ -51,8 +55,10 @@ def analyse_main(config: Config, main: dict) -> dict:
                           "neuron": torch.arange(k.shape[1]).repeat(len(alphas)).tolist(),
                           "k": k.flatten().tolist(), "phase_error": error.flatten().tolist(),
                           "ipr": ipr(weights).flatten().tolist()})
+    # each run's test halves drawn from a stream of its own seed (selection vs scoring)
+    halves = split_test_pairs(task, [HALVES_STREAM + s for s in seeds])
     partition = _label_runs(partition_curves(
-        weights, task, noisy, mask, config.partition_fractions, ("relu", "quadratic")),
+        weights, task, noisy, mask, config.partition_fractions, ("relu", "quadratic"), halves),
         alphas, seeds)
     noisiest = alphas.index(max(config.alphas))
     spectra = spectra_table(weights, noisiest, min(config.spectra_neurons, config.width))

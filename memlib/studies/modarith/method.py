@@ -28,7 +28,8 @@ from memlib.train import TrainSpec, resolve_device, train
 
 __all__ = ["OPERATIONS", "NOISE_KINDS", "SUBSETS", "SUBSET_LABELS", "ACTIVATIONS", "Activation",
            "Weights", "is_prime", "true_labels", "Task", "primitive_root",
-           "multiplication_task", "make_task", "label_noise", "pre_activations",
+           "multiplication_task", "make_task", "split_test_pairs", "half_accuracies",
+           "label_noise", "pre_activations",
            "RESULT_ONLY", "IN_PLACE", "activate", "readout", "forward", "predictions",
            "init_weights", "ModularNet", "per_run_cross_entropy", "subset_accuracies",
            "accuracy_tables", "accuracy_table", "neuron_spectra",
@@ -431,10 +432,37 @@ def evaluate_parts(weights: Weights, task: Task, noisy: Tensor, mask: Tensor,
     return pd.concat(frames, ignore_index=True)
 
 
+def split_test_pairs(task: Task, seeds: Sequence[int]) -> list[tuple[Tensor, Tensor]]:
+    """Per run, its test pairs split at random into two disjoint halves (selection, scoring),
+    drawn from the run's seed: a sub-network chosen on the first half is scored on the second,
+    so that the choice does not flatter the score."""
+    halves = []
+    for seed in seeds:
+        order = task.test_idx[torch.randperm(len(task.test_idx), generator=generator(seed))]
+        half = len(order) // 2
+        halves.append((order[:half].sort().values, order[half:].sort().values))
+    return halves
+
+
+def half_accuracies(predicted: Tensor, task: Task, halves: Sequence[tuple[Tensor, Tensor]]
+                    ) -> pd.DataFrame:
+    """Accuracy of every run's predictions (R, P^2) on its two test halves (`split_test_pairs`):
+    subsets "test_select" and "test_score", one row per (run, subset)."""
+    rows = []
+    for r, halves_r in enumerate(halves):
+        for subset, idx in zip(("test_select", "test_score"), halves_r, strict=True):
+            hit = predicted[r, idx] == task.labels[idx]
+            rows.append({"run": r, "subset": subset,
+                         "acc": hit.float().mean().item() if hit.numel() else math.nan})
+    return pd.DataFrame(rows)
+
+
 def partition_curves(weights: Weights, task: Task, noisy: Tensor, mask: Tensor,
-                     fractions: Sequence[float], activations: Sequence[str]) -> pd.DataFrame:
+                     fractions: Sequence[float], activations: Sequence[str],
+                     halves: Sequence[tuple[Tensor, Tensor]] = ()) -> pd.DataFrame:
     """Sub-networks by IPR or strength: top-gamma (generalizing part), bottom-gamma
-    (memorizing part) and FF applied to the top-gamma part, four accuracies each."""
+    (memorizing part) and FF applied to the top-gamma part, four accuracies each, and with
+    `halves` (`split_test_pairs`, one pair per run) the accuracy on each run's two test halves."""
     scores = {"ipr": ipr(weights), "strength": strength(weights)}
     frames = []
     for score_name, score in scores.items():
@@ -443,8 +471,12 @@ def partition_curves(weights: Weights, task: Task, noisy: Tensor, mask: Tensor,
             bottom = select_neurons(weights, top_fraction(score, gamma, largest=False))
             variants = {"top": top, "bottom": bottom, "top + FF": frequency_filter(top)[0]}
             for variant, w in variants.items():
-                tables = accuracy_tables(w, task, noisy, mask, activations)
-                for act, frame in zip(activations, tables, strict=True):
+                predicted = predictions(w, task.pairs, activations)
+                for act in activations:
+                    frame = accuracy_table(predicted[act], task, noisy, mask)
+                    if halves:
+                        frame = pd.concat([frame, half_accuracies(predicted[act], task, halves)],
+                                          ignore_index=True)
                     frames.append(frame.assign(score=score_name, gamma=gamma, variant=variant,
                                                activation=act))
     return pd.concat(frames, ignore_index=True)
