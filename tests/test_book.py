@@ -683,6 +683,8 @@ def test_a_long_cell_folds_its_rest_and_an_unmeasured_number_says_so():
     row = readable_row("| a \\| b | nan (n=0) | " + long + " |")
     assert row.startswith("| a \\| b | not measured | <details>")
     assert readable_row("|---|---|") == "|---|---|"
+    # a report folded where it is written reads the same when the book shows it again
+    assert fold(folded) == folded and readable_row(row) == row
 
 
 def test_the_claims_report_in_the_book_shows_no_cell_over_200_characters():
