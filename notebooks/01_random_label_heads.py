@@ -698,20 +698,18 @@ else:
     savefig(fig, "fig6_sampling", STUDY, scale, data=results["dataset"])
     print(fr.groupby(["n_train", "lam"])[["train_acc", "test_acc"]].agg(["mean", "std"]).round(4))
 
-# %% [markdown]
-# **Figure 1.6.** Sampling, drawn only when `sampling_experiment` is on (not at this scale):
-# test-accuracy change from the best λ against the training-set size (left), and per class
-# of a long-tailed subset against the class's training count (right).
-
 # %% tags=["remove-input"]
+# the caption is printed with its figure: without the sampling experiment there is neither
 if sampled:
     sampling, tails = measured["sampling"], measured["tails"]
     sizes = sorted(fr["n_train"].unique())
     more = direction(sampling["difference"].mean, "more positive", "less positive", "the same")
-    display(Markdown(f"""
-Left: test-accuracy change from the best λ (= {best:g}) against the training-set size (dots:
-seeds); right: per-class test-accuracy change in the long-tailed subset against each class's
-training count (labels are class ids, means over seeds). The regularizer changes test
+    display(Markdown(f"""**Figure 1.6.** Sampling: test-accuracy change from the best λ
+(= {best:g}) against the training-set size (left; dots: seeds), and per class of a
+long-tailed subset against the class's training count (right; labels are class ids, means
+over seeds).
+
+The regularizer changes test
 accuracy by {pm(sampling["smallest"], 1)} points with
 {sizes[0]:,} samples and by {pm(sampling["largest"], 1)}
 with {sizes[-1]:,}: its effect is {more} on the larger set (difference
