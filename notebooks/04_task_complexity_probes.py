@@ -280,8 +280,8 @@ def fig1(dataset):
     axes[0].set_ylabel("test accuracy (%)")
     axes[0].set_ylim(30, 101)
     # every panel's labels once: the paper's values sit on the panels that show them
-    legend = {label: handle for ax in axes
-              for handle, label in zip(*ax.get_legend_handles_labels(), strict=True)}
+    legend = {text: handle for ax in axes
+              for handle, text in zip(*ax.get_legend_handles_labels(), strict=True)}
     fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncol=3,
                fontsize="small")
     fig.suptitle(f"{dataset}: probes on every layer "
