@@ -107,18 +107,32 @@ def with_anchors(notebook: dict, stems: list[str]) -> dict:
 
 EXERCISES = "## Try this"
 FIGURE_CAPTION = re.compile(r"\*\*Figure (\d+)\.(\d+)\.\*\*")  # opens the cell under a figure
+# a caption the code cell under a figure displays, opening its Markdown: a figure drawn only
+# sometimes has its caption printed only then, so no caption stands without its figure
+PRINTED_CAPTION = re.compile(r"\bMarkdown\(\s*[rRfF]{0,2}(?:\"\"\"|\"|')\s*"
+                             + FIGURE_CAPTION.pattern)
+
+
+def caption(cell: dict) -> re.Match | None:
+    """The "**Figure N.k.**" caption a cell opens: a text cell's first words, or the opening
+    of the Markdown a code cell displays; None for any other cell."""
+    source = cell.get("source", "")
+    text = "".join(source) if isinstance(source, list) else source
+    if cell["cell_type"] == "markdown":
+        return FIGURE_CAPTION.match(text)
+    return PRINTED_CAPTION.search(text) if cell["cell_type"] == "code" else None
 
 
 def figure_numbers(notebook: dict, stems: list[str]) -> dict[str, str]:
     """Each of `stems` that a cell of `notebook` saves as a figure -> the number ("2.3") of
-    the caption in the cell under it."""
+    the caption in (or printed by) the cell under it."""
     cells, numbers = notebook["cells"], {}
     for cell, after in zip(cells, cells[1:]):
-        caption = FIGURE_CAPTION.match("".join(after["source"])) if (
-            cell["cell_type"] == "code" and after["cell_type"] == "markdown") else None
-        if caption:
+        caption_ = caption(after) if cell["cell_type"] == "code" else None
+        if caption_:
             source = "".join(cell["source"])
-            numbers.update({s: f"{caption[1]}.{caption[2]}" for s in stems if saves(source, s)})
+            numbers.update({s: f"{caption_[1]}.{caption_[2]}" for s in stems
+                            if saves(source, s)})
     return numbers
 
 

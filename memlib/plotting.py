@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 from memlib import DEFAULT_SCALE, paths
@@ -100,6 +101,25 @@ def reference(ax, value: float | tuple[float, float], label: str, axis: str = "y
         return
     kwargs = {"color": "black", "linestyle": ":", "linewidth": 1.4, "zorder": 3, **kwargs}
     (ax.axhline if axis == "y" else ax.axvline)(value, label=f"paper: {label}", **kwargs)
+
+
+_NUMBER = r"\d+(?:\.\d+)?"
+# a number of a paper's text, a range "92-96" as one value, each with what follows it; a
+# number inside a name ("CIFAR-10N", "top-100", "ViT-B/32", "1e4", "17..4097") is none, and
+# one after "±" or "+-" is a spread, not a value
+_PAPER_VALUE = re.compile(rf"(?<![\w./])(?<!\w-)(±\s*|\+-\s*)?({_NUMBER})"
+                          rf"(?:\s*[-–]\s*({_NUMBER}))?(?![\w.])\s*(%?)")
+
+
+def paper_values(text: str, unit: str = "%") -> list[float | tuple[float, float]]:
+    """The values a claim's `paper` text gives, in its order, as `reference` draws them: each
+    number followed by `unit` ("%", or "" for the numbers without one), a range "92-96%" as
+    (92.0, 96.0). A notebook reads the paper's value from its claim, never typing it twice."""
+    if unit not in ("%", ""):
+        raise ValueError(f"unknown unit {unit!r}; a paper value is read as '%' or ''")
+    return [(float(low), float(high)) if high else float(low)
+            for spread, low, high, after in _PAPER_VALUE.findall(text)
+            if not spread and after == unit]
 
 
 def savefig(fig, name: str, study: str, scale: str = DEFAULT_SCALE,

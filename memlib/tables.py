@@ -11,24 +11,32 @@ from memlib import DEFAULT_SCALE, paths
 from memlib.process import atomic_write_bytes
 
 
-def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
-    """`df` as a Markdown table; a "|" inside a cell is escaped, so it stays in its column."""
+def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g", readable: bool = False) -> str:
+    """`df` as a Markdown table; a "|" inside a cell is escaped, so it stays in its column.
+    `readable`: every row as `readable_row` shows it (long cells folded, numbers never
+    measured named so), for a table of sentences rather than of numbers."""
     escaped = df.copy()
     for column in escaped.columns:
         if any(isinstance(v, str) for v in escaped[column]):
             escaped[column] = [v.replace("|", "\\|") if isinstance(v, str) else v
                                for v in escaped[column]]
     escaped.columns = [str(c).replace("|", "\\|") for c in escaped.columns]
-    return escaped.to_markdown(index=False, floatfmt=floatfmt) + "\n"
+    text = escaped.to_markdown(index=False, floatfmt=floatfmt)
+    if readable:  # rows unpadded, so the separator's padding goes too
+        header, separator, *rows = text.split("\n")
+        text = "\n".join([readable_row(header), re.sub("-+", "---", separator),
+                          *map(readable_row, rows)])
+    return text + "\n"
 
 
-def save_table(df: pd.DataFrame, name: str, study: str, scale: str = DEFAULT_SCALE
-               ) -> tuple[Path, Path]:
-    """Write <figures>/<study>/<name>.csv and .md atomically; return both paths."""
+def save_table(df: pd.DataFrame, name: str, study: str, scale: str = DEFAULT_SCALE,
+               readable: bool = False) -> tuple[Path, Path]:
+    """Write <figures>/<study>/<name>.csv and .md atomically; return both paths. The CSV
+    keeps every value as it is; `readable` as `to_markdown` takes it, for the .md only."""
     directory = paths.figures_dir(study, scale)
     csv, md = directory / f"{name}.csv", directory / f"{name}.md"
     atomic_write_bytes(csv, df.to_csv(index=False).encode())
-    atomic_write_bytes(md, to_markdown(df).encode())
+    atomic_write_bytes(md, to_markdown(df, readable=readable).encode())
     return csv, md
 
 
@@ -83,6 +91,8 @@ def fold(text: str, limit: int = CELL_LIMIT) -> str:
     opening words and folds the rest behind them (<details>), never cutting a link, a tag or
     a code span in two."""
     text = str(text)
+    if text.startswith("<details><summary>") and text.endswith("</details>"):
+        return text  # folded already: a report folded where it is written, shown again
     cut = _cut(text, limit - 20)
     if len(text) <= limit or not cut:
         return text

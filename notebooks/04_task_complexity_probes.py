@@ -121,7 +121,7 @@ from IPython.display import Markdown, display
 
 from memlib import data
 from memlib.claims import Estimate, evaluate, write
-from memlib.plotting import figure, reference_line, savefig
+from memlib.plotting import figure, paper_values, reference, reference_line, savefig
 from memlib.prose import (
     claims_markdown,
     cost_of,
@@ -225,6 +225,40 @@ def band(ax, frame, x="level", color="C0", linestyle="-", name=None, scale_x=1.0
                     lw=0)
 
 
+PAPER = {c.id: c.paper for c in CLAIMS}  # the paper's values, as its claims state them
+
+
+def paper_claim(rule: str, dataset: str) -> str:
+    """The `paper` text of the claim `rule` on `dataset` (MNIST's stand for mnist-5k's), ""
+    where the paper gives none for that dataset."""
+    return PAPER.get(f"{rule}_{dataset.removesuffix('-5k')}", "")
+
+
+def paper_references(axes, dataset: str) -> None:
+    """The paper's values on the panels of Figure 4.2 that show them: signed accuracy at
+    p = 0 and after the hard pair's transition (pruning, left), and the easy MNIST pair
+    without noise and at its best noise amplitude (noise, middle)."""
+    at_zero = paper_values(paper_claim("binarization_separates", dataset))
+    tasks = ("easy", "hard") if len(at_zero) == 2 else ("hard",)
+    for task, value in zip(tasks, at_zero):
+        reference(axes[0], value, f"{task}, sign(W) at p = 0 ({value:g}%)",
+                  color=TASK_COLORS[task])
+    transition = [v for v in paper_values(paper_claim("phase_transition", dataset))
+                  if isinstance(v, tuple)]
+    for low, high in transition:
+        reference(axes[0], (low, high), f"hard, sign(W) after the transition ({low:g}–"
+                  f"{high:g}%)", edgecolor=TASK_COLORS["hard"])
+    if dataset.removesuffix("-5k") == "mnist":
+        text = PAPER["stochastic_resonance"]
+        (before, peak), amplitudes = paper_values(text), paper_values(text, "")
+        reference(axes[1], before, f"easy, sign(W) without noise ({before:g}%)",
+                  color=TASK_COLORS["easy"], linestyle="-.")
+        reference(axes[1], peak, f"easy, sign(W) with noise ({peak:g}%)",
+                  color=TASK_COLORS["easy"])
+        for low, high in amplitudes:
+            reference(axes[1], (low, high), f"best noise a ≈ {low:g}–{high:g}", axis="x")
+
+
 def fig1(dataset):
     s = sweep.query("dataset == @dataset")
     fig, axes = figure("wide", 1, 3, sharey=True)
@@ -242,10 +276,14 @@ def fig1(dataset):
         ax.set_xlabel(xlabel)
         if probe == "noise":
             ax.set_xscale("log", base=2)
+    paper_references(axes, dataset)
     axes[0].set_ylabel("test accuracy (%)")
     axes[0].set_ylim(30, 101)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize="small")
+    # every panel's labels once: the paper's values sit on the panels that show them
+    legend = {text: handle for ax in axes
+              for handle, text in zip(*ax.get_legend_handles_labels(), strict=True)}
+    fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncol=3,
+               fontsize="small")
     fig.suptitle(f"{dataset}: probes on every layer "
                  f"(mean and 95% t interval over {config.runs} runs)")
     return fig
@@ -258,7 +296,13 @@ for name in datasets:
 # **Figure 4.2.** The paper's Fig. 1 at this scale, one figure per dataset: test accuracy of
 # the easy and hard pairs under pruning, additive noise and sign flips applied to every
 # layer; solid: full-precision weights, dashed: their signs; mean and 95% t interval over
-# runs.
+# runs. The paper's values where it gives them ("paper: …" in the legend, read from the
+# claims), as dotted lines in the pair's colour: Fashion-MNIST's binarized easy and hard
+# pairs at $p = 0$ (the authors' code); MNIST's binarized hard pair at $p = 0$ and, as a
+# hatched band, its range after the transition (left); MNIST's binarized easy pair without
+# noise (dash-dotted) and at its best noise amplitude, whose range is the hatched vertical
+# band (middle). The paper's MNIST is the full dataset, ours the one named above the
+# figure.
 #
 # The numbers behind the claims (signed accuracy at p = 0, the rise and width of
 # the hard pair's transition, the noise and flip gains) are printed below and judged, run by
@@ -350,6 +394,11 @@ for ax, name in zip(axes, datasets, strict=True):
                         color=TASK_COLORS["hard"], mfc=fill)
     ax.axvline(0.7, color="0.6", lw=0.8, ls="--")
     reference_line(ax, 50, "chance")
+    for value in paper_values(paper_claim("phase_transition", name)):
+        reference(ax, value, f"hard, after the transition ({value[0]:g}–{value[1]:g}%)"
+                  if isinstance(value, tuple) else f"hard, before the transition ({value:g}%)",
+                  **({"edgecolor": TASK_COLORS["hard"]} if isinstance(value, tuple)
+                     else {"color": TASK_COLORS["hard"]}))
     ax.set(title=f"{name}: signed accuracy vs pruning", xlabel="pruned fraction p (smallest |w|)")
     ax.legend(fontsize="small", loc="lower right")
 axes[0].set_ylabel("signed test accuracy (%)")
@@ -361,7 +410,9 @@ transitions.groupby("dataset")[["signed_p0", "rise", "width", "p50"]].agg(
 
 # %% [markdown]
 # **Figure 4.3.** The hard pair's signed pruning curve, run by run, with the points where
-# each covers 10% (○) and 90% (●) of its rise.
+# each covers 10% (○) and 90% (●) of its rise. On MNIST the paper's curve ("paper: …" in the
+# legend, read from the claim): a dotted line where it sits before the transition, a hatched
+# band for where it ends after it.
 
 # %% tags=["remove-input"]
 def transition_text(name: str) -> str:

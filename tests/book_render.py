@@ -24,7 +24,7 @@ import re
 import sys
 from pathlib import Path
 
-from memlib.book import FIGURE_CAPTION, GLOSSARY_TERMS, term_pattern
+from memlib.book import FIGURE_CAPTION, GLOSSARY_TERMS, PRINTED_CAPTION, caption, term_pattern
 from memlib.plotting import COLUMN_INCHES
 
 COLUMN_PX = round(COLUMN_INCHES * 100)  # the book's column, as memlib.plotting makes figures
@@ -107,8 +107,12 @@ return [...root.querySelectorAll('p')]
   .filter(p => /^Figure \\d+\\.\\d+\\./.test(p.textContent.trim())
                && p.querySelector('strong:first-child'))
   .filter(p => {
-    let before = p.previousElementSibling;
-    if (!before && p.parentElement) before = p.parentElement.previousElementSibling;
+    // a caption a code cell printed sits inside that cell's output: look before the cell
+    let node = p;
+    while (!node.previousElementSibling && node.parentElement
+           && node.parentElement.closest('div.cell')) node = node.parentElement;
+    let before = node.previousElementSibling;
+    if (!before && node.parentElement) before = node.parentElement.previousElementSibling;
     return !(before && before.querySelector('img, svg'));
   })
   .map(p => p.textContent.trim().slice(0, 60));
@@ -284,8 +288,9 @@ def source_cells(path: Path) -> list[dict]:
 
 
 def figure_problems(cells: list[dict], number: int) -> list[str]:
-    """Each figure cell whose next cell is not its caption "**Figure <number>.<k>.**", k
-    counting the figure cells from 1."""
+    """Each figure cell whose next cell is not its caption "**Figure <number>.<k>.**" (a text
+    cell, or a code cell that prints it: a figure drawn only sometimes), k counting the figure
+    cells from 1."""
     problems, k = [], 0
     for i, cell in enumerate(cells):
         found = SAVES_FIGURE.search(text_of(cell)) if cell["cell_type"] == "code" else None
@@ -293,18 +298,19 @@ def figure_problems(cells: list[dict], number: int) -> list[str]:
             continue
         k += 1
         after = cells[i + 1] if i + 1 < len(cells) else {"cell_type": "none"}
-        caption = FIGURE_CAPTION.match(text_of(after)) if after["cell_type"] == "markdown" else None
-        if caption is None:
+        under = caption(after) if after["cell_type"] != "none" else None
+        if under is None:
             problems.append(f"figure {found[1]} has no caption 'Figure {number}.{k}.' under it")
-        elif (int(caption[1]), int(caption[2])) != (number, k):
-            problems.append(f"figure {found[1]} is numbered {caption[1]}.{caption[2]}; "
+        elif (int(under[1]), int(under[2])) != (number, k):
+            problems.append(f"figure {found[1]} is numbered {under[1]}.{under[2]}; "
                             f"{number}.{k} was due")
     return problems
 
 
 def captions(cells: list[dict]) -> set[str]:
-    return {f"{m[1]}.{m[2]}" for c in cells if c["cell_type"] == "markdown"
-            for m in FIGURE_CAPTION.finditer(text_of(c))}
+    return {f"{m[1]}.{m[2]}" for c in cells if c["cell_type"] in ("markdown", "code")
+            for m in (FIGURE_CAPTION if c["cell_type"] == "markdown" else PRINTED_CAPTION
+                      ).finditer(text_of(c))}
 
 
 def reference_problems(cells: list[dict], known: set[str]) -> list[str]:

@@ -366,9 +366,25 @@ def test_the_source_check_sees_each_defect():
             "## Try this\n" + EXERCISE_TEXT.replace("{run_time(sum(entry_seconds()))}",
                                                     "about 6 min"))],
         "no exercises": good[:3],
+        "printed caption of another number": [good[0], good[1], code(
+            'if drawn:\n    display(Markdown(f"""**Figure 3.2.** A caption."""))'),
+            *GOOD_EXERCISES],
     }
     unseen = [name for name, cells in defects.items() if not notebook_problems({"03_x": cells})]
     assert not unseen, unseen
+
+
+def test_a_caption_printed_only_with_its_figure_is_its_caption():
+    printed = code('if drawn:\n    display(Markdown(f"""**Figure 3.1.** A caption.\n\nMore."""))')
+    cells = [md("# T"), code('if drawn:\n    savefig(fig, "fig1_a", STUDY, scale)'), printed,
+             md("As Figure 3.1 shows."), *GOOD_EXERCISES]
+    assert notebook_problems({"03_x": cells}) == []
+    assert book.figure_numbers({"cells": cells}, ["fig1_a"]) == {"fig1_a": "3.1"}
+    # a code cell that merely mentions a caption, not opening what it displays, is none
+    mention = code('print("see **Figure 3.1.**")')
+    assert notebook_problems({"03_x": [*cells[:2], mention, *cells[3:]]})
+    assert book.figure_numbers({"cells": [cells[1], mention]}, ["fig1_a"]) == {}
+
 
 
 def test_figure_numbers_on_a_page_run_from_one():
@@ -683,6 +699,8 @@ def test_a_long_cell_folds_its_rest_and_an_unmeasured_number_says_so():
     row = readable_row("| a \\| b | nan (n=0) | " + long + " |")
     assert row.startswith("| a \\| b | not measured | <details>")
     assert readable_row("|---|---|") == "|---|---|"
+    # a report folded where it is written reads the same when the book shows it again
+    assert fold(folded) == folded and readable_row(row) == row
 
 
 def test_the_claims_report_in_the_book_shows_no_cell_over_200_characters():
@@ -739,7 +757,11 @@ CLEAN = ("<p>At 40% noise the net fits its labels.</p>"
          '<mjx-container display="true" style="display: block"><span style="display: '
          'inline-block; width: 900px">x</span></mjx-container>'
          f'<div class="cell"><div class="cell_output"><img width="600" style="max-width: 100%"'
-         f' src="{PIXEL}"></div></div><p><strong>Figure 1.1.</strong> A caption.</p>')
+         f' src="{PIXEL}"></div></div><p><strong>Figure 1.1.</strong> A caption.</p>'
+         # a caption a code cell printed under its figure, inside that cell's output
+         f'<div class="cell"><div class="cell_output"><img width="600" style="max-width: '
+         f'100%" src="{PIXEL}"></div></div><div class="cell"><div class="cell_output"><p>'
+         "<strong>Figure 1.2.</strong> A printed caption.</p></div></div>")
 MORE_PLANTED = {
     "table cut off on a phone": '<div style="overflow: hidden"><table style="display: table">'
                                 "<tr><th>verdict</th></tr><tr><td style=\"white-space: nowrap\">"
@@ -752,6 +774,8 @@ MORE_PLANTED = {
     "absolute path": "<p>The table is in /home/ann/memlib/figures/x.md now.</p>",
     "figure too small for its text": f'<img style="width: 500px" width="800" src="{PIXEL}">',
     "caption without a figure": "<p><strong>Figure 1.6.</strong> The sampling experiment.</p>",
+    "printed caption without a figure": '<div class="cell"><div class="cell_output"><p>'
+                                        "<strong>Figure 1.6.</strong> Sampling.</p></div></div>",
 }
 
 

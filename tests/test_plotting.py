@@ -13,6 +13,7 @@ from memlib.plotting import (  # noqa: E402
     OKABE_ITO,
     SIZES,
     figure,
+    paper_values,
     reference,
     rendered_points,
     small_text,
@@ -77,3 +78,34 @@ def test_the_papers_value_is_drawn_and_labelled_as_the_papers():
         assert ax.lines[-1].get_ydata()[0] == 0.83 and ax.patches
     finally:
         plt.close(fig)
+
+
+@pytest.mark.parametrize(("text", "unit", "values"), [
+    ("authors' code: easy ~83%, hard ~51%", "%", [83.0, 51.0]),
+    ("hard signed ~50% for p < 0.35, 92-96% by p ~ 0.5", "%", [50.0, (92.0, 96.0)]),
+    ("MNIST easy signed 54% -> 98.5% at a ~ 0.2-0.3", "%", [54.0, 98.5]),
+    ("MNIST easy signed 54% -> 98.5% at a ~ 0.2-0.3", "", [(0.2, 0.3)]),
+    ("top-100: 69.2% (ViT) to 96.2% (SmallCNN); 94.4% CIFAR-10N", "%", [69.2, 96.2, 94.4]),
+    ("top-100: 94.4% ± 1.9% (CIFAR-10N)", "%", [94.4]),  # a spread is no value
+    ("top-100: 94.4% ± 1.9% (CIFAR-10N)", "", []),  # nor a name's number
+    ("28.88 +- 1.95 (clean) -> 97.09 +- 1.78 (60%)", "", [28.88, 97.09]),
+    ("AUROC ~0.6-0.8", "", [(0.6, 0.8)]),
+    ("ViT-B/32 ImageNet: ≈0% first layer, ≈70–80% deep", "%", [0.0, (70.0, 80.0)]),
+    ("ViT-B/32, λ up to 1e4", "", []),
+    ("qualitative", "%", []),
+])
+def test_the_papers_values_are_read_from_its_words(text, unit, values):
+    assert paper_values(text, unit) == values
+
+
+def test_a_value_read_from_the_papers_words_is_drawn_as_its_kind():
+    fig, ax = figure("single")
+    try:
+        low, (band_low, band_high) = paper_values("hard ~50% for p < 0.35, 92-96% by p ~ 0.5")
+        reference(ax, low, "hard pair at p = 0")
+        reference(ax, (band_low, band_high), "hard pair by p ≈ 0.5")
+        assert ax.lines[-1].get_ydata()[0] == 50.0 and len(ax.patches) == 1
+    finally:
+        plt.close(fig)
+    with pytest.raises(ValueError, match="unit"):
+        paper_values("83%", "points")

@@ -134,8 +134,10 @@ def test_a_new_confirmatory_run_keeps_the_old_verdicts_beside_the_new(tmp_path, 
     assert reg["seeds"] == [200, 201] and reg["earlier_runs"][0]["seeds"] == [100, 101]
     write(evaluate([claim], {"x": Estimate(-1.0, 0.1, 5)}), STUDIES[study])
     text = collect()
-    assert "Confirmatory seeds 200-201. It replaces an earlier confirmatory run on seeds " \
-           "100-101, whose verdicts stay in the details: the recipe trains longer." in text
+    # the run's history is folded behind its seeds, below the table
+    assert ("<details><summary>Confirmatory seeds 200-201. Why it replaces the earlier run on "
+            "seeds 100-101</summary>\n\nIt replaces an earlier confirmatory run on seeds "
+            "100-101, whose verdicts stay in the details: the recipe trains longer.") in text
     assert "| pilot (seeds 0-1) | earlier run (seeds 100-101) |" in text
     # the two runs of the same rule version read opposite verdicts beyond noise: said so
     assert "| x (runs disagree beyond noise) | v1 (" in text and "| — | holds (v1) | — |" in text
@@ -569,3 +571,106 @@ def test_editing_a_studys_measure_function_changes_every_claims_fingerprint(stud
     assert set(edited) == set(here)
     kept = [i for i in here if edited[i] == here[i]]
     assert not kept, f"{study}: {kept} kept their fingerprint when its measure changed"
+
+
+# ---- the report reads: long cells folded, no value that was never measured ----------------
+
+OLD_TABLE_COLUMNS = ("id", "statement", "paper", "measure", "rule", "headline", "ours",
+                     "verdict", "caveat", "where")  # a table written before p, δ and units
+
+
+def _old_claims_table(tmp_path, monkeypatch, rows):
+    """A study's claims.csv with only the columns of a table written before p-values, δ and
+    the unit of replication existed, and no register, under tmp_path."""
+    import pandas as pd
+
+    monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
+    monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path / "figures"))
+    folder = figures_dir(STUDIES["rlp"])
+    folder.mkdir(parents=True)
+    pd.DataFrame([dict(zip(OLD_TABLE_COLUMNS, r, strict=True)) for r in rows]).to_csv(
+        folder / "claims.csv", index=False)
+
+
+def _visible_cells(text):
+    """Every cell of the report's tables as a reader sees it before opening a <details>."""
+    import re
+
+    shown = re.sub(r"<details><summary>(.*?)</summary>.*?</details>", r"\1", text)
+    for line in shown.splitlines():
+        if line.startswith("|"):
+            yield from (re.sub(r"<[^>]+>|\]\([^)]*\)", "", c).strip()
+                        for c in re.split(r"(?<!\\)\|", line)[1:-1])
+
+
+LONG = ("The memorizing layer is the one whose random-label probe accuracy rises furthest "
+        "above its frozen initialisation, and it is also the layer that breaks first when "
+        "its weights are binarized, on every dataset the paper tried, whatever the width")
+
+
+def test_the_report_folds_a_long_cell_and_names_a_value_never_measured(tmp_path, monkeypatch):
+    from memlib.tables import CELL_LIMIT
+
+    _old_claims_table(tmp_path, monkeypatch, [
+        ("long", LONG, "qualitative", "m", "> 0", "nan (n=0) epochs", "lead=nan (n=0)",
+         "precondition failed: the head rises", "", ""),
+        ("short", "A short claim.", "54% to 98.5%", "m", "> 0", "1.5 ± 0.2 (n=5) points",
+         "x=1.5", "holds", "", "")])
+    text = collect()
+    assert len(LONG) > CELL_LIMIT and all(len(c) <= CELL_LIMIT for c in _visible_cells(text))
+    # the folded cell keeps its opening words in view and every word behind them
+    assert f"<details><summary>{LONG[:60]}" in text and LONG.split()[-1] in text
+    assert "nan (n=0)" not in text and "| not measured |" in text
+    assert "lead=not measured." in text  # the rules' list names it too
+    # a short cell is left as it is
+    assert "| A short claim. | 54% to 98.5% | 1.5 ± 0.2 (n=5) points |" in text
+    assert "(Holm (not computed by this run))" not in text  # no p: no Holm either
+
+
+def test_a_section_opens_with_its_table_and_folds_its_run_history(tmp_path, monkeypatch):
+    _old_claims_table(tmp_path, monkeypatch, [
+        ("short", "A short claim.", "qualitative", "m", "> 0", "1 (n=5)", "x=1", "holds", "",
+         "")])
+    reason = "the recipe trains longer, " * 40
+    (tmp_path / "register").mkdir()
+    (tmp_path / "register" / "earlier.csv").write_text("id,verdict,version\nshort,holds,v1\n")
+    (tmp_path / "register" / f"{STUDIES['rlp']}.yaml").write_text(
+        "seeds: [300, 301]\npilot_seeds: [0]\nclaims: []\nearlier_runs:\n"
+        f"- {{seeds: [100, 101], replaced: 2026-01-02, reason: '{reason}', "
+        "verdicts: register/earlier.csv}\n")
+    text = collect()
+    section = text.split(f"## {STUDIES['rlp']}\n\n")[1].split("\n## ")[0]
+    paragraphs = section.split("\n\n")
+    # before the table only the counts and the register check (an unregistered rule here)
+    assert paragraphs[0].startswith("**1 holds") and paragraphs[1].startswith("**Register")
+    assert paragraphs[2].startswith("| verdict |")
+    history = paragraphs[3]
+    assert history == ("<details><summary>Confirmatory seeds 300-301. Why it replaces the "
+                       "earlier run on seeds 100-101</summary>")
+    assert reason.strip().rstrip(",") in section.split(history)[1].split("</details>")[0]
+
+
+def test_a_section_without_earlier_runs_names_its_seeds_in_one_line(tmp_path, monkeypatch):
+    from memlib.claims.report import run_history
+
+    assert run_history([300, 301], []) == "Confirmatory seeds 300-301.\n\n"
+    assert run_history([], [("100-101", "why", {})]) == ""
+    assert run_history([3], [("1", "a.", {}), ("2", "b", {})]).startswith(
+        "<details><summary>Confirmatory seeds 3. Why it replaces the earlier runs on seeds "
+        "1, 2</summary>\n\nIt replaces an earlier confirmatory run on seeds 1, whose verdicts "
+        "stay in the details: a.\n\nIt replaces")
+
+
+def test_a_studys_claims_md_folds_long_cells_and_keeps_the_csv_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
+    monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path / "figures"))
+    claim = dataclasses.replace(_claim(), statement=LONG)
+    table = evaluate([claim], {"x": Estimate(1.0, 0.1, 5)})
+    table.loc[0, "ours"] = "fitted=true, lead=nan (n=0)"
+    write(table, STUDIES["rlp"])
+    csv = read_results(figures_dir(STUDIES["rlp"]) / "claims.csv")
+    assert csv.loc[0, "statement"] == LONG and csv.loc[0, "ours"].endswith("lead=nan (n=0)")
+    md = (figures_dir(STUDIES["rlp"]) / "claims.md").read_text()
+    assert f"<details><summary>{LONG[:60]}" in md and "nan (n=0)" not in md
+    assert "| fitted=true, lead=not measured |" in md
+    assert all(len(c) <= 200 for c in _visible_cells(md))

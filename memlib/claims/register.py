@@ -451,12 +451,12 @@ def check(table: pd.DataFrame, study: str, code: Mapping[str, str] | None = None
 
 
 def write(table: pd.DataFrame, study: str, scale: str = DEFAULT_SCALE) -> None:
-    """claims.csv (and .md) with each row's registered version, and beside it each row's
-    measured value as `evaluate` kept it (claims_values.json), which `register --moved`
-    evaluates the old and the new rules on."""
+    """claims.csv (and .md, its long cells folded) with each row's registered version, and
+    beside it each row's measured value as `evaluate` kept it (claims_values.json), which
+    `register --moved` evaluates the old and the new rules on."""
     from memlib.claims.values import write_values
 
     measured = table.attrs.get("measured")
-    save_table(with_versions(table, study), CLAIMS_TABLE, study, scale)
+    save_table(with_versions(table, study), CLAIMS_TABLE, study, scale, readable=True)
     if measured is not None:
         write_values(measured, study, scale)

@@ -4,7 +4,7 @@ against the register, with the pilot's verdicts, earlier rule versions and repla
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
@@ -30,6 +30,7 @@ from memlib.claims.rules import (
 )
 from memlib.claims.stats import ALPHA, EQUIVALENCE_LEVEL, LEVEL, MAX_REPLICATES, P_LEVEL
 from memlib.process import atomic_write_bytes
+from memlib.tables import measured, readable_row
 
 # columns a claims table written before a column existed lacks, with what they read as (a
 # p-value "n/a": decided by an interval before p-values were recorded)
@@ -242,9 +243,9 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
                     f"{row.verdict}). {note}")
         if row.delta and row.delta != NOT_COMPUTED:
             note += f" δ = {_cell(row.delta)}."
-        lines.append("| " + " | ".join((
+        lines.append(readable_row("| " + " | ".join((
             verdict_cell(row.counted), _cell(row.holm or "—"), claim_cell(row),
-            _cell(row.paper or "qualitative"), ours, _p_cell(row), note.strip())) + " |")
+            _cell(row.paper or "qualitative"), ours, _p_cell(row), note.strip())) + " |"))
     earlier = earlier_runs(reg)
     pilot_seeds = _span(reg.get("pilot_seeds", []))
     details = ["| id | rule version | register check | pilot"
@@ -254,24 +255,39 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
     for row in table.itertuples():
         others = [verdicts.get(row.id, "") for _, _, verdicts in earlier]
         flag = _runs_disagree(row.verdict, others)
-        details.append("| " + " | ".join(_cell(c) for c in (
+        details.append(readable_row("| " + " | ".join(_cell(c) for c in (
             row.id + (f" ({flag})" if flag else ""), f"{row.version} ({row.fingerprint})",
             row.register or "agrees", pilot.get(row.id, "—"), *(o or "—" for o in others),
-            row.previous or "—")) + " |")
-    seeds = reg.get("seeds", [])
-    runs = "".join(f" It replaces an earlier confirmatory run on seeds {span}, whose verdicts "
-                   f"stay in the details: {reason.rstrip('.')}." for span, reason, _ in earlier)
-    heading = (f"Confirmatory seeds {_span(seeds)}.{runs}\n\n" if seeds else "")
+            row.previous or "—")) + " |"))
     flagged = table[table["register"] != ""]
     warning = "" if flagged.empty else (
         f"**Register check: {len(flagged)} of {len(table)} rules are unregistered or changed "
         f"since registration** ({', '.join(flagged['id'])}); see the details.\n\n")
-    rules = "\n".join(f"- **{row.id}**: measure: {row.measure}. Rule: {row.rule}. "
-                      f"Ours: {row.ours or 'not run'}." for row in table.itertuples())
-    return (f"**{counts(table)}.**\n\n{warning}{heading}" + "\n".join(lines)
-            + "\n\n<details><summary>Rule versions, register check, pilot and earlier "
+    rules = "\n".join(measured(f"- **{row.id}**: measure: {row.measure}. Rule: {row.rule}. "
+                               f"Ours: {row.ours or 'not run'}.") for row in table.itertuples())
+    return (f"**{counts(table)}.**\n\n{warning}" + "\n".join(lines) + "\n\n"
+            + run_history(reg.get("seeds", []), earlier)
+            + "<details><summary>Rule versions, register check, pilot and earlier "
             "verdicts, rules and every measured value</summary>\n\n" + "\n".join(details)
             + "\n\n" + rules + "\n\n</details>\n")
+
+
+def run_history(seeds: Sequence[int], earlier: Sequence[tuple[str, str, Mapping]]) -> str:
+    """Which seeds the confirmatory run used, in one line, and why each earlier run it
+    replaces was replaced, folded behind that line: a section opens with its table, and the
+    run's history (often hundreds of words) is one click away; "" without registered seeds."""
+    if not seeds:
+        return ""
+    line = f"Confirmatory seeds {_span(seeds)}."
+    if not earlier:
+        return f"{line}\n\n"
+    spans = ", ".join(span for span, _, _ in earlier)
+    replaced = "\n\n".join(f"It replaces an earlier confirmatory run on seeds {span}, whose "
+                            f"verdicts stay in the details: {reason.rstrip('.')}."
+                            for span, reason, _ in earlier)
+    return (f"<details><summary>{line} Why it replaces the earlier "
+            f"run{'s' if len(earlier) > 1 else ''} on seeds {spans}</summary>\n\n{replaced}"
+            "\n\n</details>\n\n")
 
 
 def _read(csv) -> pd.DataFrame:
