@@ -291,3 +291,68 @@ def test_a_unit_more_seeds_cannot_add_gets_no_needed_replicates():
     row = evaluate([classes], {"gain": Estimate(1.0, 0.6, 10)}).iloc[0]
     assert row["verdict"] == WITHIN_NOISE and row["replicates"] == "10 classes"
     assert "needs seeds" not in row["note"] and "more seeds do not add" in row["note"]
+
+
+# ---- every rule decides its margin: a δ with its reason, or why it needs none -------------
+
+def _study_params():
+    from memlib import STUDIES
+
+    # study 1's rules are rewritten apart: strict, so the mark must go once they all decide
+    pending = pytest.mark.xfail(strict=True, reason="some of study 1's rules do not say "
+                                                    "why they have no δ")
+    return [pytest.param(s, marks=pending) if s == "rlp" else s for s in STUDIES]
+
+
+@pytest.mark.parametrize("study", _study_params())
+def test_every_rule_states_its_margin_or_why_it_has_none(study):
+    from memlib.studies import study_claims
+
+    claims = study_claims(study)
+    silent = [c.id for c in claims if not c.delta_reason.strip()]
+    assert not silent, f"{study}: no δ and no reason why: {silent}"
+    for c in claims:
+        assert c.delta is None or c.delta > 0, c.id
+        assert c.replicates in ("seeds", "runs", "models", "classes", "pairs"), c.id
+        if c.replicates == "classes":  # a dataset's classes: more seeds add none
+            assert not c.more_replicates, c.id
+
+
+def test_a_rule_without_delta_says_why_in_its_row():
+    from memlib.claims import NO_DELTA
+
+    threshold = dataclasses.replace(GAIN, delta=None, delta_reason="a threshold rule")
+    row = evaluate([threshold], {"gain": Estimate(0.06, 0.3, 10)}).iloc[0]
+    assert row["delta"] == f"{NO_DELTA}: a threshold rule"
+    assert row["verdict"] == WITHIN_NOISE  # no δ: no equivalence to reach
+    silent = dataclasses.replace(GAIN, delta=None, delta_reason="")
+    assert evaluate([silent], {"gain": Estimate(0.06, 0.3, 10)})["delta"].item() == ""
+
+
+def test_delta_is_shown_in_the_unit_it_is_stated_in():
+    from memlib.claims import NO_EFFECT
+
+    fraction = dataclasses.replace(GAIN, delta=0.01, delta_unit="of accuracy",
+                                   delta_reason="one point")
+    row = evaluate([fraction], {"gain": Estimate(0.0005, 0.001, 10)}).iloc[0]
+    assert row["verdict"] == f"{FAILS}: {NO_EFFECT} = 0.01 of accuracy"
+    assert row["delta"] == "0.01 of accuracy: one point"
+    assert fraction.fingerprint != dataclasses.replace(fraction, delta_unit="").fingerprint
+
+
+def test_with_margins_sets_the_current_rule_and_checks_its_fields():
+    from memlib.claims import with_margins
+
+    plain = dataclasses.replace(GAIN, delta=None, delta_reason="")
+    earlier = dataclasses.replace(plain, previous=(plain,))
+    (claim,) = with_margins([earlier], {"gain": {"delta_reason": "a threshold rule"}})
+    assert claim.delta is None and claim.delta_reason == "a threshold rule"
+    assert claim.previous[0].delta_reason == ""  # an earlier version keeps its own
+    (claim,) = with_margins([earlier], {"gain": {"delta": 1.5, "delta_reason": "the paper's"}})
+    assert claim.delta == 1.5
+    with pytest.raises(ValueError, match="needs its reason"):
+        with_margins([plain], {"gain": {"delta": 1.5}})
+    with pytest.raises(ValueError, match="must be positive"):
+        with_margins([plain], {"gain": {"delta": 0.0, "delta_reason": "none"}})
+    with pytest.raises(ValueError, match="margins for no claim"):
+        with_margins([plain], {"other": {"delta_reason": "a threshold rule"}})

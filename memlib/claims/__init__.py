@@ -72,6 +72,7 @@ from memlib.claims.rules import (
     FAILS,
     HOLDS,
     MIN_REPLICATES,
+    NO_DELTA,
     NO_EFFECT,
     NOT_RUN,
     PRECONDITION,
@@ -123,7 +124,7 @@ from memlib.claims.stats import (
 
 __all__ = [
     "with_margins", "chain_genesis", "chain_problems", "judged_versions", "seed_ledger",
-    "EQUIVALENCE_LEVEL", "NO_EFFECT", "P_LEVEL", "equivalence_of", "equivalence_p",
+    "EQUIVALENCE_LEVEL", "NO_DELTA", "NO_EFFECT", "P_LEVEL", "equivalence_of", "equivalence_p",
     "holm_adjusted", "replicates_for_equivalence", "two_sided_p",
     "ALPHA", "CLAIMS_TABLE", "FAILS", "HOLDS", "LEVEL", "MAX_REPLICATES", "MIN_REPLICATES",
     "NOT_RUN", "PRECONDITION", "VERDICTS", "WITHIN_NOISE", "Cases", "Claim",

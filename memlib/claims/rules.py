@@ -39,6 +39,7 @@ WITHIN_NOISE, PRECONDITION = "within noise", "precondition failed"
 # the reason of a "does not hold" reached by equivalence: the verdict reads
 # "does not hold: no effect as large as δ = <delta> <unit>"
 NO_EFFECT = "no effect as large as δ"
+NO_DELTA = "none"  # a rule's margin column without δ: "none: <why the rule needs none>"
 VERDICTS = (HOLDS, FAILS, WITHIN_NOISE, PRECONDITION, NOT_RUN)
 MIN_REPLICATES = 5  # registered: no rule is decided on fewer replicates than this
 PRESET_SCALE = "small"  # the preset whose values a claim's fingerprint covers
@@ -129,9 +130,15 @@ class Claim:
     # the smallest effect of interest of a directional rule (one whose margins test an
     # effect against zero: "gain > 0"), in the margins' unit: when the 90% interval of the
     # margin lies inside ±delta the rule does not hold (no effect as large as δ); None for a
-    # rule with a non-zero threshold or one that no effect satisfies ("no later", "no rise")
+    # rule with a non-zero threshold (an interval wholly on the wrong side of it already
+    # reads does not hold) or one that no effect satisfies ("no later", "no rise")
     delta: float | None = None
-    delta_reason: str = ""  # where δ comes from, in words: the paper's number or a fraction
+    # in words, decided before the run: where δ comes from (the paper's number or a stated
+    # fraction of the study's signal), or, without δ, why the rule needs none
+    delta_reason: str = ""
+    # the unit δ is stated in, where the margins' differs from the headline's `unit` (an
+    # accuracy as a fraction where the headline shows points); "" for `unit`
+    delta_unit: str = ""
     replicates: str = "seeds"  # the unit of replication the margins' n counts, plural
     # whether more of that unit can be had (seeds: yes; the classes of a dataset: no)
     more_replicates: bool = True
@@ -245,6 +252,8 @@ def fingerprint(claim: Claim) -> str:
     constants; 16 hex digits (the text-only scheme had 12)."""
     margins = {"delta": claim.delta, "delta_reason": claim.delta_reason,
                "replicates": claim.replicates, "more_replicates": claim.more_replicates}
+    if claim.delta_unit:  # only where set, so that a rule without one keeps its fingerprint
+        margins["delta_unit"] = claim.delta_unit
     return fp.fingerprint(_text(claim), margins, _code_parts(_functions(claim)),
                           preset_values(claim),
                           {"min_replicates": MIN_REPLICATES, "level": LEVEL,
@@ -370,6 +379,20 @@ def equivalence_of(claim: Claim, value: Any) -> float:
     return max(ps) if claim.combine == "any" else min(ps)
 
 
+def delta_size(claim: Claim) -> str:
+    """δ with the unit it is stated in ("1.5 points", "0.01 of accuracy")."""
+    return f"{claim.delta:g} {claim.delta_unit or claim.unit}".strip()
+
+
+def margin_text(claim: Claim) -> str:
+    """The row's smallest effect of interest with its reason ("1.5 points: the paper's
+    gain"), "none: <why>" for a rule that states why it has none, "" for one that says
+    nothing."""
+    if claim.delta is not None:
+        return f"{delta_size(claim)}: {claim.delta_reason}".strip()
+    return f"{NO_DELTA}: {claim.delta_reason}" if claim.delta_reason.strip() else ""
+
+
 @dataclass(frozen=True)
 class Judgement:
     verdict: str
@@ -423,8 +446,7 @@ def judge(claim: Claim, value: Any) -> Judgement:
     have = min(m.n for m in found)
     if have < MIN_REPLICATES:
         return Judgement(WITHIN_NOISE, _too_few(have), equivalent, have)
-    size = f"{claim.delta:g} {claim.unit}".strip()
-    return Judgement(f"{FAILS}: {NO_EFFECT} = {size}", p=equivalent, n=have)
+    return Judgement(f"{FAILS}: {NO_EFFECT} = {delta_size(claim)}", p=equivalent, n=have)
 
 
 def verdict(claim: Claim, value: Any) -> str:
@@ -485,8 +507,7 @@ def evaluate(claims: Sequence[Claim], measured: Mapping[str, Any]) -> pd.DataFra
                      "note": judged.note,
                      "p": "" if math.isnan(judged.p) else f"{judged.p:.3g}",
                      "replicates": f"{judged.n} {claim.replicates}" if judged.n else "",
-                     "delta": "" if claim.delta is None else
-                     f"{claim.delta:g} {claim.unit}: {claim.delta_reason}".strip(),
+                     "delta": margin_text(claim),
                      "dataset": dataset_of(claim, value),
                      "text_fingerprint": claim.text_fingerprint})
     table = pd.DataFrame(rows)
@@ -552,11 +573,13 @@ def with_margins(claims: Iterable[Claim], margins: Mapping[str, Mapping[str, Any
                  dataset: str = "") -> list[Claim]:
     """`claims` with their smallest effect of interest and unit of replication set from
     `margins` (claim id, or the id before its "_<dataset>" suffix -> Claim fields among
-    delta, delta_reason, replicates, more_replicates). A δ needs its reason; a key that names
-    no claim, or another field, is an error."""
+    delta, delta_reason, delta_unit, replicates, more_replicates). A δ needs its reason and must be
+    positive; a reason without δ says why the rule needs none (a threshold rule, one that
+    zero satisfies); a key that names no claim, or another field, is an error. Earlier
+    versions already in a claim's `previous` keep the margins they were registered with."""
     import dataclasses
 
-    allowed = {"delta", "delta_reason", "replicates", "more_replicates"}
+    allowed = {"delta", "delta_reason", "delta_unit", "replicates", "more_replicates"}
     out, used = [], set()
     for claim in claims:
         key = claim.id.removesuffix(f"_{dataset}") if dataset else claim.id
@@ -565,8 +588,12 @@ def with_margins(claims: Iterable[Claim], margins: Mapping[str, Mapping[str, Any
             used.add(key)
         if set(fields) - allowed:
             raise ValueError(f"{claim.id}: not a margin field: {sorted(set(fields) - allowed)}")
-        if fields.get("delta") is not None and not fields.get("delta_reason", "").strip():
+        delta = fields.get("delta")
+        if delta is not None and not fields.get("delta_reason", "").strip():
             raise ValueError(f"{claim.id}: a smallest effect of interest needs its reason")
+        if delta is not None and not delta > 0:
+            raise ValueError(f"{claim.id}: a smallest effect of interest must be positive, "
+                             f"not {delta}")
         out.append(dataclasses.replace(claim, **fields) if fields else claim)
     unused = set(margins) - used
     if unused:

@@ -515,18 +515,6 @@ CLAIMS = declare(CLAIMS, {
                              ("dataset", "attribution_corruption", "spectrum", *_FIT_KEYS)),
 }, measure=measure)
 
-# the smallest effect of interest of each directional rule, in its margins' unit, fixed
-# before the run that uses it: the paper's own number where it gives one
-_STEP = {"delta": 5.7, "delta_reason": "a quarter of the paper's mean rise of peak er per 20 "
-                                       "points of corruption, (97.09 - 28.88) / 3 / 4"}
-CLAIMS = with_margins(CLAIMS, {
-    "monotone_peak": _STEP, "onset": _STEP,
-    "attribution_weakens": {"delta": 0.05, "delta_reason": "a tenth of the way from chance "
-                                                           "to a perfect detector"},
-    "first_order_vit": {"delta": 0.04, "delta_reason": "the paper's CNN figure's distance "
-                                                       "from perfect agreement, 1 - 0.96"},
-})
-
 # the rules as registered before the attribution arm (its measure text, the functions and the
 # preset values that decided it), kept as each rule's earlier version
 _BEFORE_ARM = {
@@ -637,3 +625,44 @@ CLAIMS = [_human_replicates(c) if c.id == "cifar10n_enrichment" else c for c in 
 CLAIMS = [_as_the_paper_says(c)
           if c.id in ("difficulty_control", "first_order", "first_order_cifar100") else c
           for c in CLAIMS]
+
+
+# the smallest effect of interest of each directional rule, in its margins' unit, fixed
+# before the run that uses it: the paper's own number where it gives one; a threshold rule
+# says why it needs none. Set on the current rules only: the earlier versions kept in
+# `previous` (a threshold where difficulty_control now compares deciles) keep theirs.
+_STEP = {"delta": 5.7, "delta_reason": "a quarter of the paper's mean rise of peak er per 20 "
+                                       "points of corruption, (97.09 - 28.88) / 3 / 4"}
+_COLLAPSE = {"delta_reason": f"a threshold rule (a rise and a fall each at least {COLLAPSE:g} "
+                             "of the peak): an interval wholly below it reads does not hold, so "
+                             "no margin is needed"}
+_PURITY = {"delta_reason": "a threshold rule (the paper's lowest top-100 purity, 0.69, and an "
+                           "enrichment of 1.5): an interval wholly below either reads does not "
+                           "hold, so no margin is needed"}
+CLAIMS = with_margins(CLAIMS, {
+    "monotone_peak": _STEP, "onset": _STEP,
+    "attribution_weakens": {"delta": 0.05, "delta_reason": "a tenth of the way from chance "
+                                                           "to a perfect detector"},
+    "first_order_vit": {"delta": 0.04, "delta_reason": "the paper's CNN figure's distance "
+                                                       "from perfect agreement, 1 - 0.96"},
+    "inflation_collapse": _COLLAPSE, "inflation_architectures": _COLLAPSE,
+    "enrichment": _PURITY, "cifar10n_enrichment": _PURITY,
+    "first_order": {"replicates": "runs",
+                    "delta_reason": "a threshold rule (the paper's CNN figure, Spearman > "
+                                    "0.96): an interval wholly below 0.96 reads does not hold, "
+                                    "so no margin is needed"},
+    "first_order_cifar100": {"delta_reason": "a threshold rule (below the paper's CIFAR-10 CNN "
+                                             "figure, 0.96): an interval wholly above 0.96 "
+                                             "reads does not hold, so no margin is needed"},
+    "not_detector": {"delta_reason": "a threshold rule on both sides (above chance, 0.5, and "
+                                     "short of a detector, 0.9; the paper's 0.6-0.8 lie "
+                                     "inside): an interval wholly outside the band reads does "
+                                     "not hold, so no margin is needed"},
+    "difficulty_control": {"delta_reason": "a directional rule left without δ: the paper gives "
+                                           "no size, and a contribution Delta is in er units "
+                                           "per example, a scale that shrinks with the scatter "
+                                           "set, so no fraction of the study's signal can be "
+                                           "fixed in these units before the run; a decile "
+                                           "where clean examples lead beyond noise reads does "
+                                           "not hold, one near zero stays within noise"},
+})

@@ -178,10 +178,24 @@ _DECIDERS = {
 
 
 # the smallest effect of interest of each directional rule, fixed before the run that uses
-# it (the rules "no later" and "among the two least robust" hold at zero: no δ)
-_MARGINS = {"rlp_confidence_flags": {"delta": 0.05, "delta_reason": "a tenth of the way from "
-                                                                   "chance to a perfect "
-                                                                   "detector"}}
+# it; every other rule says why it needs none
+_AT_ZERO = ("a rule that zero satisfies ({}): no effect is the rule holding, so no margin "
+            "could read it as does not hold; an interval wholly below 0 does")
+_MARGINS = {
+    "rlp_confidence_flags": {"delta": 0.05, "delta_reason": "a tenth of the way from chance to "
+                                                            "a perfect detector"},
+    "fisher_matches_loss": {"delta_reason": "an equivalence rule itself: its bounds, ±0.1 "
+                                            "AUROC, are the margin; an interval wholly beyond "
+                                            "either reads does not hold"},
+    "memorizing_layer_breaks_first": {"delta_reason": _AT_ZERO.format(
+        "as fragile as the second least robust other layer is still among the two least "
+        "robust")},
+    "er_peaks_first": {"delta_reason": _AT_ZERO.format("'no later': a lead of 0 epochs "
+                                                       "holds")},
+    "measures_agree": {"delta_reason": "a threshold rule (ρ >= 0.3, a moderate correlation): "
+                                       "an interval wholly below 0.3 reads does not hold, so "
+                                       "no margin is needed"},
+}
 
 
 def _dataset_claims(dataset: str) -> list[Claim]:

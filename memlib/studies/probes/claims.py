@@ -554,12 +554,32 @@ def _dataset_claims(dataset: str, paper: dict[str, str], figures: str,
 
 
 # each dataset claim's unit of replication, and the smallest effect of interest of its
-# directional rule, fixed before the run that uses it
+# directional rule, fixed before the run that uses it; a threshold rule says why it needs none
 _RUNS = {"replicates": "runs"}
 _CLASSES = {"replicates": "classes", "more_replicates": False}  # a dataset has 10 classes
+_AT_GAIN = (f"a threshold rule at the study's smallest effect of a probe ({GAIN:g} points): "
+            f"an interval wholly below {GAIN:g} points reads does not hold, so no margin is "
+            "needed")
 _DATASET_MARGINS = {
-    "binarization_separates": _RUNS, "phase_transition": _RUNS, "sign_structure_easy": _RUNS,
-    "hard_needs_magnitudes": _RUNS, "measures_agree": _CLASSES,
+    "binarization_separates": {**_RUNS, "delta_reason": (
+        f"a threshold rule (the hard pair within {NEAR_CHANCE - 50:g} points of chance, the "
+        f"easy pair {SEPARATION:g} points above it): an interval wholly beyond either bar "
+        "reads does not hold, so no margin is needed")},
+    "binarization_keeps_easy": {**_RUNS, "delta_reason": (
+        f"an equivalence bound itself: the loss must lie wholly below {GAIN:g} points, the "
+        "study's smallest effect of a probe; an interval wholly above it reads does not "
+        "hold")},
+    "phase_transition": {**_RUNS, "delta_reason": (
+        f"a threshold rule (a rise of {RISE:g} points, a width of at most {SHARP:g} of the p "
+        f"axis, an SD of p50 of at most {LOCATION_SD:g}): an interval wholly beyond any bar "
+        "reads does not hold, so no margin is needed")},
+    "sign_structure_easy": {**_RUNS, "delta_reason": (
+        "a threshold rule (B at least 85%, A, C and D at most 60%): an interval wholly beyond "
+        "any bar reads does not hold, so no margin is needed")},
+    "hard_needs_magnitudes": {**_RUNS, "delta_reason": _AT_GAIN},
+    "measures_agree": {**_CLASSES, "delta_reason": (
+        "a threshold rule (ρ >= 0.7, a strong rank agreement; the paper reports 0.96 on "
+        "MNIST): an interval wholly below 0.7 reads does not hold, so no margin is needed")},
     "complexity_measure": {**_CLASSES, "delta": 0.3,
                            "delta_reason": "a moderate correlation by the usual convention"},
 }
@@ -886,9 +906,10 @@ _QUARTER_F1 = {**_MODELS, "delta": 0.22, "delta_reason": "a quarter of the paper
 _QUARTER_POINTS = {**_MODELS, "delta": 22.0,
                    "delta_reason": "a quarter of the paper's loss of its early layers, 88.5 "
                                    "points of F1 -> ~0, read as points of accuracy"}
+_RUNS_AT_GAIN = {**_RUNS, "delta_reason": _AT_GAIN}
 CLAIMS = with_margins(CLAIMS, {
-    "stochastic_resonance": {"replicates": "runs"}, "flips_mirror_noise": {"replicates": "runs"},
-    "pruning_improves_binarized": {"replicates": "runs"},
+    "stochastic_resonance": _RUNS_AT_GAIN, "flips_mirror_noise": _RUNS_AT_GAIN,
+    "pruning_improves_binarized": _RUNS_AT_GAIN,
     "transformer_layers_standin": _QUARTER_POINTS,
     "transformer_layers_pruned_standin": _QUARTER_POINTS,
     "transformer_layers_randomized_standin": _QUARTER_POINTS,
