@@ -608,3 +608,112 @@ def test_swept_runs_are_measured_at_their_last_epoch_only_with_the_same_final_va
                                    check_names=False)  # the same bits at the last epoch
     stopping = dataclasses.replace(config, epochs_after_fit=1)
     assert rlp.swept(stopping, lam=1.0).measure_every == 2  # the fit is seen only when measured
+
+
+# --- post-hoc probes over stored features ---------------------------------------------------
+
+def test_grid_pool_keeps_cells_whose_mean_is_global_pooling():
+    x = torch.randn(3, 5, 6, 6)
+    cells = rlp.grid_pool(x, 2)
+    assert cells.shape == (3, 20)
+    torch.testing.assert_close(cells.view(3, 5, 4).mean(-1), rlp.grid_pool(x, 1))
+    flat = torch.randn(3, 7)
+    assert torch.equal(rlp.grid_pool(flat, 2), flat)  # not a conv map: as it is
+
+
+def test_label_draws_differ_per_draw_and_follow_the_original_index():
+    full = rlp.label_draws(torch.arange(50), 10, seed=1, k=3)
+    assert full.shape == (3, 50) and not torch.equal(full[0], full[1])
+    index = torch.tensor([40, 3, 17])
+    assert torch.equal(rlp.label_draws(index, 10, seed=1, k=3, num_samples=50),
+                       full[:, index])
+    assert torch.equal(full[0], rlp.random_labels(50, 10, 1 + rlp.PROBE_SEED_STRIDE))
+
+
+def test_probes_memorize_informative_features_and_not_constant_ones():
+    n, classes = 60, 4
+    labels = rlp.label_draws(torch.arange(n), classes, seed=0, k=3)
+    informative = torch.eye(n)  # each sample its own direction: any labels are separable
+    accs = rlp.train_probes(informative.half(), labels, classes, epochs=40, lr=0.05,
+                            batch_size=16, seed=0)
+    assert accs.shape == (3,) and accs.min() == 1.0
+    constant = torch.ones(n, 5)  # one point: a probe predicts a single class at most
+    accs = rlp.train_probes(constant, labels, classes, epochs=40, lr=0.05, batch_size=16,
+                            seed=0)
+    majority = max(int(torch.bincount(row, minlength=classes).max()) for row in labels) / n
+    assert float(accs.max()) <= majority + 1e-9
+
+
+def test_probes_are_seeded_per_probe_and_reject_mismatched_rows():
+    x, labels = torch.randn(40, 6), rlp.label_draws(torch.arange(40), 3, seed=2, k=2)
+    one = rlp.train_probes(x, labels, 3, epochs=3, lr=0.05, batch_size=8, seed=5)
+    assert torch.equal(one, rlp.train_probes(x, labels, 3, epochs=3, lr=0.05, batch_size=8,
+                                             seed=5))
+    with pytest.raises(ValueError, match="feature rows"):
+        rlp.train_probes(x[:10], labels, 3, epochs=1, lr=0.05, batch_size=8, seed=0)
+
+
+def _digits_probe_config(**over):
+    return tiny(rlp.Config, dict(dataset="digits", train_samples=200, test_samples=None,
+                                 curve_test_samples=100, widths=(16, 16), epochs=4,
+                                 measure_every=2, layer_models=("mlp",), feature_grid=1,
+                                 probes=3, probe_epochs=2, **over))
+
+
+def test_a_run_stores_the_features_and_test_predictions_the_measures_read():
+    config = _digits_probe_config()
+    result = rlp.train_run(rlp.spec(config))
+    features = result["features"]
+    assert sorted(features) == [0, 2, 4]
+    assert set(features[0]) == set(features[4]) == {"act1", "act2"}
+    assert set(features[2]) == {"act2"}  # between the ends: the deepest layer only
+    assert features[0]["act1"].dtype == torch.float16 and features[0]["act1"].shape[0] == 200
+    assert len(result["feature_index"]) == 200
+    pred, y = result["test_pred"], result["test_y"]
+    last = result["history"].iloc[-1]
+    assert len(y) > 100 and math.isclose(float((pred == y).double().mean()), last["test_acc"])
+    no_features = rlp.train_run(rlp.spec(config, feature_grid=0))
+    assert "features" not in no_features
+    pd.testing.assert_frame_equal(no_features["history"], result["history"])  # same training
+
+
+def test_posthoc_probes_read_frozen_and_trained_features_of_the_run():
+    config = _digits_probe_config()
+    s = rlp.spec(config)
+    probes = rlp.cached_probes(rlp.probe_spec(config, s))
+    assert probes["layers"] == ["act1", "act2"] and set(probes["frozen"]) == {"act1", "act2"}
+    assert sorted(probes["trained"]) == [2, 4] and len(probes["trained"][4]["act1"]) == 3
+    means = rlp.probe_means(probes)
+    assert set(means) == {"probe_act1", "probe_act2", "probe_frozen_act1", "probe_frozen_act2"}
+    row = rlp.final_row(rlp.cached_run(s), probes)
+    assert row["probe_act2"] == means["probe_act2"]
+    other = rlp.spec(config, seed=1)  # another replicate draws other random labels
+    assert rlp.cached_probes(rlp.probe_spec(config, other))["frozen"] != probes["frozen"]
+
+
+def test_changing_the_probes_computes_probes_only(monkeypatch):
+    config = _digits_probe_config()
+    s = rlp.spec(config)
+    trained = []
+    real = rlp.runs.train_run
+    monkeypatch.setattr(rlp.runs, "train_run", lambda spec: trained.append(spec) or real(spec))
+    first = rlp.cached_probes(rlp.probe_spec(config, s))
+    assert len(trained) == 1
+    more = dataclasses.replace(config, probes=4, probe_epochs=3)
+    again = rlp.cached_probes(rlp.probe_spec(more, s))
+    assert len(trained) == 1 and len(again["frozen"]["act1"]) == 4  # probes again, no training
+    assert rlp.cached_probes.key(rlp.probe_spec(config, s)) != rlp.cached_probes.key(
+        rlp.probe_spec(more, s)) and first != again
+    rlp.cached_probes(rlp.probe_spec(config, rlp.spec(config, lam=1.0)))
+    assert len(trained) == 2  # another run's probes need that run
+
+
+def test_editing_a_probe_re_keys_the_probes_and_no_training(tmp_path):
+    from test_runs import PACKAGE, copy_of_memlib, keys_of, with_statement_in
+
+    original = keys_of(PACKAGE)
+    edited = keys_of(copy_of_memlib(tmp_path, with_statement_in("studies.rlp.method",
+                                                                "train_probes")))
+    assert edited["rlp_probes"] != original["rlp_probes"]
+    trains = [name for name in original if name != "rlp_probes" and " " not in name]
+    assert {n: edited[n] for n in trains} == {n: original[n] for n in trains}
