@@ -717,3 +717,44 @@ def test_editing_a_probe_re_keys_the_probes_and_no_training(tmp_path):
     assert edited["rlp_probes"] != original["rlp_probes"]
     trains = [name for name in original if name != "rlp_probes" and " " not in name]
     assert {n: edited[n] for n in trains} == {n: original[n] for n in trains}
+
+
+def _curve(excess_by_epoch: dict, spread: float = 0.01, k: int = 8) -> pd.DataFrame:
+    offsets = [spread * (j - (k - 1) / 2) for j in range(k)]
+    return pd.DataFrame([{"epoch": e, "probe": j, "excess": m + o}
+                         for e, m in excess_by_epoch.items() for j, o in enumerate(offsets)])
+
+
+def test_excess_onset_is_the_first_epoch_from_which_the_excess_clears_its_noise():
+    assert rlp.excess_onset(_curve({0: 0.0, 2: 0.0, 4: 0.05, 6: 0.08, 8: 0.1})) == 4
+    # a flicker that falls back is no onset; noise wider than the mean is none either
+    assert rlp.excess_onset(_curve({0: 0.0, 2: 0.05, 4: -0.01, 6: 0.08})) == 6
+    assert rlp.excess_onset(_curve({0: 0.0, 2: 0.01, 4: 0.01}, spread=0.1)) is None
+
+
+def test_onset_and_gap_give_the_lead_per_seed():
+    hist = pd.DataFrame([{"regularize": "last", "lam": 0.0, "seed": s, "epoch": e,
+                          "train_acc": 0.5 + 0.05 * e, "test_acc": 0.5}
+                         for s in (0, 1) for e in (0, 2, 4, 6, 8)])
+    curves = pd.concat([_curve({0: 0.0, 2: 0.0, 4: 0.05, 6: 0.1, 8: 0.1}).assign(seed=s)
+                        for s in (0, 1)])
+    out = rlp.onset_and_gap(hist, curves)
+    assert out["onset_epochs"] == [4, 4] and out["gap_epochs"] == [2, 2]
+    assert out["lead"].mean == -2
+    flat = pd.concat([_curve({0: 0.0, 2: 0.0}).assign(seed=s) for s in (0, 1)])
+    assert rlp.onset_and_gap(hist, flat)["lead"] is None
+
+
+def test_strength_trend_is_each_seeds_slope_over_strength_ranks():
+    rows = [{"regularizer": "none", "strength": 0.0, "seed": s, "probe_x": 0.5}
+            for s in (0, 1, 2)]
+    rows += [{"regularizer": "dropout", "strength": v, "seed": s,
+              "probe_x": 0.5 - 0.02 * (i + 1) - 0.001 * s}
+             for i, v in enumerate((0.1, 0.3, 0.5)) for s in (0, 1, 2)]
+    rows += [{"regularizer": "weight_decay", "strength": v, "seed": s, "probe_x": 0.5 + 0.01 * i}
+             for i, v in enumerate((1e-4, 1e-3)) for s in (0, 1, 2)]
+    reg = pd.DataFrame(rows)
+    down = rlp.strength_trend(reg, "probe_x", "dropout")
+    assert down.n == 3 and down.mean > 1.9 and down.beyond_noise  # about 2 points per step
+    up = rlp.strength_trend(reg, "probe_x", "weight_decay")
+    assert up.mean < 0

@@ -48,7 +48,7 @@ __all__ = [
     "make_model", "validation_indices", "train_indices", "load_data", "train_spec", "make_heads",
     "train_run", "fit_criterion", "final_collapse", "layer_collapse", "frozen_baseline",
     "cached_run", "cached_frozen", "DRAW_STRIDE", "posthoc_probes", "cached_probes",
-    "probe_means", "final_row", "layer_rows"
+    "probe_means", "probe_curve", "final_row", "layer_rows"
 ]
 
 
@@ -431,6 +431,19 @@ def probe_means(probes: dict | None) -> dict[str, float]:
     out = {f"probe_{n}": sum(v) / len(v) for n, v in last.items()}
     out.update({f"probe_frozen_{n}": sum(v) / len(v) for n, v in probes["frozen"].items()})
     return out
+
+
+def probe_curve(probes: dict, layer: str) -> pd.DataFrame:
+    """One row per (stored epoch, probe) of `layer`: the probe's accuracy on the trained
+    features ("probe_acc"), on the frozen-initialisation features ("frozen_acc") and their
+    difference ("excess"), epoch 0 included (excess 0 by construction)."""
+    frozen = probes["frozen"][layer]
+    epochs = {0: frozen, **{e: layer_accs[layer] for e, layer_accs in probes["trained"].items()
+                            if layer in layer_accs}}
+    return pd.DataFrame([{"epoch": e, "probe": j, "probe_acc": a, "frozen_acc": f,
+                          "excess": a - f}
+                         for e, accs in sorted(epochs.items())
+                         for j, (a, f) in enumerate(zip(accs, frozen, strict=True))])
 
 
 def final_row(result: dict, probes: dict | None = None, **labels) -> dict:
