@@ -1,5 +1,5 @@
 """Pilot of study 1's post-hoc random-label probes, on clean labels: `python
-pilots/rlp_probe_pilot.py` (about 7 CPU-minutes on one core) writes
+pilots/rlp_probe_pilot.py` (about 12 CPU-minutes on one core) writes
 pilots/01_random_label_heads_probes.csv, which pilots/rlp_probe_pilot.md reads and
 pilots/rlp_power.py turns into each rule's confirmatory n.
 
@@ -7,7 +7,8 @@ Pilot seeds 0-2 only. The real small setup (SmallCNN 32/64/128, 1k Fashion-MNIST
 images), shortened to 20 epochs (the small run trains 60): the machine it ran on was shared
 by six processes, so the pilot's budget (30 CPU-minutes, one thread) bought about a quarter
 of that in CPU time within the hour it had. Arms: clean labels at λ = 0 (measured every 2
-epochs: the time course) and at λ = 3 (last-layer regularization). Every run stores its features
+epochs: the time course) and at λ = 3 (last-layer regularization); clean labels for the
+small run's 60 epochs (measured at the end); 40% label noise at λ = 0. Every run stores its features
 pooled on a 2x2 grid; the probe variants read them as they are ("grid2") or averaged over
 the grid ("gap", global average pooling, the concurrent heads' input).
 
@@ -37,7 +38,11 @@ SEEDS = (0, 1, 2)
 EPOCHS = 20
 K = 8
 ARMS = {"clean": dict(noise=0.0, lam=0.0, measure_every=2),
-        "clean_lam3": dict(noise=0.0, lam=3.0, measure_every=EPOCHS)}
+        "clean_lam3": dict(noise=0.0, lam=3.0, measure_every=EPOCHS),
+        # does longer training give the clean-label excess that 20 epochs lack?
+        "clean_60ep": dict(noise=0.0, lam=0.0, measure_every=60, epochs=60),
+        # the regime where the deepest layer had an excess: 40% label noise
+        "noisy": dict(noise=0.4, lam=0.0, measure_every=EPOCHS)}
 VARIANTS = ("gap", "grid2")
 
 
@@ -101,7 +106,8 @@ def main() -> int:
         for seed in SEEDS:
             if (arm, seed) in have:
                 continue
-            config = rlp.Config(noise=settings["noise"], seeds=(seed,), epochs=EPOCHS,
+            config = rlp.Config(noise=settings["noise"], seeds=(seed,),
+                                epochs=settings.get("epochs", EPOCHS),
                                 measure_every=settings["measure_every"], feature_grid=2)
             s = rlp.spec(config, lam=settings["lam"], seed=seed)
             t = time.process_time()
