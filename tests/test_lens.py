@@ -429,7 +429,7 @@ def test_lens_runs_keep_their_own_test_set_and_share_study_1s_frozen_runs():
                   seeds=(0,))
     (r,) = lens.lens_runs(config)
     study1 = lens.study1_config(config)
-    assert (r.run.test_samples, r.run.feature_grid) == (1000, 0)
+    assert (r.run.test_samples, r.run.feature_grid, r.run.measure_every) == (1000, 0, 5)
     frozen = lens.frozen_spec(r.run, study1)
     assert (frozen.test_samples, frozen.feature_grid) == (study1.test_samples,
                                                           study1.feature_grid)

@@ -124,9 +124,10 @@ def lens_runs(config: Config) -> list[LensRun]:
 
 # what the lens's runs set apart from study 1's: its per-epoch test accuracy and its
 # binarization probes read a 1,000-image test set every measured epoch (the whole split would
-# cost about ten training epochs per measurement), and it keeps no features for post-hoc
-# probes (it reads the deepest concurrent head's curve)
-LENS_OWN = {"test_samples": 1000, "feature_grid": 0}
+# cost about ten training epochs per measurement), it keeps no features for post-hoc probes
+# (it reads the deepest concurrent head's curve), and study 1's own measurements come every
+# 5 epochs (the lens's observer measures on its own schedule)
+LENS_OWN = {"test_samples": 1000, "feature_grid": 0, "measure_every": 5}
 
 
 def frozen_spec(s: rlp.RunSpec, study1: rlp.Config) -> rlp.RunSpec:

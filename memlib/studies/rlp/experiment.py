@@ -60,9 +60,10 @@ def sampling_spec(config: Config, **overrides) -> RunSpec:
 
 
 def noise_spec(config: Config, rate: float, lam: float, seed: int) -> RunSpec:
-    """A run of the label-noise experiment: unregularized runs keep their curves (the noise
-    claim reads their fit record); at the default noise they are the sweeps' base runs."""
-    make = spec if lam == 0 else swept
+    """A run of the label-noise experiment: at the default noise the unregularized runs are
+    the sweeps' base runs (with their curves); every other run is measured at its last epoch
+    (the noise claims read its final accuracies and whether it fitted)."""
+    make = spec if lam == 0 and rate == config.noise else swept
     return make(config, noise=rate, lam=lam, seed=seed)
 
 

@@ -286,6 +286,8 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
         checkpointed memo: every probed layer before training (the frozen-initialisation
         network) and at the last epoch, the deepest layer alone in between (the time
         course reads it)."""
+        if not (epoch == 0 or last or s.feature_curve):
+            return
         wanted = layers if epoch == 0 or last else layers[-1:]
         with precision:
             feats = pooled_features(model, d["clean_eval"], wanted, grid=s.feature_grid)
