@@ -765,3 +765,22 @@ def test_strength_trend_is_each_seeds_slope_over_strength_ranks():
     assert down.n == 3 and down.mean > 1.9 and down.beyond_noise  # about 2 points per step
     up = rlp.strength_trend(reg, "probe_x", "weight_decay")
     assert up.mean < 0
+
+
+def test_a_rule_on_fewer_replicates_than_its_confirmatory_n_is_not_run_at_this_scale():
+    from memlib.claims import verdict
+
+    claim = next(c for c in rlp.CLAIMS if c.id == "all_layers_test")
+    need = rlp.CONFIRMATORY_N["all_layers_test"]
+    value = {"all_lam": 1.0, "all_train": 0.95,
+             "change": claims_estimate(-3.0, 0.2, need)}
+    assert verdict(claim, value) == "holds"
+    assert verdict(claim, {**value, "change": claims_estimate(-3.0, 0.2, need - 1)}) == (
+        "not run at this scale")
+    assert "confirmatory n = 10" in claim.caveat
+
+
+def claims_estimate(mean, se, n):
+    from memlib.claims import Estimate
+
+    return Estimate(mean, se, n)
