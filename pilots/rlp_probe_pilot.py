@@ -8,7 +8,8 @@ images), shortened to 20 epochs (the small run trains 60): the machine it ran on
 by six processes, so the pilot's budget (30 CPU-minutes, one thread) bought about a quarter
 of that in CPU time within the hour it had. Arms: clean labels at λ = 0 (measured every 2
 epochs: the time course) and at λ = 3 (last-layer regularization); clean labels for the
-small run's 60 epochs (measured at the end); 40% label noise at λ = 0. Every run stores its features
+small run's 60 epochs, and on 250 images for 60 epochs (measured at the end); 40% label noise
+at λ = 0. Every run stores its features
 pooled on a 2x2 grid; the probe variants read them as they are ("grid2") or averaged over
 the grid ("gap", global average pooling, the concurrent heads' input).
 
@@ -41,6 +42,9 @@ ARMS = {"clean": dict(noise=0.0, lam=0.0, measure_every=2),
         "clean_lam3": dict(noise=0.0, lam=3.0, measure_every=EPOCHS),
         # does longer training give the clean-label excess that 20 epochs lack?
         "clean_60ep": dict(noise=0.0, lam=0.0, measure_every=60, epochs=60),
+        # does a smaller training set (250 images, 60 epochs) give it?
+        "clean_250": dict(noise=0.0, lam=0.0, measure_every=60, epochs=60,
+                          train_samples=250),
         # the regime where the deepest layer had an excess: 40% label noise
         "noisy": dict(noise=0.4, lam=0.0, measure_every=EPOCHS)}
 VARIANTS = ("gap", "grid2")
@@ -108,6 +112,7 @@ def main() -> int:
                 continue
             config = rlp.Config(noise=settings["noise"], seeds=(seed,),
                                 epochs=settings.get("epochs", EPOCHS),
+                                train_samples=settings.get("train_samples", 1000),
                                 measure_every=settings["measure_every"], feature_grid=2)
             s = rlp.spec(config, lam=settings["lam"], seed=seed)
             t = time.process_time()
