@@ -713,6 +713,8 @@ def test_changing_the_probes_computes_probes_only(monkeypatch):
         rlp.probe_spec(more, s)) and first != again
     rlp.cached_probes(rlp.probe_spec(config, rlp.spec(config, lam=1.0)))
     assert len(trained) == 2  # another run's probes need that run
+    # keyed by the run's own key: whatever re-keys the training re-keys its probes
+    assert rlp.cached_probes.spec(rlp.probe_spec(config, s))["run"] == rlp.cached_run.key(s)
 
 
 def test_editing_a_probe_re_keys_the_probes_and_no_training(tmp_path):
