@@ -111,9 +111,9 @@
 #   mean-reduced (its gradient scales like $\hat p \approx 1/n$, so the paper's $\lambda$ up
 #   to $10^4$ with 1000 random classes corresponds to much smaller values with $n = 10$); the
 #   label-noise experiment at 40% only, with one $\lambda$ (its rule, which needs two rates, a
-#   grid of three and ten seeds, reads *not run at this scale*; the full preset runs it). The **sampling experiment** (fractions
-#   and a long tail) runs on clean labels, as the paper's claim is about well- and
-#   under-sampled data; at this scale it is left out (see its section). "Best $\lambda$" is
+#   grid of three and ten seeds, reads *not run at this scale*; the full preset runs it).
+#   The **sampling experiment** (fractions and a long tail) runs on clean labels, as the
+#   paper's claim is about well- and under-sampled data; at this scale it is left out (see its section). "Best $\lambda$" is
 #   the $\lambda > 0$ with the highest mean accuracy on a **validation split**: 1,000 further
 #   images of the training split (clean labels), held out of every run, never the test
 #   set.
