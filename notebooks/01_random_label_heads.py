@@ -113,10 +113,10 @@
 #   label-noise experiment at 40% only, with one $\lambda$ (its rule, which needs two rates, a
 #   grid of three and ten seeds, reads *not run at this scale*; the full preset runs it).
 #   The **sampling experiment** (fractions and a long tail) runs on clean labels, as the
-#   paper's claim is about well- and under-sampled data; at this scale it is left out (see its section). "Best $\lambda$" is
-#   the $\lambda > 0$ with the highest mean accuracy on a **validation split**: 1,000 further
-#   images of the training split (clean labels), held out of every run, never the test
-#   set.
+#   paper's claim is about well- and under-sampled data; at this scale it is left out (see
+#   its section). "Best $\lambda$" is the $\lambda > 0$ with the highest mean accuracy on a
+#   **validation split**: 1,000 further images of the training split (clean labels), held out
+#   of every run, never the test set.
 # - **Compute:** one CPU thread per training run and two runs at once (`parallel_runs`), each
 #   in its own process; results are the same as computed one after another. Adam runs as one
 #   fused kernel per step and the SmallCNN's convolutions in channels-last layout (both
