@@ -10,6 +10,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from memlib.claims import (
+    MIN_REPLICATES,
     Cases,
     Claim,
     Estimate,
@@ -864,10 +865,15 @@ def _with_n(value, n: int):
 
 
 def _powered(claim: Claim) -> Claim:
-    """`claim` judged only on its confirmatory n of replicates (CONFIRMATORY_N)."""
+    """`claim` with its confirmatory n (CONFIRMATORY_N) in its caveat and, where that n
+    exceeds the registered minimum, judged only on that many replicates."""
     import dataclasses
 
     need = CONFIRMATORY_N[claim.id]
+    caveat = (f"{claim.caveat}; confirmatory n = {need} seeds (pilots/rlp_power.py)"
+              if claim.caveat else f"confirmatory n = {need} seeds (pilots/rlp_power.py)")
+    if need <= MIN_REPLICATES:  # the registered minimum: fewer replicates read within noise
+        return dataclasses.replace(claim, caveat=caveat)
     scale = claim.judged_at
     cases = claim.cases
     if need > 5 and cases is not None:
@@ -878,9 +884,7 @@ def _powered(claim: Claim) -> Claim:
         # a value without Estimates (a precondition's λ that nothing met) is judged: its
         # precondition says why
         judged_at=lambda v: (replicates(v) >= need or not estimates(v))
-        and (scale is None or scale(v)),
-        caveat=f"{claim.caveat}; confirmatory n = {need} seeds (pilots/rlp_power.py)"
-        if claim.caveat else f"confirmatory n = {need} seeds (pilots/rlp_power.py)")
+        and (scale is None or scale(v)), caveat=caveat)
 
 _TREND = {k: _e(2.0) for k in STANDARD_REGULARIZERS}
 _LEVELS = {**_PRE, "first": _e(1.0, 0.5), "deepest": _e(12.0)}
