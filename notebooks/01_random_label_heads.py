@@ -223,6 +223,15 @@ pilot
 # block alone and for all blocks. A narrower SmallCNN (16/32/64 channels), tried first to
 # save time, fitted only 95.7–98.7% of its labels in 60 epochs (seeds 0-2) with a last-block
 # excess of 5.5–6.3 points, below the 10-point target.
+#
+# A third pilot (`python pilots/rlp_probe_pilot.py`, pilot seeds 0-2; its notes in
+# `pilots/rlp_probe_pilot.md`) chose the post-hoc probes and tried the clean-label regime:
+# eight probes instead of one divide the per-seed spread of a layer's excess by 1.7-6, the
+# whole test split divides that of a paired test-accuracy change by five, and on clean
+# labels the last block's probes read *below* the frozen initialisation (−4.0 points after 20
+# epochs, −1.7 after 60; early blocks +1 to +2), so the rows that presuppose memorization
+# there read *precondition failed* at this scale. `pilots/rlp_power.py` turns its spread into
+# each rule's confirmatory number of seeds.
 
 # %%
 pd.read_csv(paths.repo_root() / "pilots" / "01_random_label_heads_sweep.csv")
@@ -409,7 +418,7 @@ excess = h[f"rlp_{last}"].to_numpy() - frozen_last
 rise = onset_epoch(excess.tolist(), 0.0, epochs=h["epoch"].tolist())
 gap = gap_epoch(h["train_acc"].tolist(), h["test_acc"].tolist(), epochs=h["epoch"].tolist())
 fig, (ax1, ax2) = figure("wide", 1, 2)
-ax1.plot(h["epoch"], 100 * h["train_acc"], label="train (noisy labels)")
+ax1.plot(h["epoch"], 100 * h["train_acc"], label="train (its training labels)")
 ax1.plot(h["epoch"], 100 * h["test_acc"], label="test")
 ax1.set_ylabel("class accuracy (%)")
 for i, layer in enumerate(layers):
@@ -451,7 +460,7 @@ else:
              if rise == gap else "*follows* the divergence of train and test accuracy "
              "instead of preceding it")
 display(Markdown(f"""
-Left: train (noisy labels) and test accuracy of the default {config.model.upper()}, first
+Left: train (its training labels) and test accuracy of the default {config.model.upper()}, first
 seed; right: random-label accuracy of each probed layer over the same epochs (solid, measured
 every {config.measure_every} epochs), with heads trained for as many epochs on the frozen
 initial features (dashed). Test accuracy peaks at epoch {int(peak["epoch"])}
@@ -486,7 +495,7 @@ reference_line(ax1, 100 * chance, "chance")
 for column, style in (("train_acc", "s"), ("test_acc", "o")):
     stats = mean_sd(reg, "setting", column).loc[order]
     ax2.errorbar(x, 100 * stats["mean"], 100 * stats["std"], fmt=style, capsize=2,
-                 label=column.replace("_acc", "").replace("train", "train (noisy labels)"))
+                 label=column.replace("_acc", "").replace("train", "train (its labels)"))
 for ax in (ax1, ax2):
     ax.set_xticks(x, order, rotation=20)
     ax.legend(fontsize="small")
@@ -521,7 +530,7 @@ lowered = [k.replace("_", " ") for k in kinds if beyond(drops[k])
            and drops[k].mean > 0]
 display(Markdown(f"""
 Left: random-label accuracy per layer (mean ± sd over seeds) without a regularizer and with
-each standard regularizer; right: train (noisy labels) and test accuracy. Without a
+each standard regularizer; right: train (its labels) and test accuracy. Without a
 regularizer the network fits {pct(by_setting.loc["none", "train_acc"])} of its training
 labels and reaches {pct(by_setting.loc["none", "test_acc"])} test accuracy. At the last
 layer ({last}), paired by seed (mean ± 95% interval): {listing(drop_text(k) for k in kinds)}.
@@ -763,8 +772,8 @@ high = noise_runs[noise_runs["noise"] == gain["rate"]]
 flipped_at_best = high[high["lam"] == gain["best_lam"]]["noisy_fit"]
 display(Markdown(f"""
 Test accuracy (clean test labels) against λ at {pct(gain["rate"])} label noise; dots are
-single seeds, error bars one standard deviation over seeds. At the default noise rate these
-are the λ sweep's own runs, shown against the noise claim. The best λ (= {gain["best_lam"]:g})
+single seeds, error bars one standard deviation over seeds: the noise rows' own runs (the
+clean-label sweeps run apart). The best λ (= {gain["best_lam"]:g})
 changes test accuracy by {pm(gain["gain"], 1)} points
 ({spread_phrase(gain["gain"])}), while the network fits
 {pct_span(flipped_at_best)} of the flipped labels (at λ = 0: {pct_span(high[high["lam"] == 0][
