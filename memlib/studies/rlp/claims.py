@@ -330,8 +330,8 @@ def measure_claims(results: dict) -> dict:
             for kind in STANDARD_REGULARIZERS}
     measured["regularizers"] = {**pre, **drops, "fits": fits}
     measured["regularizer_trend"] = {**pre, **trends, "fits": fits,
-                                     "strengths": {k: sorted(reg.loc[reg["regularizer"] == k,
-                                                                     "strength"].unique())
+                                     "strengths": {k: sorted(float(v) for v in reg.loc[
+                                         reg["regularizer"] == k, "strength"].unique())
                                                    for k in STANDARD_REGULARIZERS}}
     levels = excess_by_layer(results["layerwise"], results["model"])
     measured["levels"] = {**pre, "first": next(iter(levels.values())),
