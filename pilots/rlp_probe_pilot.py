@@ -1,5 +1,5 @@
 """Pilot of study 1's post-hoc random-label probes, on clean labels: `python
-pilots/rlp_probe_pilot.py` (about 12 CPU-minutes on one core) writes
+pilots/rlp_probe_pilot.py` (about 9 CPU-minutes on one core) writes
 pilots/01_random_label_heads_probes.csv, which pilots/rlp_probe_pilot.md reads and
 pilots/rlp_power.py turns into each rule's confirmatory n.
 
