@@ -5,13 +5,13 @@ pilots/rlp_power.py turns into each rule's confirmatory n.
 
 Pilot seeds 0-2 only. The real small setup (SmallCNN 32/64/128, 1k Fashion-MNIST training
 images), shortened to 20 epochs where the small run trains 60: on a machine shared by six
-processes the pilot got about a third of a core, so its arms were sized to finish within
-the hour it had (it used 530 CPU-seconds of its 30-minute budget). Arms: clean labels at λ = 0 (measured every 2
-epochs: the time course) and at λ = 3 (last-layer regularization); clean labels for the
-small run's 60 epochs, and on 250 images for 60 epochs (measured at the end); 40% label noise
-at λ = 0. Every run stores its features
-pooled on a 2x2 grid; the probe variants read them as they are ("grid2") or averaged over
-the grid ("gap", global average pooling, the concurrent heads' input).
+processes the pilot got about a third of a core, so its arms were sized to finish within the
+hour it had (it used 530 CPU-seconds of its 30-minute budget). Arms: clean labels at λ = 0
+(measured every 2 epochs: the time course) and at λ = 3 (last-layer regularization); clean
+labels for the small run's 60 epochs, and on 250 images for 60 epochs (measured at the end);
+40% label noise at λ = 0. Every run stores its features pooled on a 2x2 grid; the probe
+variants read them as they are ("grid2") or averaged over the grid ("gap", global average
+pooling, the concurrent heads' input).
 
 Rows (long format): arm, seed, variant, probe (0..K-1, or "mean" over the K probes),
 quantity, value. Quantities: per layer the trained and frozen-initialisation probe accuracy
