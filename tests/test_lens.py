@@ -422,3 +422,15 @@ def test_scatter_smaller_than_the_classes_is_one_clear_error():
     assert torch.bincount(clean[lens.scatter_positions(spec, clean, 20)]).tolist() == [2] * 10
     with pytest.raises(ConfigError, match="fewer than the 10 classes"):
         lens.scatter_positions(spec, clean, 9)
+
+
+def test_lens_runs_keep_their_own_test_set_and_share_study_1s_frozen_runs():
+    config = tiny(lens.Config, setting="smoke", datasets=("digits",), noise_rates=(0.4,),
+                  seeds=(0,))
+    (r,) = lens.lens_runs(config)
+    study1 = lens.study1_config(config)
+    assert (r.run.test_samples, r.run.feature_grid, r.run.measure_every) == (1000, 0, 5)
+    frozen = lens.frozen_spec(r.run, study1)
+    assert (frozen.test_samples, frozen.feature_grid) == (study1.test_samples,
+                                                          study1.feature_grid)
+    assert frozen == rlp.spec(study1, dataset="digits", seed=0)  # study 1's own entry

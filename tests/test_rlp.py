@@ -578,15 +578,19 @@ def test_imagenet_lt_reads_its_lists_over_the_imagenet_images(imagefolder):
 
 
 def test_small_preset_interpolates_its_noisy_labels():
-    """The default scale is a study of memorization only while its model fits every training
-    label, the 40% flipped ones included: one seed of the small preset's default run (measured
-    once, at the end) must stay at >= 99% train accuracy and >= 95% of flipped labels."""
+    """The label-noise rows are a study of memorization only while the model fits every
+    training label, the flipped ones included: one seed of the small preset's unregularized
+    run at its highest noise rate (measured once, at the end) must stay at >= 99% train
+    accuracy and >= 95% of flipped labels."""
     from memlib.studies import preset_config
 
     config = preset_config("rlp", "small")
-    s = dataclasses.replace(rlp.spec(config), measure_every=config.epochs, test_samples=100)
+    rate = max(config.noise_rates)
+    s = dataclasses.replace(rlp.noise_spec(config, rate, 0.0, 0), feature_grid=0,
+                            test_samples=100)
+    assert s.measure_every == config.epochs  # measured once, at the end
     result = rlp.train_run(s)
-    assert s.noise >= 0.4 and result["history"]["train_acc"].iloc[-1] >= 0.99
+    assert rate >= 0.4 and result["history"]["train_acc"].iloc[-1] >= 0.99
     assert result["noisy_fit"] >= 0.95
 
 
@@ -596,11 +600,14 @@ def test_swept_runs_are_measured_at_their_last_epoch_only_with_the_same_final_va
                                    measure_every=2, lambdas=(1.0,), all_lambdas=(1.0,),
                                    dropouts=(0.1,), weight_decays=(1e-3,),
                                    label_smoothings=(0.1,)))
-    plan = {s for _, s in rlp.planned_runs(config)}
+    plan = {s for f, s in rlp.planned_runs(config) if f is not rlp.cached_probes}
     swept = {s for s in plan if s.lam > 0 or s.weight_decay > 0 or s.dropout > 0
              or s.label_smoothing > 0}
     assert swept and all(s.measure_every == config.epochs for s in swept)
-    assert all(s.measure_every == 2 for s in plan - swept)  # the base and layer-wise runs
+    base = {s for s in plan - swept if s.noise == config.noise}
+    assert base and all(s.measure_every == 2 for s in base)  # the base and layer-wise runs
+    noisy = plan - swept - base  # the noise sweep's unregularized runs at its own rates
+    assert noisy and all(s.measure_every == config.epochs for s in noisy)
     curve = rlp.train_run(rlp.spec(config, lam=1.0))
     last_only = rlp.train_run(rlp.swept(config, lam=1.0))
     assert list(last_only["history"]["epoch"]) == [0, 5]
@@ -608,3 +615,174 @@ def test_swept_runs_are_measured_at_their_last_epoch_only_with_the_same_final_va
                                    check_names=False)  # the same bits at the last epoch
     stopping = dataclasses.replace(config, epochs_after_fit=1)
     assert rlp.swept(stopping, lam=1.0).measure_every == 2  # the fit is seen only when measured
+
+
+# --- post-hoc probes over stored features ---------------------------------------------------
+
+def test_grid_pool_keeps_cells_whose_mean_is_global_pooling():
+    x = torch.randn(3, 5, 6, 6)
+    cells = rlp.grid_pool(x, 2)
+    assert cells.shape == (3, 20)
+    torch.testing.assert_close(cells.view(3, 5, 4).mean(-1), rlp.grid_pool(x, 1))
+    flat = torch.randn(3, 7)
+    assert torch.equal(rlp.grid_pool(flat, 2), flat)  # not a conv map: as it is
+
+
+def test_label_draws_differ_per_draw_and_follow_the_original_index():
+    full = rlp.label_draws(torch.arange(50), 10, seed=1, k=3)
+    assert full.shape == (3, 50) and not torch.equal(full[0], full[1])
+    index = torch.tensor([40, 3, 17])
+    assert torch.equal(rlp.label_draws(index, 10, seed=1, k=3, num_samples=50),
+                       full[:, index])
+    assert torch.equal(full[0], rlp.random_labels(50, 10, 1 + rlp.PROBE_SEED_STRIDE))
+
+
+def test_probes_memorize_informative_features_and_not_constant_ones():
+    n, classes = 60, 4
+    labels = rlp.label_draws(torch.arange(n), classes, seed=0, k=3)
+    informative = torch.eye(n)  # each sample its own direction: any labels are separable
+    accs = rlp.train_probes(informative.half(), labels, classes, epochs=40, lr=0.05,
+                            batch_size=16, seed=0)
+    assert accs.shape == (3,) and accs.min() == 1.0
+    constant = torch.ones(n, 5)  # one point: a probe predicts a single class at most
+    accs = rlp.train_probes(constant, labels, classes, epochs=40, lr=0.05, batch_size=16,
+                            seed=0)
+    majority = max(int(torch.bincount(row, minlength=classes).max()) for row in labels) / n
+    assert float(accs.max()) <= majority + 1e-9
+
+
+def test_probes_are_seeded_per_probe_and_reject_mismatched_rows():
+    x, labels = torch.randn(40, 6), rlp.label_draws(torch.arange(40), 3, seed=2, k=2)
+    one = rlp.train_probes(x, labels, 3, epochs=3, lr=0.05, batch_size=8, seed=5)
+    assert torch.equal(one, rlp.train_probes(x, labels, 3, epochs=3, lr=0.05, batch_size=8,
+                                             seed=5))
+    with pytest.raises(ValueError, match="feature rows"):
+        rlp.train_probes(x[:10], labels, 3, epochs=1, lr=0.05, batch_size=8, seed=0)
+
+
+def _digits_probe_config(**over):
+    return tiny(rlp.Config, dict(dataset="digits", train_samples=200, test_samples=None,
+                                 curve_test_samples=100, widths=(16, 16), epochs=4,
+                                 measure_every=2, layer_models=("mlp",), feature_grid=1,
+                                 probes=3, probe_epochs=2, **over))
+
+
+def test_a_run_stores_the_features_and_test_predictions_the_measures_read():
+    config = _digits_probe_config()
+    result = rlp.train_run(rlp.spec(config))
+    features = result["features"]
+    assert sorted(features) == [0, 2, 4]
+    assert set(features[0]) == set(features[4]) == {"act1", "act2"}
+    assert set(features[2]) == {"act2"}  # between the ends: the deepest layer only
+    assert features[0]["act1"].dtype == torch.float16 and features[0]["act1"].shape[0] == 200
+    assert len(result["feature_index"]) == 200
+    pred, y = result["test_pred"], result["test_y"]
+    last = result["history"].iloc[-1]
+    assert len(y) > 100 and math.isclose(float((pred == y).double().mean()), last["test_acc"])
+    no_features = rlp.train_run(rlp.spec(config, feature_grid=0))
+    assert "features" not in no_features
+    pd.testing.assert_frame_equal(no_features["history"], result["history"])  # same training
+
+
+def test_posthoc_probes_read_frozen_and_trained_features_of_the_run():
+    config = _digits_probe_config()
+    s = rlp.spec(config)
+    probes = rlp.cached_probes(rlp.probe_spec(config, s))
+    assert probes["layers"] == ["act1", "act2"] and set(probes["frozen"]) == {"act1", "act2"}
+    assert sorted(probes["trained"]) == [2, 4] and len(probes["trained"][4]["act1"]) == 3
+    means = rlp.probe_means(probes)
+    assert set(means) == {"probe_act1", "probe_act2", "probe_frozen_act1", "probe_frozen_act2"}
+    row = rlp.final_row(rlp.cached_run(s), probes)
+    assert row["probe_act2"] == means["probe_act2"]
+    other = rlp.spec(config, seed=1)  # another replicate draws other random labels
+    assert rlp.cached_probes(rlp.probe_spec(config, other))["frozen"] != probes["frozen"]
+
+
+def test_changing_the_probes_computes_probes_only(monkeypatch):
+    config = _digits_probe_config()
+    s = rlp.spec(config)
+    trained = []
+    real = rlp.runs.train_run
+    monkeypatch.setattr(rlp.runs, "train_run", lambda spec: trained.append(spec) or real(spec))
+    first = rlp.cached_probes(rlp.probe_spec(config, s))
+    assert len(trained) == 1
+    more = dataclasses.replace(config, probes=4, probe_epochs=3)
+    again = rlp.cached_probes(rlp.probe_spec(more, s))
+    assert len(trained) == 1 and len(again["frozen"]["act1"]) == 4  # probes again, no training
+    assert rlp.cached_probes.key(rlp.probe_spec(config, s)) != rlp.cached_probes.key(
+        rlp.probe_spec(more, s)) and first != again
+    rlp.cached_probes(rlp.probe_spec(config, rlp.spec(config, lam=1.0)))
+    assert len(trained) == 2  # another run's probes need that run
+    # keyed by the run's own key: whatever re-keys the training re-keys its probes
+    assert rlp.cached_probes.spec(rlp.probe_spec(config, s))["run"] == rlp.cached_run.key(s)
+
+
+def test_editing_a_probe_re_keys_the_probes_and_no_training(tmp_path):
+    from test_runs import PACKAGE, copy_of_memlib, keys_of, with_statement_in
+
+    original = keys_of(PACKAGE)
+    edited = keys_of(copy_of_memlib(tmp_path, with_statement_in("studies.rlp.method",
+                                                                "train_probes")))
+    assert edited["rlp_probes"] != original["rlp_probes"]
+    trains = [name for name in original if name != "rlp_probes" and " " not in name]
+    assert {n: edited[n] for n in trains} == {n: original[n] for n in trains}
+
+
+def _curve(excess_by_epoch: dict, spread: float = 0.01, k: int = 8) -> pd.DataFrame:
+    offsets = [spread * (j - (k - 1) / 2) for j in range(k)]
+    return pd.DataFrame([{"epoch": e, "probe": j, "excess": m + o}
+                         for e, m in excess_by_epoch.items() for j, o in enumerate(offsets)])
+
+
+def test_excess_onset_is_the_first_epoch_from_which_the_excess_clears_its_noise():
+    assert rlp.excess_onset(_curve({0: 0.0, 2: 0.0, 4: 0.05, 6: 0.08, 8: 0.1})) == 4
+    # a flicker that falls back is no onset; noise wider than the mean is none either
+    assert rlp.excess_onset(_curve({0: 0.0, 2: 0.05, 4: -0.01, 6: 0.08})) == 6
+    assert rlp.excess_onset(_curve({0: 0.0, 2: 0.01, 4: 0.01}, spread=0.1)) is None
+
+
+def test_onset_and_gap_give_the_lead_per_seed():
+    hist = pd.DataFrame([{"regularize": "last", "lam": 0.0, "seed": s, "epoch": e,
+                          "train_acc": 0.5 + 0.05 * e, "test_acc": 0.5}
+                         for s in (0, 1) for e in (0, 2, 4, 6, 8)])
+    curves = pd.concat([_curve({0: 0.0, 2: 0.0, 4: 0.05, 6: 0.1, 8: 0.1}).assign(seed=s)
+                        for s in (0, 1)])
+    out = rlp.onset_and_gap(hist, curves)
+    assert out["onset_epochs"] == [4, 4] and out["gap_epochs"] == [2, 2]
+    assert out["lead"].mean == -2
+    flat = pd.concat([_curve({0: 0.0, 2: 0.0}).assign(seed=s) for s in (0, 1)])
+    assert rlp.onset_and_gap(hist, flat)["lead"] is None
+
+
+def test_strength_trend_is_each_seeds_slope_over_strength_ranks():
+    rows = [{"regularizer": "none", "strength": 0.0, "seed": s, "probe_x": 0.5}
+            for s in (0, 1, 2)]
+    rows += [{"regularizer": "dropout", "strength": v, "seed": s,
+              "probe_x": 0.5 - 0.02 * (i + 1) - 0.001 * s}
+             for i, v in enumerate((0.1, 0.3, 0.5)) for s in (0, 1, 2)]
+    rows += [{"regularizer": "weight_decay", "strength": v, "seed": s, "probe_x": 0.5 + 0.01 * i}
+             for i, v in enumerate((1e-4, 1e-3)) for s in (0, 1, 2)]
+    reg = pd.DataFrame(rows)
+    down = rlp.strength_trend(reg, "probe_x", "dropout")
+    assert down.n == 3 and down.mean > 1.9 and down.beyond_noise  # about 2 points per step
+    up = rlp.strength_trend(reg, "probe_x", "weight_decay")
+    assert up.mean < 0
+
+
+def test_a_rule_on_fewer_replicates_than_its_confirmatory_n_is_not_run_at_this_scale():
+    from memlib.claims import verdict
+
+    claim = next(c for c in rlp.CLAIMS if c.id == "all_layers_test")
+    need = rlp.CONFIRMATORY_N["all_layers_test"]
+    value = {"all_lam": 1.0, "all_train": 0.95,
+             "change": claims_estimate(-3.0, 0.2, need)}
+    assert verdict(claim, value) == "holds"
+    assert verdict(claim, {**value, "change": claims_estimate(-3.0, 0.2, need - 1)}) == (
+        "not run at this scale")
+    assert "confirmatory n = 10" in claim.caveat
+
+
+def claims_estimate(mean, se, n):
+    from memlib.claims import Estimate
+
+    return Estimate(mean, se, n)

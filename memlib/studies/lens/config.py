@@ -28,7 +28,8 @@ from memlib.config import (
 from memlib.presets import declare_defaults, preset_of
 from memlib.studies import rlp
 
-__all__ = ["DATASETS", "Config", "LensRun", "study1_config", "lens_runs", "frozen_spec"]
+__all__ = ["DATASETS", "Config", "LensRun", "study1_config", "lens_runs", "LENS_OWN",
+           "frozen_spec"]
 
 
 DATASETS = ("fashion_mnist", "mnist", "mnist-5k", "cifar10", "cifar100", "digits")  # in memory
@@ -116,9 +117,17 @@ def lens_runs(config: Config) -> list[LensRun]:
     base = study1_config(config)
     watch = dict(scatter_samples=config.scatter_samples, measure_every=config.measure_every,
                  exact_loo_max=config.exact_loo_max, null_draws=config.null_draws)
-    return [LensRun(rlp.spec(base, dataset=name, noise=noise, seed=seed),
+    return [LensRun(rlp.spec(base, dataset=name, noise=noise, seed=seed, **LENS_OWN),
                     **watch)
             for name in config.datasets for noise in config.noise_rates for seed in config.seeds]
+
+
+# what the lens's runs set apart from study 1's: its per-epoch test accuracy and its
+# binarization probes read a 1,000-image test set every measured epoch (the whole split would
+# cost about ten training epochs per measurement), it keeps no features for post-hoc probes
+# (it reads the deepest concurrent head's curve), and study 1's own measurements come every
+# 5 epochs (the lens's observer measures on its own schedule)
+LENS_OWN = {"test_samples": 1000, "feature_grid": 0, "measure_every": 5}
 
 
 def frozen_spec(s: rlp.RunSpec, study1: rlp.Config) -> rlp.RunSpec:
@@ -126,7 +135,8 @@ def frozen_spec(s: rlp.RunSpec, study1: rlp.Config) -> rlp.RunSpec:
     not depend on the label noise (the same initialisation, random labels and head
     training), so every noise rate shares the one at study 1's own noise rate, which study 1
     has computed already for its dataset."""
-    return dataclasses.replace(s, noise=study1.noise)
+    return dataclasses.replace(s, noise=study1.noise,
+                               **{k: getattr(study1, k) for k in LENS_OWN})
 
 
 declare_defaults("lens", Config)

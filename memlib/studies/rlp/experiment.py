@@ -8,12 +8,26 @@ import math
 import pandas as pd
 
 from memlib.runs import compute_missing
-from memlib.studies.rlp.config import REGULARIZED, STANDARD_REGULARIZERS, Config, RunSpec, spec
-from memlib.studies.rlp.runs import cached_frozen, cached_run, final_row, layer_rows
+from memlib.studies.rlp.config import (
+    REGULARIZED,
+    STANDARD_REGULARIZERS,
+    Config,
+    RunSpec,
+    probe_spec,
+    spec,
+)
+from memlib.studies.rlp.runs import (
+    cached_frozen,
+    cached_probes,
+    cached_run,
+    final_row,
+    layer_rows,
+    probe_curve,
+)
 
 __all__ = [
     "regularizer_grid", "lambda_grid", "swept", "sampling_spec", "noise_spec", "planned_runs",
-    "run", "sampling", "best_lambda"
+    "run", "sampling", "best_lambda", "with_probes", "probed"
 ]
 
 
@@ -46,9 +60,10 @@ def sampling_spec(config: Config, **overrides) -> RunSpec:
 
 
 def noise_spec(config: Config, rate: float, lam: float, seed: int) -> RunSpec:
-    """A run of the label-noise experiment: unregularized runs keep their curves (the noise
-    claim reads their fit record); at the default noise they are the sweeps' base runs."""
-    make = spec if lam == 0 else swept
+    """A run of the label-noise experiment: at the default noise the unregularized runs are
+    the sweeps' base runs (with their curves); every other run is measured at its last epoch
+    (the noise claims read its final accuracies and whether it fitted)."""
+    make = spec if lam == 0 and rate == config.noise else swept
     return make(config, noise=rate, lam=lam, seed=seed)
 
 
@@ -61,11 +76,12 @@ def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
     if best is not None:
         if not config.sampling_experiment:
             return []
-        return ([(cached_run, sampling_spec(config, fraction=f, lam=lam, seed=seed))
-                 for f in config.fractions for lam in (0.0, best) for seed in seeds]
-                + [(cached_run, sampling_spec(config, long_tail_ratio=config.long_tail_ratio,
-                                              lam=lam, seed=seed))
-                   for lam in (0.0, best) for seed in seeds])
+        sampled = ([(cached_run, sampling_spec(config, fraction=f, lam=lam, seed=seed))
+                    for f in config.fractions for lam in (0.0, best) for seed in seeds]
+                   + [(cached_run, sampling_spec(config, long_tail_ratio=config.long_tail_ratio,
+                                                 lam=lam, seed=seed))
+                      for lam in (0.0, best) for seed in seeds])
+        return with_probes(config, sampled)
     layer = [(cached_run, spec(config, model=name, seed=seed)) for name in config.layer_models
              for seed in seeds]
     frozen = [(cached_frozen, s) for _, s in layer]
@@ -77,7 +93,19 @@ def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
     noise = [(cached_run, noise_spec(config, rate, lam, seed))
              for rate in config.noise_rates for lam in (0.0, *config.noise_lambdas)
              for seed in seeds]
-    return list(dict.fromkeys(lams + noise + regs + layer + frozen))  # noise reuses runs
+    runs = list(dict.fromkeys(lams + noise + regs + layer + frozen))  # noise reuses runs
+    return with_probes(config, runs)
+
+
+def with_probes(config: Config, plan: list[tuple]) -> list[tuple]:
+    """`plan` followed by the post-hoc probes of each of its training runs (computed after
+    them: a probe reads its run's stored features)."""
+    return plan + [(cached_probes, probe_spec(config, s)) for f, s in plan if f is cached_run]
+
+
+def probed(config: Config, s: RunSpec) -> tuple[dict, dict]:
+    """A run and its post-hoc probes."""
+    return cached_run(s), cached_probes(probe_spec(config, s))
 
 
 def run(config: Config) -> dict:
@@ -99,7 +127,7 @@ def run(config: Config) -> dict:
     for name in config.layer_models:
         for seed in seeds:
             s = spec(config, model=name, seed=seed)
-            result, frozen = cached_run(s), cached_frozen(s)
+            (result, probes), frozen = probed(config, s), cached_frozen(s)
             fit.append({"model": name, "seed": seed,
                         "train_acc": result["history"]["train_acc"].iloc[-1],
                         "clean_train_acc": result["history"]["clean_train_acc"].iloc[-1],
@@ -107,7 +135,7 @@ def run(config: Config) -> dict:
                         "epochs_trained": result["epochs_trained"]})
             # the heads on frozen features after as many epochs as the run trained
             last = frozen["history"].set_index("epoch").loc[result["epochs_trained"]]
-            for row in layer_rows(result, model=name, seed=seed):
+            for row in layer_rows(result, probes, model=name, seed=seed):
                 n = row["layer"]
                 rows.append({**row, "frozen_acc": last[f"rlp_{n}"],
                              "frozen_proj_acc": last.get(f"rlpproj_{n}", math.nan),
@@ -120,13 +148,18 @@ def run(config: Config) -> dict:
     out["frozen_histories"] = pd.concat(
         [cached_frozen(spec(config, seed=seed))["history"].assign(seed=seed) for seed in seeds],
         ignore_index=True)
+    # the post-hoc probes' time course of the deepest layer (trained minus frozen, per probe)
+    out["probe_curves"] = pd.concat(
+        [probe_curve(probed(config, spec(config, seed=seed))[1], layers[-1]).assign(seed=seed)
+         for seed in seeds], ignore_index=True)
 
     # 3. standard regularizers, one at a time
-    rows = [final_row(r, regularizer="none", strength=0.0, seed=seed) for seed, r in base.items()]
+    rows = [final_row(*probed(config, spec(config, seed=seed)), regularizer="none",
+                      strength=0.0, seed=seed) for seed in seeds]
     for kind, values in regularizer_grid(config):
         for v in values:
             for seed in seeds:
-                rows.append(final_row(cached_run(swept(config, seed=seed, **{kind: v})),
+                rows.append(final_row(*probed(config, swept(config, seed=seed, **{kind: v})),
                                       regularizer=kind, strength=v, seed=seed))
     out["regularizers"] = pd.DataFrame(rows)
 
@@ -136,10 +169,10 @@ def run(config: Config) -> dict:
     for where in REGULARIZED:
         for lam in lambda_grid(config, where):
             for seed in seeds:
-                result = (base[seed] if lam == 0 else
-                          cached_run(swept(config, lam=lam, regularize=where, seed=seed)))
-                rows.append(final_row(result, regularize=where, lam=lam, seed=seed))
-                lrows += layer_rows(result, regularize=where, lam=lam, seed=seed)
+                result, probes = probed(config, spec(config, seed=seed) if lam == 0 else
+                                        swept(config, lam=lam, regularize=where, seed=seed))
+                rows.append(final_row(result, probes, regularize=where, lam=lam, seed=seed))
+                lrows += layer_rows(result, probes, regularize=where, lam=lam, seed=seed)
                 histories.append(result["history"].assign(regularize=where, lam=lam,
                                                           seed=seed))
     out["lambda_sweep"], out["lambda_layers"] = pd.DataFrame(rows), pd.DataFrame(lrows)

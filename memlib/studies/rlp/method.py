@@ -21,7 +21,9 @@ from memlib.train import (
 __all__ = [
     "random_labels", "log1m_softmax", "rlp_penalty", "make_head", "RandomProjection", "PROJECTED",
     "RLPHeads", "feature_dims", "rlp_losses", "rlp_step", "EvalData", "eval_batches",
-    "eval_loader", "measure", "pooled_features", "class_variance_ratio", "per_class_accuracy"
+    "eval_loader", "measure", "grid_pool", "pooled_features", "class_variance_ratio",
+    "per_class_accuracy", "predictions", "PROBE_SEED_STRIDE", "label_draws", "train_probes",
+    "probe_accuracies"
 ]
 
 
@@ -233,10 +235,21 @@ def measure(model: nn.Module, heads: RLPHeads | None, data: EvalData,
                for name, right, count in zip(targets, counts[::2], counts[1::2], strict=True)}}
 
 
+def grid_pool(feature: torch.Tensor, grid: int = 1) -> torch.Tensor:
+    """A vector per example: a conv map (N,C,H,W) averaged over a grid x grid partition of
+    its plane (C * grid^2 values, channel-major; grid 1 is global average pooling), any
+    other output as `memlib.models.pool` gives it. Spatial cells keep some of what global
+    pooling averages away, so a linear probe on an early layer has room to read it."""
+    if feature.ndim == 4 and grid > 1:
+        return F.adaptive_avg_pool2d(feature, grid).flatten(1)
+    return pool(feature)
+
+
 @torch.no_grad()
 def pooled_features(model: nn.Module, data: EvalData, layers: Sequence[str],
-                    batch_size: int = 2048) -> dict[str, torch.Tensor]:
-    """Every sample's pooled eval-mode features, on every rank (not sharded)."""
+                    batch_size: int = 2048, grid: int = 1) -> dict[str, torch.Tensor]:
+    """Every sample's pooled eval-mode features (`grid_pool`), on every rank (not
+    sharded)."""
     was_training = model.training
     model.eval()
     device = _device(model)
@@ -245,9 +258,22 @@ def pooled_features(model: nn.Module, data: EvalData, layers: Sequence[str],
         with taps(model, layers) as outs:
             model(to_device(batch, device)[0])
         for n in layers:
-            parts[n].append(pool(outs[n]))
+            parts[n].append(grid_pool(outs[n], grid))
     model.train(was_training)
     return {n: torch.cat(p) for n, p in parts.items()}
+
+
+@torch.no_grad()
+def predictions(model: nn.Module, data: EvalData, batch_size: int = 2048) -> torch.Tensor:
+    """Every sample's eval-mode predicted class, in order, on every rank (not sharded): the
+    stored test predictions give any subset's accuracy after the fact."""
+    was_training = model.training
+    model.eval()
+    device = _device(model)
+    out = [model(to_device(batch, device)[0]).argmax(1)
+           for batch in eval_batches(data, batch_size, shard=False)]
+    model.train(was_training)
+    return torch.cat(out)
 
 
 def class_variance_ratio(features: torch.Tensor, labels: torch.Tensor) -> float:
@@ -284,3 +310,67 @@ def per_class_accuracy(model: nn.Module, data: EvalData, num_classes: int,
     correct, counts = torch.tensor(distributed.all_sum(sums.flatten().tolist())).view(2, -1)
     return (correct / counts.clamp(min=1)).tolist()
 
+
+
+# post-hoc random-label probes: many linear probes per layer, trained after the fact on stored
+# features, each with its own random-label draw and initialisation. Nothing penalizes them,
+# so unlike the concurrent heads (which the regularizer acts through) they read what the
+# features hold, and their mean over draws removes most of one head's noise.
+
+PROBE_SEED_STRIDE = 7919  # between the label seeds of successive draws (a prime)
+
+
+def label_draws(index: torch.Tensor, n_random: int, seed: int, k: int,
+                num_samples: int | None = None) -> torch.Tensor:
+    """(k, len(index)) random labels: draw j keyed by the samples' original `index` in a
+    dataset of `num_samples` (default: max(index) + 1; pass the dataset size so that a
+    subset's labels do not depend on which samples it holds), from its own seed
+    seed + (j + 1) * PROBE_SEED_STRIDE."""
+    size = int(index.max()) + 1 if num_samples is None else num_samples
+    return torch.stack([random_labels(size, n_random, seed + (j + 1) * PROBE_SEED_STRIDE)[index]
+                        for j in range(k)])
+
+
+def train_probes(features: torch.Tensor, labels: torch.Tensor, n_random: int, epochs: int,
+                 lr: float, batch_size: int, seed: int) -> torch.Tensor:
+    """Each probe's training accuracy (k values in [0, 1]) after `epochs` of Adam on
+    (features, labels[j]): k linear probes trained at once on the same standardized features
+    (float32; features may be stored in float16), probe j initialised from its own generator
+    (seed + j) as nn.Linear is, all sharing one batch order (seed). Accuracy is read on the
+    training samples themselves: on unseen samples random labels are chance by
+    construction."""
+    k, n = labels.shape
+    if features.shape[0] != n:
+        raise ValueError(f"{features.shape[0]} feature rows for {n} labels")
+    x = features.float()
+    x = (x - x.mean(0)) / x.std(0).clamp(min=1e-6)
+    d = x.shape[1]
+    bound = 1 / math.sqrt(d)
+    inits = [torch.rand(d * n_random + n_random, generator=generator(seed + j)) * 2 - 1
+             for j in range(k)]
+    init = torch.stack(inits) * bound
+    weight = init[:, :d * n_random].view(k, d, n_random).clone().requires_grad_()
+    bias = init[:, d * n_random:].clone().requires_grad_()
+    optimizer = torch.optim.Adam([weight, bias], lr=lr)
+    order = generator(seed)
+    with torch.enable_grad():
+        for _ in range(epochs):
+            for batch in torch.randperm(n, generator=order).split(batch_size):
+                logits = torch.einsum("bd,kdc->kbc", x[batch], weight) + bias[:, None]
+                loss = F.cross_entropy(logits.reshape(-1, n_random),
+                                       labels[:, batch].reshape(-1)) * k
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    with torch.no_grad():
+        logits = torch.einsum("nd,kdc->knc", x, weight) + bias[:, None]
+        return (logits.argmax(-1) == labels).double().mean(1)
+
+
+def probe_accuracies(features: dict[str, torch.Tensor], labels: torch.Tensor, n_random: int,
+                     epochs: int, lr: float, batch_size: int, seed: int
+                     ) -> dict[str, list[float]]:
+    """`train_probes` on each layer's features with the same draws and initial seeds: per
+    layer, the k probes' accuracies."""
+    return {layer: train_probes(f, labels, n_random, epochs, lr, batch_size, seed).tolist()
+            for layer, f in features.items()}

@@ -18,15 +18,18 @@ from memlib import imagenet
 from memlib.models import build
 from memlib.runs import TRAINING, computation
 from memlib.seed import seed_everything
-from memlib.studies.rlp.config import FOLDER_DATASETS, RunSpec
+from memlib.studies.rlp.config import FOLDER_DATASETS, ProbeSpec, RunSpec
 from memlib.studies.rlp.method import (
     RLPHeads,
     class_variance_ratio,
     eval_loader,
     feature_dims,
+    label_draws,
     measure,
     per_class_accuracy,
     pooled_features,
+    predictions,
+    probe_accuracies,
     random_labels,
     rlp_step,
 )
@@ -44,7 +47,8 @@ from memlib.train import (
 __all__ = [
     "make_model", "validation_indices", "train_indices", "load_data", "train_spec", "make_heads",
     "train_run", "fit_criterion", "final_collapse", "layer_collapse", "frozen_baseline",
-    "cached_run", "cached_frozen", "final_row", "layer_rows"
+    "cached_run", "cached_frozen", "DRAW_STRIDE", "posthoc_probes", "cached_probes",
+    "probe_means", "probe_curve", "final_row", "layer_rows"
 ]
 
 
@@ -134,7 +138,8 @@ def load_data(s: RunSpec) -> dict:
     labels_by_position = {"y": y, "clean_y": clean_y, "index": idx,
                           "random": random_labels(len(labels), n_random, s.label_seed)[idx]}
     d = {**{k: v.to(device) for k, v in labels_by_position.items()}, "device": device,
-         "num_classes": num_classes, "n_random": n_random,
+         "num_classes": num_classes, "n_random": n_random, "measured": measured,
+         "num_samples": len(labels),
          "validation": _validation(s, full, validation_indices(s, labels), device)}
     if s.dataset in FOLDER_DATASETS:
         return {**d, **_folder_sources(s, full, test, idx, y, test_idx, measured)}
@@ -144,7 +149,20 @@ def load_data(s: RunSpec) -> dict:
         lambda t: (x[measured.to(device)], t[measured.to(device)], measured.to(device)))
     return {**d, "train": (x, d["y"]), "train_eval": pick(d["y"]),
             "clean_eval": pick(d["clean_y"]), "features": (x, d["y"]),
-            "test": (x_test, test.y[test_idx].to(device)), "example": x[:2]}
+            "test": (x_test, test.y[test_idx].to(device)), "example": x[:2],
+            "test_curve": _curve_subset(s, x_test, test.y[test_idx].to(device))}
+
+
+def _curve_subset(s: RunSpec, x: torch.Tensor, y: torch.Tensor) -> tuple:
+    """The test samples of the epochs before the last: a class-stratified subset of
+    `curve_test_samples` (None: all). Curves only need the train-test divergence, while a
+    pass over the 10,000 Fashion-MNIST test images costs about ten training epochs of the
+    small run; the last epoch, which every test-accuracy row reads, uses the whole set."""
+    if s.curve_test_samples is None or s.curve_test_samples >= len(y):
+        return x, y
+    pick = datasets.stratified_subset(y.cpu(), count=s.curve_test_samples,
+                                      seed=s.data_seed + 4).to(x.device)
+    return x[pick], y[pick]
 
 
 def _validation(s: RunSpec, full, held: torch.Tensor, device: torch.device):
@@ -172,11 +190,12 @@ def _folder_sources(s: RunSpec, full, test, idx, y, test_idx, measured) -> dict:
     def loader(dataset, shard=True):
         return eval_loader(dataset, s.batch_size, s.workers, shard)
 
+    test_loader = loader(imagenet.select(test, test_idx, None, plain))
     return {"train": dataset_batches(imagenet.select(full, idx, y), s.batch_size, seed=s.seed,
                                      workers=s.workers),
             "train_eval": loader(noisy), "clean_eval": loader(clean),
             "features": loader(imagenet.select(full, idx, y, plain), shard=False),
-            "test": loader(imagenet.select(test, test_idx, None, plain)),
+            "test": test_loader, "test_curve": test_loader,
             "example": torch.stack([noisy[i][0] for i in range(min(2, len(noisy)))])}
 
 
@@ -252,8 +271,9 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
     def record(state) -> None:
         if not measured(state.epoch) and not state.stop:
             return
+        last = state.epoch == s.epochs or state.stop
         with precision:
-            test = measure(model, None, d["test"])
+            test = measure(model, None, d["test"] if last else d["test_curve"])
             validation = measure(model, None, d["validation"])
         state.row.update(test_acc=test["acc"], test_loss=test["loss"])
         scores = dict(train_scores(state.epoch))
@@ -261,6 +281,20 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
         state.row["clean_train_acc"] = scores["acc_clean"]
         state.row.update({metric: scores[metric] for metric, _, _ in heads.probes()})
         state.row["val_acc"] = validation["acc"]
+        if s.feature_grid > 0:
+            store_features(state.epoch, last)
+
+    def store_features(epoch: int, last: bool) -> None:
+        """The measured training samples' pooled features, float16 on the CPU, kept in the
+        checkpointed memo: every probed layer before training (the frozen-initialisation
+        network) and at the last epoch, the deepest layer alone in between (the time
+        course reads it)."""
+        if not (epoch == 0 or last or s.feature_curve):
+            return
+        wanted = layers if epoch == 0 or last else layers[-1:]
+        with precision:
+            feats = pooled_features(model, d["clean_eval"], wanted, grid=s.feature_grid)
+        memo.setdefault("features", {})[epoch] = {n: f.half().cpu() for n, f in feats.items()}
 
     memo: dict = {}
     fit = fit_tracker(fit_criterion(s), fit_scores, memo)
@@ -271,15 +305,36 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
                     callbacks=[fit, record, *extra], memo=memo, desc=f"{s.model} λ={s.lam:g}")
     epochs_trained = int(history["epoch"].iloc[-1])
     history = history[history["train_acc"].notna()].reset_index(drop=True)
+    # in memory: the final test predictions, stored (int16) for any subset's accuracy
+    predicted = predictions(model, d["test"]) if isinstance(d["test"], tuple) else None
     out = {"history": history, "layers": list(layers), "n_random": d["n_random"],
            "fit_epoch": memo["fit_epoch"], "epochs_trained": epochs_trained,
            "noisy_fit": train_scores(epochs_trained)["acc_flipped"] if flipped.any() else None,
            "collapse": final_collapse(model, layers, d),
-           "class_acc": per_class_accuracy(model, d["test"], d["num_classes"]),
+           "class_acc": _class_accuracy(model, d, predicted),
            "class_counts": torch.bincount(d["y"].cpu(), minlength=d["num_classes"]).tolist()}
+    if predicted is not None:
+        out.update(test_pred=predicted.to(torch.int16).cpu(),
+                   test_y=d["test"][1].to(torch.int16).cpu())
+    if s.feature_grid > 0:
+        positions = d["measured"]
+        index = d["index"] if positions is None else d["index"][positions.to(d["device"])]
+        out.update(features=memo["features"], feature_index=index.cpu(),
+                   num_samples=d["num_samples"])
     if observe is not None:
         out.update(model=model, heads=heads, data=d, memo=memo)
     return out
+
+
+def _class_accuracy(model: nn.Module, d: dict, predicted: torch.Tensor | None) -> list[float]:
+    """Each class's test accuracy (0 for a class without samples); in memory from the
+    stored predictions (one pass over the test set instead of two)."""
+    if predicted is None:
+        return per_class_accuracy(model, d["test"], d["num_classes"])
+    y = d["test"][1]
+    hits = torch.bincount(y[predicted == y], minlength=d["num_classes"])
+    counts = torch.bincount(y, minlength=d["num_classes"]).clamp(min=1)
+    return (hits.double() / counts).tolist()
 
 
 def fit_criterion(s: RunSpec) -> FitCriterion:
@@ -339,20 +394,80 @@ def cached_frozen(s: RunSpec) -> dict:
     return frozen_baseline(s)
 
 
-def final_row(result: dict, **labels) -> dict:
+DRAW_STRIDE = 100_003  # between the probes' label seeds of successive run seeds (a prime)
+
+
+def posthoc_probes(result: dict, p: ProbeSpec) -> dict:
+    """The post-hoc probes of a run's stored features: "frozen", per layer the k probes'
+    accuracies on the frozen-initialisation features (epoch 0); "trained", per stored epoch
+    > 0 the same for each layer stored then. Every probe set of a run reads the same k
+    random-label draws, which depend on the run's label seed and seed (so replicates draw
+    afresh, and trained, frozen and regularized runs of a seed are paired)."""
+    features = result["features"]
+    labels = label_draws(result["feature_index"], result["n_random"],
+                         p.run.label_seed + DRAW_STRIDE * p.run.seed, p.probes,
+                         result["num_samples"])
+    settings = dict(n_random=result["n_random"], epochs=p.epochs, lr=p.lr,
+                    batch_size=p.batch_size, seed=p.run.seed)
+    return {"layers": result["layers"], "chance": 1 / result["n_random"],
+            "frozen": probe_accuracies(features[0], labels, **settings),
+            "trained": {epoch: probe_accuracies(f, labels, **settings)
+                        for epoch, f in sorted(features.items()) if epoch > 0}}
+
+
+def _probe_key(p: ProbeSpec) -> dict:
+    """The probes' key: the run's own key (what trained the features) and the probes'
+    settings."""
+    settings = {f.name: getattr(p, f.name) for f in dataclasses.fields(p) if f.name != "run"}
+    return {"run": cached_run.key(p.run), **settings}
+
+
+@computation("rlp_probes", 1, spec=_probe_key)
+def cached_probes(p: ProbeSpec) -> dict:
+    return posthoc_probes(cached_run(p.run), p)
+
+
+def probe_means(probes: dict | None) -> dict[str, float]:
+    """Each layer's mean probe accuracy at the run's last stored epoch ("probe_<layer>") and
+    on the frozen-initialisation features ("probe_frozen_<layer>"); nothing without probes."""
+    if probes is None:
+        return {}
+    last = probes["trained"][max(probes["trained"])]
+    out = {f"probe_{n}": sum(v) / len(v) for n, v in last.items()}
+    out.update({f"probe_frozen_{n}": sum(v) / len(v) for n, v in probes["frozen"].items()})
+    return out
+
+
+def probe_curve(probes: dict, layer: str) -> pd.DataFrame:
+    """One row per (stored epoch, probe) of `layer`: the probe's accuracy on the trained
+    features ("probe_acc"), on the frozen-initialisation features ("frozen_acc") and their
+    difference ("excess"), epoch 0 included (excess 0 by construction)."""
+    frozen = probes["frozen"][layer]
+    epochs = {0: frozen, **{e: layer_accs[layer] for e, layer_accs in probes["trained"].items()
+                            if layer in layer_accs}}
+    return pd.DataFrame([{"epoch": e, "probe": j, "probe_acc": a, "frozen_acc": f,
+                          "excess": a - f}
+                         for e, accs in sorted(epochs.items())
+                         for j, (a, f) in enumerate(zip(accs, frozen, strict=True))])
+
+
+def final_row(result: dict, probes: dict | None = None, **labels) -> dict:
     last = result["history"].iloc[-1]
     row = {**labels, "train_acc": last["train_acc"], "val_acc": last["val_acc"],
            "test_acc": last["test_acc"], "fit_epoch": result["fit_epoch"]}
     row.update({f"rlp_{n}": last[f"rlp_{n}"] for n in result["layers"]})
-    return row
+    return {**row, **probe_means(probes)}
 
 
-def layer_rows(result: dict, **labels) -> list[dict]:
+def layer_rows(result: dict, probes: dict | None = None, **labels) -> list[dict]:
     last = result["history"].iloc[-1]
     collapse = result.get("collapse") or {}
+    means = probe_means(probes)
     return [{**labels, "layer": n, "depth": i + 1, "rlp_acc": last[f"rlp_{n}"],
              "train_acc": last["train_acc"], "test_acc": last["test_acc"],
              "proj_acc": last.get(f"rlpproj_{n}", math.nan),
-             "collapse": collapse.get(n, math.nan)}
+             "collapse": collapse.get(n, math.nan),
+             "probe_acc": means.get(f"probe_{n}", math.nan),
+             "probe_frozen_acc": means.get(f"probe_frozen_{n}", math.nan)}
             for i, n in enumerate(result["layers"])]
 
