@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memlib import STUDIES
 from memlib.claims import (
     FAILS,
     HOLDS,
@@ -295,16 +296,7 @@ def test_a_unit_more_seeds_cannot_add_gets_no_needed_replicates():
 
 # ---- every rule decides its margin: a δ with its reason, or why it needs none -------------
 
-def _study_params():
-    from memlib import STUDIES
-
-    # study 1's rules are rewritten apart: strict, so the mark must go once they all decide
-    pending = pytest.mark.xfail(strict=True, reason="some of study 1's rules do not say "
-                                                    "why they have no δ")
-    return [pytest.param(s, marks=pending) if s == "rlp" else s for s in STUDIES]
-
-
-@pytest.mark.parametrize("study", _study_params())
+@pytest.mark.parametrize("study", list(STUDIES))
 def test_every_rule_states_its_margin_or_why_it_has_none(study):
     from memlib.studies import study_claims
 
