@@ -151,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
                           "values they read live: verified by evaluating the committed and "
                           "the working tree's rules on the stored values; each new entry "
                           "records the same rule as the version before it")
+    reg.add_argument("--rekeyed-from", metavar="COMMIT",
+                     help="code every rule shares changed since COMMIT (the verdict order, the "
+                          "statistics, the fingerprint scheme): each earlier version a rule "
+                          "keeps is recorded under its fingerprint now, found by its words "
+                          "among COMMIT's rules")
     reg.add_argument("--replication", action="store_true",
                      help="with --seeds: a second confirmatory run of rule versions that "
                           "already had one, shown beside it")
@@ -323,10 +328,34 @@ def _register_study(args) -> int:
         print(f"memlib: the confirmatory seeds of {study} are now {args.seeds} (set them as "
               f"the defaults in memlib/studies/{study}/config.py); the earlier run's verdicts "
               f"are kept in {_shown(frozen)}")
+    if args.rekeyed_from:
+        _rekey(study, claims, args.rekeyed_from, args.reason, today)
     added = register(study, claims, args.reason, today, moved=args.moved)
     print(f"memlib: registered {len(added)} rule(s) of {study} in "
           f"{_shown(register_path(study))}: {', '.join(added) or 'none changed'}")
     return 0
+
+
+def _rekey(study: str, claims, commit: str, reason: str, today: str) -> None:
+    """Record the earlier versions `claims` keep under their fingerprints now, found by their
+    words among the rules of `commit` (`claims.register.rekey_earlier`)."""
+    import subprocess
+    import tempfile
+
+    from memlib.claims.register import rekey_earlier
+    from memlib.claims.values import committed_tree, earlier_prints
+
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            earlier = earlier_prints(study, committed_tree(Path(folder), commit))
+        except subprocess.CalledProcessError:
+            raise UsageError(f"--rekeyed-from {commit}: not a commit of this repository") \
+                from None
+        except RuntimeError as err:
+            raise UsageError(f"--rekeyed-from {commit}: {err}") from None
+    added = rekey_earlier(study, claims, earlier, reason, today)
+    print(f"memlib: recorded {len(added)} earlier version(s) of {study} under their "
+          f"fingerprints now: {', '.join(added) or 'none'}")
 
 
 def _verify_moved(study: str, claims) -> None:

@@ -16,6 +16,7 @@ from memlib.claims import (
     collect,
     earlier_runs,
     evaluate,
+    judged_versions,
     latest_registration,
     new_confirmatory_run,
     parse_seeds,
@@ -62,8 +63,14 @@ def test_earlier_versions_stay_in_the_claim(study):
         reg, last = read_register(study), latest[claim.id]["version"]
         same = {v for w in {last} | {versions[fp] for fp in kept if fp in versions}
                 for v, _ in same_rule_chain(reg, claim.id, w)}
-        earlier = {fp for fp, v in versions.items() if v < last and v not in same}
-        assert earlier <= kept, f"{study}.{claim.id}: earlier versions dropped from previous"
+        # an earlier version stays in view: kept in previous (by any fingerprint the register
+        # records for it), or shown by the confirmatory run that judged it
+        judged = {v for (i, v) in judged_versions(study) if i == claim.id}
+        dropped = {v for fp, v in versions.items() if v < last and v not in same
+                   and v not in judged and not any(f in kept for f, w in versions.items()
+                                                   if w == v)}
+        assert not dropped, f"{study}.{claim.id}: earlier versions {sorted(dropped)} dropped " \
+                            "from previous and judged by no run"
 
 
 @pytest.mark.parametrize("study", list(STUDIES))
@@ -674,3 +681,32 @@ def test_a_studys_claims_md_folds_long_cells_and_keeps_the_csv_whole(tmp_path, m
     assert f"<details><summary>{LONG[:60]}" in md and "nan (n=0)" not in md
     assert "| fitted=true, lead=not measured |" in md
     assert all(len(c) <= 200 for c in _visible_cells(md))
+
+
+# ---- earlier versions recorded under their fingerprints after a shared change ---------------
+
+def test_kept_versions_are_found_by_their_words_after_shared_code_moved(tmp_path, monkeypatch):
+    from memlib.claims import rekey_earlier
+
+    monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
+    old = _claim()
+    register("demo", [old], "first", "2026-01-01")
+    # the same words decided by other code (as when the verdict order every rule shares
+    # changed): a new fingerprint, the same text fingerprint
+    kept = dataclasses.replace(old, holds=lambda v: v.mean >= 0)
+    assert (kept.fingerprint, kept.text_fingerprint) != (old.fingerprint, old.text_fingerprint)
+    assert kept.text_fingerprint == old.text_fingerprint
+    new = Claim("x", old.statement, "", old.measure, "> 0.5", lambda v: v.mean > 0.5,
+                previous=(kept,))
+    earlier = {"x": [(old.fingerprint, old.text_fingerprint)]}
+    assert rekey_earlier("demo", [new], earlier, "shared code moved", "2026-01-02") == ["x v1"]
+    assert rekey_earlier("demo", [new], earlier, "again", "2026-01-03") == []  # once only
+    assert register("demo", [new], "threshold of the paper", "2026-01-04") == ["x"]
+    assert latest_registration("demo")["x"]["version"] == 2  # the rekeyed entry is no rule
+    row = with_versions(evaluate([new], {"x": Estimate(0.3, 0.05, 5)}), "demo").iloc[0]
+    assert (row["version"], row["previous"]) == ("v2", "v1: holds")
+    # a kept version whose words match nothing registered is left unrecorded
+    other = dataclasses.replace(kept, statement="another claim")
+    assert rekey_earlier("demo", [dataclasses.replace(new, previous=(other,))], earlier,
+                         "no match", "2026-01-05") == []
+    assert not chain_problems(read_register("demo"))

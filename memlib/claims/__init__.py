@@ -52,6 +52,7 @@ from memlib.claims.register import (
     register,
     register_path,
     registered_versions,
+    rekey_earlier,
     same_rule_chain,
     seed_ledger,
     with_versions,
@@ -124,6 +125,7 @@ from memlib.claims.stats import (
 
 __all__ = [
     "with_margins", "chain_genesis", "chain_problems", "judged_versions", "seed_ledger",
+    "rekey_earlier",
     "EQUIVALENCE_LEVEL", "NO_DELTA", "NO_EFFECT", "P_LEVEL", "equivalence_of", "equivalence_p",
     "holm_adjusted", "replicates_for_equivalence", "two_sided_p",
     "ALPHA", "CLAIMS_TABLE", "FAILS", "HOLDS", "LEVEL", "MAX_REPLICATES", "MIN_REPLICATES",

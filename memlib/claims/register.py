@@ -190,6 +190,8 @@ def latest_registration(study: str) -> dict[str, dict]:
 def _latest(data: Mapping) -> dict[str, dict]:
     latest: dict[str, dict] = {}
     for entry in data.get("claims", []):
+        if entry.get("rekeyed"):  # an earlier version's fingerprint now, no rule of its own
+            continue
         if entry["id"] not in latest or entry["version"] > latest[entry["id"]]["version"]:
             latest[entry["id"]] = entry
     return latest
@@ -244,6 +246,44 @@ def register(study: str, claims: Sequence[Claim], reason: str, today: str,
             new["same_rule_as"] = entry.get("same_rule_as", entry["version"])
         _append(data, "claims", new)
         added.append(claim.id)
+    if added:
+        _write_register(study, data)
+    return added
+
+
+def rekey_earlier(study: str, claims: Sequence[Claim],
+                  earlier: Mapping[str, Sequence[tuple[str, str]]], reason: str,
+                  today: str) -> list[str]:
+    """Record each earlier version a claim keeps in `previous` under the fingerprint it has
+    now, where only code every rule shares moved it (the verdict order, the statistics, the
+    fingerprint scheme): its words are unchanged, so it is found by its text fingerprint among
+    `earlier` (claim id -> (fingerprint, text fingerprint) of the rule and the versions it
+    kept, as the earlier code computed them, `values.earlier_prints`), whose fingerprint the
+    register names as version N. The entry appended repeats N with `rekeyed: true`; it is
+    never the latest version and is no rule of its own. Returns "id vN" for each."""
+    reason = check_reason(reason)
+    data = read_register(study)
+    _intact(study, data)
+    known = _versions(data)
+    added = []
+    for claim in claims:
+        versions = known.get(claim.id, {})
+        taken: set[int] = set()
+        for old in claim.previous:
+            if old.fingerprint in versions or old.text_fingerprint in versions:
+                taken.add(versions.get(old.fingerprint, versions.get(old.text_fingerprint)))
+                continue
+            candidates = [versions[fp] for fp, words in earlier.get(claim.id, ())
+                          if words == old.text_fingerprint and fp in versions]
+            number = next((n for n in candidates if n not in taken), None)
+            if number is None:
+                continue
+            taken.add(number)
+            _append(data, "claims", {"id": claim.id, "version": number,
+                                     "fingerprint": old.fingerprint, "registered": today,
+                                     "reason": reason, "rekeyed": True})
+            versions[old.fingerprint] = number
+            added.append(f"{claim.id} v{number}")
     if added:
         _write_register(study, data)
     return added
@@ -408,7 +448,8 @@ def with_versions(table: pd.DataFrame, study: str) -> pd.DataFrame:
 def same_rule_chain(data: Mapping, claim_id: str, version: int) -> list[tuple[int, bool]]:
     """(earlier version, whether only its code's place changed) for each earlier version that
     the register records as this very rule, following `same_rule_as` back from `version`."""
-    entries = {e["version"]: e for e in data.get("claims", []) if e["id"] == claim_id}
+    entries = {e["version"]: e for e in data.get("claims", [])
+               if e["id"] == claim_id and not e.get("rekeyed")}
     chain, entry = [], entries.get(version)
     while entry is not None and "same_rule_as" in entry:
         chain.append((entry["same_rule_as"], bool(entry.get("moved"))))

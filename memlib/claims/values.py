@@ -133,10 +133,10 @@ def case_values(claims: Sequence[Claim]) -> dict[str, Any]:
     return out
 
 
-def committed_tree(into: Path) -> Path:
-    """The committed code (HEAD's memlib/ and params/) unpacked under `into`."""
+def committed_tree(into: Path, ref: str = "HEAD") -> Path:
+    """The committed code (`ref`'s memlib/ and params/) unpacked under `into`."""
     root = paths.repo_root()
-    archive = subprocess.run(["git", "-C", str(root), "archive", "HEAD", "memlib", "params"],
+    archive = subprocess.run(["git", "-C", str(root), "archive", ref, "memlib", "params"],
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into
@@ -171,3 +171,26 @@ def verify_moved(study: str, claims: Sequence[Claim], old_root: Path,
             differ.append(f"{key}: {was} before, {new[key][0]} now"
                           + ("" if was != new[key][0] else " (its value differs)"))
     return differ, basis
+
+
+# run by an earlier commit's process: the fingerprints of its rules and of the versions each
+# keeps in `previous`, as that code computed them
+_PRINTS = '''
+import json, sys
+from memlib import studies
+print(json.dumps({c.id: [[v.fingerprint, v.text_fingerprint] for v in (c, *c.previous)]
+                  for c in studies.study_claims(sys.argv[1])}))
+'''
+
+
+def earlier_prints(study: str, old_root: Path) -> dict[str, list[tuple[str, str]]]:
+    """claim id -> (fingerprint, text fingerprint) of the rule and of each version it keeps,
+    as the code unpacked in `old_root` computes them; RuntimeError with its last line when
+    that code cannot."""
+    done = subprocess.run([sys.executable, "-c", _PRINTS, study], capture_output=True,
+                          text=True, cwd=old_root, env={**os.environ, "PYTHONPATH": str(old_root)})
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the earlier code could not fingerprint its rules ({last})")
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return {claim_id: [tuple(pair) for pair in pairs] for claim_id, pairs in found.items()}
