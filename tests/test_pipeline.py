@@ -72,11 +72,12 @@ def test_full_scale_notebooks_read_the_cache_and_name_the_command():
     from memlib.studies.fisher import Config
 
     preset = read_params(params_file(Path("03_fisher_rank_inflation.py"), "full"))
-    config = build(Config, {**preset, "seeds": [4, 5]})
+    # five seeds: the full preset runs each human label set on five of them
+    config = build(Config, {**preset, "seeds": [4, 5, 6, 7, 8]})
     command = run_command("fisher", config, "full")
     assert command.startswith("torchrun --standalone --nproc_per_node=<GPUs> -m memlib run "
                               "fisher --scale full")
-    assert command.endswith("--set 'seeds=[4, 5]'") and command.count("--set") == 1
+    assert command.endswith("--set 'seeds=[4, 5, 6, 7, 8]'") and command.count("--set") == 1
     assert cli.parse_sets(["seeds=[4, 5]"]) == {"seeds": "[4, 5]"}
     with pytest.raises(MissingResultError, match="compute it first with: torchrun"):
         study_results("fisher", config, "full")

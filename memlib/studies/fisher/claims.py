@@ -576,7 +576,7 @@ def _as_the_paper_says(claim: Claim) -> Claim:
                     "by_decile": {str(d): _est(0.5, 0.05) for d in range(1, 10)}}}),
             unit="Delta (corrupted - clean)", headline=lambda v: _least(v["by_decile"]),
             caveat="headline: the decile where corrupted examples lead clean ones least",
-            decided_by=(difficulty_control, decile_contrast),
+            decided_by=(*claim.decided_by, difficulty_control, decile_contrast),
             preset_keys=("attribution_corruption", *_FIT_KEYS))
     elif claim.id == "first_order":
         new = dict(
@@ -594,7 +594,7 @@ def _as_the_paper_says(claim: Claim) -> Claim:
             headline=lambda v: v["cnn"]["spearman"] if v.get("cnn") else None,
             caveat="judged on the CNN runs alone; below full scale one SmallCNN run has no "
                    "interval",
-            decided_by=(_first_order, _cnn_at, _by_seed),
+            decided_by=(*claim.decided_by, _first_order, _cnn_at, _by_seed),
             preset_keys=("attribution_corruption", "attribution_seeds", "arch_models",
                          "arch_seeds", "model", "spectrum", *_FIT_KEYS))
     else:
