@@ -536,6 +536,22 @@ def test_image_samples_larger_than_the_images_is_refused_naming_both_numbers():
         data.sized_subset(data.load("mnist-5k").y, 4001, 0, "image_samples", "images")
 
 
+def test_minibatch_runs_train_on_their_own_batches_as_they_would_alone():
+    task = ma.make_task(7, seed=[3, 4])
+    spec = TrainSpec(epochs=3, batch_size=8, optimizer="adamw", lr=1e-2, weight_decay=0.1)
+    both = ma.train_runs(task, [0.5, 0.5], [0, 1], 8, spec, log_every=3)
+    solo = ma.train_runs(ma.make_task(7, seed=[4]), [0.5], [1], 8, spec, log_every=3)
+    full = ma.train_runs(ma.make_task(7, seed=[4]), [0.5], [1], 8,
+                         TrainSpec(**{**spec.__dict__, "batch_size": None}), log_every=3)
+    assert torch.allclose(both["weights"]["U"][1], solo["weights"]["U"][0], atol=1e-5)
+    assert not torch.allclose(full["weights"]["U"][0], solo["weights"]["U"][0], atol=1e-3)
+    batches = ma.PairBatches(torch.zeros(2, 20, 2, dtype=torch.long),
+                             torch.arange(40).view(2, 20), 8, [0, 1])
+    assert len(batches) == 3 and [b[1].shape for b in batches][-1] == (2, 4)
+    epoch = torch.cat([b[1] for b in batches], 1)
+    assert sorted(epoch[1].tolist()) == list(range(20, 40))  # each run its own pairs, once
+
+
 def test_train_runs_with_muon_and_sgd():
     task = ma.make_task(5)
     for opt in ("muon", "sgd"):
@@ -588,6 +604,10 @@ def test_run_end_to_end_tiny(tmp_path, monkeypatch):
     assert measured["ff-recovers-rule-leaky_relu"] is not None
     assert measured["partition-weaker"]["held_out"]["best_partition_test"].n == 1
     assert results["analytic"]["test_acc"].tolist() == [1.0, 1.0]
+    lead = measured["full-batch-lead"]  # the mini-batch runs: the first optimizer, alpha 0.5
+    assert (lead["optimizer"], lead["alpha"], lead["batch_size"]) == ("adamw", 0.5, 64)
+    assert set(results["minibatch"]["alpha"]) == {0.5}
+    assert ma.full_batch_lead(results["order"], pd.DataFrame(), config) is None  # not run
     again = ma.run(config)  # from the cache
     pd.testing.assert_frame_equal(again["parts"], results["parts"])
 

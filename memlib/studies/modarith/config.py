@@ -70,6 +70,9 @@ class Config:
     order_optimizers: Annotated[tuple[Optimizer, ...], NonEmpty] = ("adamw", "adam", "muon", "sgd")
     order_lrs: Annotated[tuple[float, ...], Positive] = (1e-3, 1e-3, 0.02, 1.0)
     order_weight_decays: Annotated[tuple[float, ...], NonNegative] = (0.1, 0.0, 0.1, 0.0)
+    # the same learning order in mini-batches of this many pairs (the first order optimizer,
+    # the largest order alpha, the same epochs): full batch vs mini-batch; None: not run
+    order_batch_size: Annotated[int | None, Positive, AtMost(10**7)] = 64
     # width sweep (double descent)
     sweep_widths: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**16)] = (8, 32, 128)
     sweep_alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.2, 0.5, 0.8)

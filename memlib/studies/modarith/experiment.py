@@ -30,6 +30,7 @@ from memlib.studies.modarith.runs import (
     image_order,
     learning_order,
     main_key,
+    minibatch_order,
     train_main,
     variant_parts,
     width_sweep,
@@ -101,6 +102,7 @@ def run(config: Config) -> dict:
     prefetch_runs(config)
     images, image_note = image_order(config)
     return {**main_analysis(config), "order": learning_order(config),
+            "minibatch": minibatch_order(config),
             "sweep": width_sweep(config), "images": images, "image_note": image_note,
             "analytic": analytic_check(config), "variants": variant_parts(config),
             "chance": chance(config)}
@@ -126,7 +128,9 @@ def planned_runs(config: Config) -> list[tuple[Callable, Config]]:
              for width in sorted(config.sweep_widths, reverse=True)
              for act in config.sweep_activations for wd in config.sweep_weight_decays]
     variants = [(variant_parts, replace(config, variants=(v,))) for v in config.variants]
-    return [(main_analysis, config), (image_order, config), *variants, *order, *sweep]
+    minibatch = [(minibatch_order, config)] if config.order_batch_size is not None else []
+    return [(main_analysis, config), (image_order, config), *variants, *order, *minibatch,
+            *sweep]
 
 
 def prefetch_runs(config: Config) -> None:

@@ -36,7 +36,8 @@ __all__ = ["OPERATIONS", "NOISE_KINDS", "SUBSETS", "SUBSET_LABELS", "ACTIVATIONS
            "dominant_frequencies", "keep_frequency", "frequency_filter", "phases",
            "wrap_angle", "phase_error", "analytic_quadratic_solution", "ipr",
            "strength", "select_neurons", "top_fraction", "train_runs", "evaluate_parts",
-           "partition_curves", "spectra_table", "noisy_first", "image_learning_order"]
+           "partition_curves", "spectra_table", "noisy_first", "image_learning_order",
+           "PairBatches"]
 
 
 OPERATIONS = ("add", "sub")
@@ -415,10 +416,32 @@ def top_fraction(score: Tensor, fraction: float, largest: bool = True) -> Tensor
 
 
 # --------------------------------------------------------------------------- training
+class PairBatches:
+    """Mini-batches of every run's own training pairs, shuffled per run and epoch from the
+    run's seed: pairs (R, B, 2), labels (R, B), positions (R, B)."""
+
+    def __init__(self, pairs: Tensor, labels: Tensor, batch_size: int, seeds: Sequence[int]):
+        self.pairs, self.labels, self.batch_size = pairs, labels, batch_size
+        self.generators = [generator(s) for s in seeds]
+
+    def __len__(self) -> int:
+        return math.ceil(self.labels.shape[1] / self.batch_size)
+
+    def __iter__(self):
+        n = self.labels.shape[1]
+        orders = torch.stack([torch.randperm(n, generator=g) for g in self.generators])
+        orders = orders.to(self.labels.device)
+        for start in range(0, n, self.batch_size):
+            idx = orders[:, start:start + self.batch_size]
+            yield (self.pairs.gather(1, idx[..., None].expand(-1, -1, 2)),
+                   self.labels.gather(1, idx), idx)
+
+
 def train_runs(task: Task, alphas: Sequence[float], seeds: Sequence[int], width: int,
                spec: TrainSpec, activation: str = "relu", noise: str = "wrong",
                log_every: int = 50) -> dict:
-    """Train one run per (alpha, seed) pair together, full batch, through memlib.train
+    """Train one run per (alpha, seed) pair together, full batch (or in mini-batches of
+    `spec.batch_size`, each run's shuffled from its seed: `PairBatches`), through memlib.train
     (on the GPU when there is one).
 
     Returns {"weights": final weights (R, ...), "noisy": (R, n_train) labels, "mask": (R, n_train),
@@ -451,7 +474,9 @@ def train_runs(task: Task, alphas: Sequence[float], seeds: Sequence[int], width:
         return per_run_cross_entropy(net(batch[0]), batch[1])
 
     batch = (train_pairs, noisy, torch.arange(train_y.shape[1], device=device))
-    train(model, (batch,), spec, step=step, callbacks=[log], memo=memo,
+    data = ((batch,) if spec.batch_size is None
+            else PairBatches(train_pairs, noisy, spec.batch_size, seeds))
+    train(model, data, spec, step=step, callbacks=[log], memo=memo,
           desc=f"modarith M={width}")
     history = pd.concat(memo["logged"], ignore_index=True)
     history["alpha"] = history["run"].map(dict(enumerate(alphas)))

@@ -25,8 +25,8 @@ from memlib.studies.modarith.method import (
 from memlib.train import TrainSpec
 
 __all__ = ["SPLIT_STREAM", "split_seed", "main_key", "train_main", "learning_order",
-           "width_sweep", "image_order", "variant_parts", "MAIN", "ORDER", "SWEEP", "IMAGES",
-           "VARIANT"]
+           "minibatch_order", "width_sweep", "image_order", "variant_parts", "MAIN", "ORDER",
+           "SWEEP", "IMAGES", "VARIANT", "MINIBATCH"]
 
 
 # offsets a run's seed into the stream that draws its data: its split of the table of pairs,
@@ -101,6 +101,28 @@ def learning_order(config: Config) -> pd.DataFrame:
             config.noise, config.order_log_every)["history"])
         frames.append(out.assign(optimizer=opt, lr=lr, weight_decay=wd))
     return pd.concat(frames, ignore_index=True)
+
+
+def minibatch_order(config: Config) -> pd.DataFrame:
+    """The learning order of the first order optimizer at the largest order alpha, trained in
+    mini-batches of `order_batch_size` pairs (one run per seed, together); empty where
+    `order_batch_size` is None."""
+    if config.order_batch_size is None:
+        return pd.DataFrame()
+    opt, lr, wd = (config.order_optimizers[0], config.order_lrs[0],
+                   config.order_weight_decays[0])
+    alphas, seeds = _grid((max(config.order_alphas),), config.seeds)
+    key = {**_task_key(config), "width": config.width, "activation": config.activation,
+           "alphas": alphas, "seeds": seeds, "optimizer": opt, "lr": lr, "weight_decay": wd,
+           "epochs": config.order_epochs, "log_every": config.order_log_every,
+           "batch_size": config.order_batch_size}
+    spec = TrainSpec(epochs=config.order_epochs, batch_size=config.order_batch_size,
+                     optimizer=opt, lr=lr, weight_decay=wd, seed=seeds[0])
+    out = MINIBATCH.get(key, lambda: train_runs(
+        _task(config, seeds), alphas, seeds, config.width, spec, config.activation,
+        config.noise, config.order_log_every)["history"])
+    return out.assign(optimizer=opt, lr=lr, weight_decay=wd,
+                      batch_size=config.order_batch_size)
 
 
 def width_sweep(config: Config) -> pd.DataFrame:
@@ -223,3 +245,4 @@ ORDER = inline("modarith-order", 1, learning_order, uses=TRAINING)
 SWEEP = inline("modarith-sweep", 1, width_sweep, uses=TRAINING)
 IMAGES = inline("modarith-images", 1, image_order, uses=TRAINING)
 VARIANT = inline("modarith-variant", 1, variant_parts, uses=TRAINING)
+MINIBATCH = inline("modarith-minibatch", 1, minibatch_order, uses=TRAINING)
