@@ -115,7 +115,8 @@ def planned_runs(config: Config) -> list[tuple[Callable, Config]]:
     """(study function, config) calls that together make every cached computation of `run`,
     independent of each other, one entry each (the image runs: all four of theirs), longest
     first (small scale, cold: the main runs 237 s and their analysis 35 s, the image runs
-    41 s, a variant 33 s, an optimizer's learning order 20-38 s, a sweep net 14 s at the
+    41 s, a variant 33 s, an optimizer's learning order 20-38 s, the mini-batch learning
+    order 37 s, a sweep net 14 s at the
     widest to 3 s). A config
     narrowed to one optimizer, variant or sweep net makes the entry that `config` makes for
     it: no key holds the lists it narrows."""
