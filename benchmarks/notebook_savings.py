@@ -96,13 +96,13 @@ def modarith_split(repeats: int, epochs: int) -> None:
     from memlib.train import TrainSpec
 
     config = preset_config("modarith", "small")
-    task = modarith._task(config)
     alphas, seeds = modarith._grid(config.alphas, config.seeds)
     spec = TrainSpec(epochs=epochs, batch_size=None, optimizer=config.optimizer, lr=config.lr,
                      weight_decay=config.weight_decay, seed=seeds[0])
 
     def train(part: slice):
-        return modarith.train_runs(task, alphas[part], seeds[part], config.width, spec,
+        return modarith.train_runs(modarith._task(config, seeds[part]), alphas[part],
+                                   seeds[part], config.width, spec,
                                    config.activation, config.noise, epochs)
 
     whole_t, whole = fastest(lambda: train(slice(None)), repeats)

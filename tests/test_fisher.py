@@ -546,3 +546,32 @@ def test_each_human_label_set_runs_on_human_seeds():
 
     full = read_params(paths.repo_root() / "params" / "full" / "03_fisher_rank_inflation.yaml")
     assert full["human_seeds"] >= 5 and len(full["seeds"]) >= full["human_seeds"]
+
+
+def test_each_replicate_trains_and_tests_on_a_subset_of_its_own():
+    """Two seeds draw different training and test subsets; one seed draws the same one again;
+    0 is the whole split, the same for every seed."""
+    first, again, other = (fisher.run_data("mnist-5k", 200, 100, "unit", s) for s in (0, 0, 1))
+    assert torch.equal(first[2], again[2]) and torch.equal(first[1].x, again[1].x)
+    assert len(first[2]) == len(other[2]) == 200
+    assert not torch.equal(first[2], other[2])
+    assert not torch.equal(first[1].x, other[1].x)
+    assert torch.bincount(first[0].y).tolist() == [20] * 10  # still class-stratified
+    whole = [fisher.run_data("mnist-5k", 0, 0, "unit", s) for s in (0, 1)]
+    assert whole[0][2] is None and torch.equal(whole[0][1].x, whole[1][1].x)
+
+
+def test_a_subset_larger_than_its_split_is_refused_naming_both_numbers():
+    from memlib.data import DataRequestError
+
+    with pytest.raises(ConfigError, match="n_train=5000 asks for more than the 4000 training "
+                                          "images of mnist-5k"):
+        tiny(fisher.Config, dataset="mnist-5k", n_train=5000)
+    with pytest.raises(ConfigError, match="n_test=1001 asks for more than the 1000 test images"):
+        tiny(fisher.Config, dataset="mnist-5k", n_test=1001)
+    with pytest.raises(ConfigError, match="n_scatter=4500 asks for more than the 4000"):
+        tiny(fisher.Config, dataset="mnist-5k", n_train=0, n_test=0, n_scatter=4500)
+    tiny(fisher.Config, dataset="mnist-5k", n_train=4000, n_test=1000)  # all of it: asked for
+    # a copy smaller than the dataset is refused as it loads, never clamped
+    with pytest.raises(DataRequestError, match="n_train=4001 asks for more than the 4000"):
+        fisher.run_data("mnist-5k", 4001, 0, "unit", 0)

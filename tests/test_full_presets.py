@@ -58,7 +58,7 @@ PROBES = {  # MNIST + Fashion-MNIST, authors' pairs, all training images kept (t
     "prune_levels": [0.0, 0.5], "noise_log2_levels": [-4, 0], "flip_levels": [0.0, 0.2],
     "null_draws": 1, "null_prune_levels": [0.0, 0.5], "curveball_trades": 2, "ssim_pairs": 5,
     "heatmap_classes": 3, "heatmap_runs": 1, "heatmap_epochs": 1,
-    "heatmap_null_draws": 1, "standin_epochs": 1,
+    "heatmap_null_draws": 1, "standin_epochs": 1, "standin_train": 300, "standin_test": 100,
     "standin_prune_levels": [0.5], "standin_noise_levels": [1.0], "standin_flip_levels": [0.1],
     "distilbert": True,  # a tiny DistilBERT NER model and CoNLL file, written by the test
 }

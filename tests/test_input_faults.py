@@ -226,6 +226,20 @@ def test_a_size_only_the_data_can_refuse_stops_as_it_loads_naming_both_numbers(t
     assert not list(cache.rglob("*.pt"))
 
 
+def test_a_fisher_subset_larger_than_a_smaller_copy_stops_as_it_loads(tmp_path):
+    """n_train=250 of a CIFAR-10 copy of 200 training images (the config expects 50,000):
+    refused as the first run loads its data, naming both numbers, never used whole."""
+    cache, data = tmp_path / "cache", tmp_path / "data"
+    write_original_cifar(data / "cifar10", "cifar10", n_train=200, n_test=40)
+    run = memlib_run("fisher", "--scale", "smoke", "--set", "dataset=cifar10", "--set",
+                     "n_train=250", "--set", "n_scatter=100", "--set", "n_test=40",
+                     env={"MEMLIB_CACHE": str(cache), "MEMLIB_DATA": str(data)})
+    assert (run.returncode, run.stdout) == (2, ""), run.stderr
+    assert ("n_train=250 asks for more than the 200 training images of cifar10"
+            in one_line(run.stderr))
+    assert not list(cache.rglob("fisher-run-*.pt"))  # no run trained (the math checks may)
+
+
 @pytest.mark.parametrize("study, sets, fragment", [
     ("rlp", ["measure_samples=12", "dataset=cifar100"], "measure_samples=12 is below the 100"),
     ("rlp", ["seeds=[3, 1, 3]"], "seeds=[3, 1, 3] repeats 3"),
@@ -240,6 +254,14 @@ def test_a_size_only_the_data_can_refuse_stops_as_it_loads_naming_both_numbers(t
     ("lens", ["datasets=[digits]", "study1_sets=[train_samples=5000]"],
      "study 1's preset on digits: train_samples=5000 asks for more than the 1337"),
     ("fisher", ["n_train=50", "n_scatter=20", "dataset=cifar100"], "n_train=50 is below"),
+    ("fisher", ["dataset=mnist-5k", "n_train=4001"],
+     "n_train=4001 asks for more than the 4000 training images of mnist-5k"),
+    ("fisher", ["dataset=mnist-5k", "n_test=1001"],
+     "n_test=1001 asks for more than the 1000 test images of mnist-5k"),
+    ("modarith", ["image_dataset=mnist-5k", "image_samples=4001"],
+     "image_samples=4001 asks for more than the 4000 training images of mnist-5k"),
+    ("probes", ["standin_test=10001"],
+     "standin_test=10001 asks for more than the 10000 test images of fashion_mnist"),
     ("fisher", ["corruptions=[0.0, 0.4, 0.4]"], "corruptions=[0.0, 0.4, 0.4] repeats 0.4"),
     ("probes", ["standin_test=9"], "standin_test=9 is below the 10 classes"),
     ("probes", ["seeds=[1, 1]"], "seeds=[1, 1] repeats 1"),

@@ -479,6 +479,79 @@ def test_train_runs_batched_equals_single_run():
     assert set(history["subset"]) == set(ma.SUBSETS)
 
 
+def test_each_replicate_draws_its_own_split_of_the_pairs():
+    """Runs of two seeds train and are tested on different splits, the same seed on the same
+    split again (at every alpha); the batched runs end as each would alone on its split."""
+    config = tiny(ma.Config, p=7)
+    task = ma.runs._task(config, [0, 1, 0])
+    again = ma.runs._task(config, [0])
+    assert task.train_idx.shape == (3, round(0.8 * 49))
+    assert torch.equal(task.train_idx[0], task.train_idx[2])
+    assert torch.equal(task.train_idx[0], again.train_idx[0])
+    assert not torch.equal(task.train_idx[0], task.train_idx[1])
+    for r in range(3):  # each run's split: disjoint halves of the whole table
+        assert set(task.train_idx[r].tolist()).isdisjoint(task.test_idx[r].tolist())
+        assert len(task.train_idx[r]) + len(task.test_idx[r]) == 49
+    spec = TrainSpec(epochs=5, batch_size=None, optimizer="adamw", lr=1e-2, weight_decay=0.1)
+    both = ma.train_runs(task, [0.5, 0.5, 0.2], [0, 1, 0], 8, spec, log_every=5)
+    solo = ma.train_runs(ma.runs._task(config, [1]), [0.5], [1], 8, spec, log_every=5)
+    shared = ma.train_runs(ma.make_task(7, seed=ma.split_seed(0)), [0.5], [1], 8, spec,
+                           log_every=5)
+    assert torch.equal(both["noisy"][1], solo["noisy"][0])
+    assert torch.allclose(both["weights"]["U"][1], solo["weights"]["U"][0], atol=1e-5)
+    assert not torch.allclose(shared["weights"]["U"][0], solo["weights"]["U"][0], atol=1e-3)
+    last = both["history"][both["history"]["epoch"] == 5].set_index(["run", "subset"])["acc"]
+    alone = solo["history"][solo["history"]["epoch"] == 5].set_index("subset")["acc"]
+    assert last[1].to_dict() == pytest.approx(alone.to_dict(), nan_ok=True)
+
+
+def test_each_replicate_learns_the_image_order_on_images_of_its_own(monkeypatch):
+    seen = []
+
+    def record(x, y, *args, seed, **kwargs):
+        seen.append((seed, x.clone()))
+        return pd.DataFrame({"epoch": [0], "subset": ["clean_train"], "acc": [0.0], "alpha": 0.2})
+
+    monkeypatch.setattr(ma.runs, "image_learning_order", record)
+    monkeypatch.setattr(ma.runs.IMAGES, "get", lambda key, compute: compute())
+    config = tiny(ma.Config, seeds=(0, 1), image_dataset="mnist-5k", image_samples=200,
+                  image_epochs=1, digits_epochs=1)
+    ma.image_order(config)
+    ma.image_order(config)  # again: the same images
+    images = [x for _, x in seen if len(x) == 200]  # digits: every image, for every seed
+    assert len(images) == 4 and len(seen) == 8
+    assert torch.equal(images[0], images[2]) and torch.equal(images[1], images[3])
+    assert not torch.equal(images[0], images[1])
+
+
+def test_image_samples_larger_than_the_images_is_refused_naming_both_numbers():
+    from memlib import data
+
+    with pytest.raises(ConfigError, match="image_samples=5000 asks for more than the 4000 "
+                                          "training images of mnist-5k"):
+        tiny(ma.Config, image_dataset="mnist-5k", image_samples=5000)
+    whole = tiny(ma.Config, image_dataset="mnist-5k", image_samples=None)  # all, as asked
+    assert whole.image_samples is None
+    with pytest.raises(data.DataRequestError, match="image_samples=4001 asks for more than"):
+        data.sized_subset(data.load("mnist-5k").y, 4001, 0, "image_samples", "images")
+
+
+def test_minibatch_runs_train_on_their_own_batches_as_they_would_alone():
+    task = ma.make_task(7, seed=[3, 4])
+    spec = TrainSpec(epochs=3, batch_size=8, optimizer="adamw", lr=1e-2, weight_decay=0.1)
+    both = ma.train_runs(task, [0.5, 0.5], [0, 1], 8, spec, log_every=3)
+    solo = ma.train_runs(ma.make_task(7, seed=[4]), [0.5], [1], 8, spec, log_every=3)
+    full = ma.train_runs(ma.make_task(7, seed=[4]), [0.5], [1], 8,
+                         TrainSpec(**{**spec.__dict__, "batch_size": None}), log_every=3)
+    assert torch.allclose(both["weights"]["U"][1], solo["weights"]["U"][0], atol=1e-5)
+    assert not torch.allclose(full["weights"]["U"][0], solo["weights"]["U"][0], atol=1e-3)
+    batches = ma.PairBatches(torch.zeros(2, 20, 2, dtype=torch.long),
+                             torch.arange(40).view(2, 20), 8, [0, 1])
+    assert len(batches) == 3 and [b[1].shape for b in batches][-1] == (2, 4)
+    epoch = torch.cat([b[1] for b in batches], 1)
+    assert sorted(epoch[1].tolist()) == list(range(20, 40))  # each run its own pairs, once
+
+
 def test_train_runs_with_muon_and_sgd():
     task = ma.make_task(5)
     for opt in ("muon", "sgd"):
@@ -531,6 +604,10 @@ def test_run_end_to_end_tiny(tmp_path, monkeypatch):
     assert measured["ff-recovers-rule-leaky_relu"] is not None
     assert measured["partition-weaker"]["held_out"]["best_partition_test"].n == 1
     assert results["analytic"]["test_acc"].tolist() == [1.0, 1.0]
+    lead = measured["full-batch-lead"]  # the mini-batch runs: the first optimizer, alpha 0.5
+    assert (lead["optimizer"], lead["alpha"], lead["batch_size"]) == ("adamw", 0.5, 64)
+    assert set(results["minibatch"]["alpha"]) == {0.5}
+    assert ma.full_batch_lead(results["order"], pd.DataFrame(), config) is None  # not run
     again = ma.run(config)  # from the cache
     pd.testing.assert_frame_equal(again["parts"], results["parts"])
 

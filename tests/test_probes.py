@@ -337,6 +337,61 @@ def test_ensemble_training_equals_separate_runs(warmup_steps):
             assert torch.allclose(stacked[name][r], value, atol=1e-5), name
 
 
+def test_each_run_trains_on_its_own_subset_as_it_would_alone():
+    """Runs stacked on one shared dataset tensor, each drawing its batches from its own rows,
+    end where each run trained alone on its rows ends."""
+    x = torch.randn(60, 6, generator=gen(5))
+    y = (x[:, 0] > 0).long()
+    seeds = [3, 4]
+    subsets = probes.run_subsets(y, 12, seeds)
+    assert subsets.shape == (2, 24) and not torch.equal(subsets[0], subsets[1])
+    stacked = probes.train_runs(x, y, seeds, 5, "relu", epochs=2, batch_size=8, lr=0.01,
+                                subsets=subsets)
+    for r, seed in enumerate(seeds):
+        alone = probes.train_runs(x[subsets[r]], y[subsets[r]], [seed], 5, "relu", epochs=2,
+                                  batch_size=8, lr=0.01)
+        for name, value in alone.items():
+            assert torch.allclose(stacked[name][r], value[0], atol=1e-5), name
+    shared = probes.train_runs(x, y, seeds, 5, "relu", epochs=2, batch_size=8, lr=0.01)
+    assert not torch.allclose(shared["fc1.weight"], stacked["fc1.weight"])
+
+
+def test_each_replicate_draws_its_own_pair_subset_and_the_same_one_again():
+    x, y = probes.pair_data("mnist-5k", (0, 7), "train")
+    first, again = (probes.run_subsets(y, 100, [0, 1]) for _ in range(2))
+    assert torch.equal(first, again)
+    assert first.shape == (2, 200) and not torch.equal(first[0], first[1])
+    assert [torch.bincount(y[row]).tolist() for row in first] == [[100, 100]] * 2
+    assert probes.run_subsets(y, None, [0, 1]) is None  # the whole pair: nothing to draw
+    assert probes.run_subsets(y, 400, [0, 1]) is None  # mnist-5k's 400 a class: all of them
+
+
+def test_each_standin_is_scored_on_test_images_of_its_own_and_sizes_are_not_clamped(
+        monkeypatch):
+    from memlib.data import DataRequestError
+
+    drawn = []
+    monkeypatch.setattr(probes.runs, "_standin_data",
+                        lambda split, n, seed, asked: drawn.append((split, n, seed)) or (0, 0))
+    monkeypatch.setattr(probes.runs, "standin_model", lambda config, seed: MLP(4, (3,), 2))
+    monkeypatch.setattr(probes.STANDIN_TABLE, "get", lambda key, compute: pd.DataFrame())
+    config = tiny_config(probes.Config)
+    for seed in (1000, 1001, 1000):
+        probes.cached_standin((seed, config))
+    assert drawn[0] == drawn[2] and drawn[0][2] != drawn[1][2]
+    monkeypatch.undo()
+    with pytest.raises(ConfigError, match="standin_test=10001 asks for more than the 10000 "
+                                          "test images of fashion_mnist"):
+        tiny_config(probes.Config, standin_test=10001)
+    with pytest.raises(ConfigError, match="standin_train=60001 asks for more than the 60000"):
+        tiny_config(probes.Config, standin_train=60001)
+    with pytest.raises(DataRequestError, match="standin_test=10001 asks for more than the "
+                                               "10000 test images of fashion_mnist"):
+        probes.runs._standin_data("test", 10001, 0, "standin_test")
+    x, y = probes.runs._standin_data("test", 10000, 0, "standin_test")  # all: as asked
+    assert len(y) == 10000
+
+
 def test_reinit_biases_keeps_trained_weights():
     x = torch.randn(40, 6, generator=gen(5))
     y = (x[:, 0] > 0).long()

@@ -39,8 +39,10 @@ class Config:
     # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
     dataset: Literal["fashion_mnist", "mnist", "mnist-5k", "cifar10", "cifar100",
                      "digits"] = "fashion_mnist"
-    n_train: Annotated[int, NonNegative, AtMost(10**7)] = 2000  # 0: the whole training set
-    n_test: Annotated[int, NonNegative, AtMost(10**7)] = 2000  # 0: the whole test set
+    # each run's class-stratified subsets, drawn from its seed (runs.subset_seed), so that the
+    # replicates vary the data; 0: the whole split, the same for every run
+    n_train: Annotated[int, NonNegative, AtMost(10**7)] = 2000
+    n_test: Annotated[int, NonNegative, AtMost(10**7)] = 2000
     # the fixed scatter (and attribution) set, a subset of training
     n_scatter: Annotated[int, AtLeast(10), AtMost(10**7)] = 1000
     model: Literal["mlp", "smallcnn", "resnet18", "vit_tiny", "vit_base_patch32_224"] = "mlp"
@@ -103,9 +105,17 @@ class Config:
               f"corruptions {self.corruptions}")
         check(self.n_train == 0 or self.n_scatter <= self.n_train,
               f"n_scatter={self.n_scatter} exceeds n_train={self.n_train}")
-        for name in ("n_train", "n_test"):
-            check_stratified(name, getattr(self, name), mdata.NUM_CLASSES[self.dataset],
-                             self.dataset)
+        sizes = {"n_train": (mdata.TRAIN_SIZES[self.dataset], "training"),
+                 "n_test": (mdata.TEST_SIZES[self.dataset], "test")}
+        for name, (size, split) in sizes.items():
+            count = getattr(self, name)
+            check_stratified(name, count, mdata.NUM_CLASSES[self.dataset], self.dataset)
+            # never clamped to what is there: a run of fewer images is another run
+            check(count <= size, f"{name}={count} asks for more than the {size} {split} images "
+                                 f"of {self.dataset}; ask for at most {size} (0: all of them)")
+        check(self.n_train or self.n_scatter <= sizes["n_train"][0],
+              f"n_scatter={self.n_scatter} asks for more than the {sizes['n_train'][0]} "
+              f"training images of {self.dataset}")
         check(self.early_epoch <= self.epochs,
               f"early_epoch must be in 1..epochs, got {self.early_epoch}")
         bad = [m for m in self.arch_models if m not in MODEL_NAMES]

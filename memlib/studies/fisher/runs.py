@@ -35,19 +35,31 @@ from memlib.studies.fisher.method import (
 from memlib.train import FitCriterion, TrainSpec, fit_tracker, train
 
 __all__ = [
-    "human_labels", "build_model", "train_run", "cached_run", "cached_checks"
+    "SUBSET_STREAM", "subset_seed", "run_data", "human_labels", "build_model", "train_run",
+    "cached_run", "cached_checks"
 ]
 
+# offsets a run's seed into the stream that draws its training and test subsets
+SUBSET_STREAM = 3_000_017
+
+
+def subset_seed(seed: int) -> int:
+    """The seed of run `seed`'s training and test subsets: each replicate draws its own, so
+    that a claim about the method is not a claim about one sample of the data."""
+    return SUBSET_STREAM + seed
+
+
 @functools.lru_cache(maxsize=4)
-def _data(dataset: str, n_train: int, n_test: int, inputs: str = "standardized"):
-    """Fixed (seed 0) stratified training/test subsets, shared by every run (a split no larger
-    than its subset is used whole), their images scaled as `inputs` says
-    (memlib.data.scale_inputs)."""
+def run_data(dataset: str, n_train: int, n_test: int, inputs: str, seed: int):
+    """Run `seed`'s stratified training and test subsets (`subset_seed`; 0: the whole split,
+    the same for every run), their images scaled as `inputs` says (memlib.data.scale_inputs),
+    and the training subset's indices (None: the whole split). A size larger than its split is
+    a DataRequestError naming both numbers, never clamped to what is there."""
     train_split, test_split = mdata.load(dataset, "train"), mdata.load(dataset, "test")
-    tr = (mdata.stratified_subset(train_split.y, count=n_train, seed=0)
-          if 0 < n_train < len(train_split) else None)
-    te = (mdata.stratified_subset(test_split.y, count=n_test, seed=0)
-          if 0 < n_test < len(test_split) else None)
+    tr = mdata.sized_subset(train_split.y, n_train or None, subset_seed(seed), "n_train",
+                            f"training images of {dataset}")
+    te = mdata.sized_subset(test_split.y, n_test or None, subset_seed(seed) + 1, "n_test",
+                            f"test images of {dataset}")
     train_split = train_split.subset(tr) if tr is not None else train_split
     test_split = test_split.subset(te) if te is not None else test_split
     scaled = [mdata.Split(mdata.scale_inputs(dataset, part.x, inputs), part.y, part.classes)
@@ -78,8 +90,8 @@ def build_model(config: Config, name: str, num_classes: int, in_shape) -> torch.
 def train_run(config: Config, model_name: str, noise: str, corruption: float, seed: int,
               epochs: int) -> dict:
     """Train once, tracking er on the scatter set every epoch; attribution at the peak."""
-    train_split, test_split, subset = _data(config.dataset, config.n_train,
-                                            config.n_test, config.inputs)
+    train_split, test_split, subset = run_data(config.dataset, config.n_train, config.n_test,
+                                            config.inputs, seed)
     num_classes = train_split.num_classes
     true = train_split.y
     if noise == "symmetric":

@@ -21,7 +21,7 @@ from memlib.config import (
     check_fields,
     check_stratified,
 )
-from memlib.data import NUM_CLASSES, resolve_fields
+from memlib.data import NUM_CLASSES, TRAIN_SIZES, resolve_fields
 from memlib.presets import declare_defaults
 from memlib.studies.modarith.method import Activation, is_prime
 
@@ -70,6 +70,9 @@ class Config:
     order_optimizers: Annotated[tuple[Optimizer, ...], NonEmpty] = ("adamw", "adam", "muon", "sgd")
     order_lrs: Annotated[tuple[float, ...], Positive] = (1e-3, 1e-3, 0.02, 1.0)
     order_weight_decays: Annotated[tuple[float, ...], NonNegative] = (0.1, 0.0, 0.1, 0.0)
+    # the same learning order in mini-batches of this many pairs (the first order optimizer,
+    # the largest order alpha, the same epochs): full batch vs mini-batch; None: not run
+    order_batch_size: Annotated[int | None, Positive, AtMost(10**7)] = 64
     # width sweep (double descent)
     sweep_widths: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**16)] = (8, 32, 128)
     sweep_alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.2, 0.5, 0.8)
@@ -87,7 +90,10 @@ class Config:
     digits_epochs: Annotated[int, NonNegative, AtMost(10**6)] = 300
     image_dataset: Literal["mnist", "mnist-5k", "fashion_mnist", "none"] = "mnist"
     image_fallback: Literal["fashion_mnist", "none"] = "fashion_mnist"
-    image_samples: Annotated[int, Positive, AtMost(10**7)] = 2000
+    # each seed's class-stratified subset of the image dataset's training images, drawn from
+    # its own seed (runs.split_seed); None: every one of them (60,000 of MNIST, 4,000 of
+    # mnist-5k), the same for every seed
+    image_samples: Annotated[int | None, Positive, AtMost(10**7)] = 2000
     image_epochs: Annotated[int, NonNegative, AtMost(10**5)] = 100
     parallel_runs: Annotated[int, Positive, AtMost(256)] = 2  # runs at once: in no key
 
@@ -104,8 +110,13 @@ class Config:
                   f"train_fraction={self.train_fraction} of the {n * n} pairs mod {n} leaves "
                   "the training or the test set empty")
         if self.image_dataset != "none" and self.image_epochs > 0:
-            for name in {self.image_dataset, self.image_fallback} - {"none"}:
+            for name in sorted({self.image_dataset, self.image_fallback} - {"none"}):
                 check_stratified("image_samples", self.image_samples, NUM_CLASSES[name], name)
+                # never clamped to what is there: a run on fewer images is another run
+                size = TRAIN_SIZES[name]
+                check(self.image_samples is None or self.image_samples <= size,
+                      f"image_samples={self.image_samples} asks for more than the {size} "
+                      f"training images of {name}; ask for at most {size} (null: all of them)")
 
 
 def chance(config: Config) -> float:

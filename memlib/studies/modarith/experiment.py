@@ -30,6 +30,7 @@ from memlib.studies.modarith.runs import (
     image_order,
     learning_order,
     main_key,
+    minibatch_order,
     train_main,
     variant_parts,
     width_sweep,
@@ -44,8 +45,8 @@ HALVES_STREAM = 7_000_003  # offsets a run's seed into the stream that splits it
 
 def analyse_main(config: Config, main: dict) -> dict:
     """FF parts, phases, partitions and spectra of the main runs (pure: copies only)."""
-    task, weights = _task(config), main["weights"]
     alphas, seeds = _grid(config.alphas, config.seeds)
+    task, weights = _task(config, seeds), main["weights"]
     noisy, mask = main["noisy"], main["mask"]
     parts = _label_runs(evaluate_parts(weights, task, noisy, mask, config.eval_activations),
                         alphas, seeds)
@@ -79,15 +80,17 @@ def main_analysis(config: Config) -> dict:
 
 
 def analytic_check(config: Config) -> pd.DataFrame:
-    """The hand-built x^2 solution: test accuracy, and how much FF changes it."""
-    task = _task(config)
+    """The hand-built x^2 solution: test accuracy (on the first seed's test pairs), and how
+    much FF changes it."""
+    task = _task(config, config.seeds[:1])
+    test = task.test_idx[0]
     weights = analytic_quadratic_solution(config.p, config.operation)
     g, _ = frequency_filter(weights)
     rows = []
     for name, w in (("analytic", weights), ("FF(analytic)", g)):
         predicted = forward(w, task.pairs, "quadratic").argmax(-1)[0]
         rows.append({"net": name, "neurons": w["U"].shape[1],
-                     "test_acc": (predicted[task.test_idx] == task.labels[task.test_idx])
+                     "test_acc": (predicted[test] == task.labels[test])
                      .float().mean().item(),
                      "max_change_under_FF": max((g[n] - weights[n]).abs().max().item()
                                                 for n in weights)})
@@ -99,6 +102,7 @@ def run(config: Config) -> dict:
     prefetch_runs(config)
     images, image_note = image_order(config)
     return {**main_analysis(config), "order": learning_order(config),
+            "minibatch": minibatch_order(config),
             "sweep": width_sweep(config), "images": images, "image_note": image_note,
             "analytic": analytic_check(config), "variants": variant_parts(config),
             "chance": chance(config)}
@@ -111,7 +115,8 @@ def planned_runs(config: Config) -> list[tuple[Callable, Config]]:
     """(study function, config) calls that together make every cached computation of `run`,
     independent of each other, one entry each (the image runs: all four of theirs), longest
     first (small scale, cold: the main runs 237 s and their analysis 35 s, the image runs
-    41 s, a variant 33 s, an optimizer's learning order 20-38 s, a sweep net 14 s at the
+    41 s, a variant 33 s, an optimizer's learning order 20-38 s, the mini-batch learning
+    order 37 s, a sweep net 14 s at the
     widest to 3 s). A config
     narrowed to one optimizer, variant or sweep net makes the entry that `config` makes for
     it: no key holds the lists it narrows."""
@@ -124,7 +129,9 @@ def planned_runs(config: Config) -> list[tuple[Callable, Config]]:
              for width in sorted(config.sweep_widths, reverse=True)
              for act in config.sweep_activations for wd in config.sweep_weight_decays]
     variants = [(variant_parts, replace(config, variants=(v,))) for v in config.variants]
-    return [(main_analysis, config), (image_order, config), *variants, *order, *sweep]
+    minibatch = [(minibatch_order, config)] if config.order_batch_size is not None else []
+    return [(main_analysis, config), (image_order, config), *variants, *order, *minibatch,
+            *sweep]
 
 
 def prefetch_runs(config: Config) -> None:

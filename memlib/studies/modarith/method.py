@@ -36,7 +36,8 @@ __all__ = ["OPERATIONS", "NOISE_KINDS", "SUBSETS", "SUBSET_LABELS", "ACTIVATIONS
            "dominant_frequencies", "keep_frequency", "frequency_filter", "phases",
            "wrap_angle", "phase_error", "analytic_quadratic_solution", "ipr",
            "strength", "select_neurons", "top_fraction", "train_runs", "evaluate_parts",
-           "partition_curves", "spectra_table", "noisy_first", "image_learning_order"]
+           "partition_curves", "spectra_table", "noisy_first", "image_learning_order",
+           "PairBatches"]
 
 
 OPERATIONS = ("add", "sub")
@@ -71,14 +72,32 @@ def true_labels(a: Tensor, b: Tensor, p: int, operation: str = "add") -> Tensor:
 
 @dataclass(frozen=True)
 class Task:
-    """All P^2 pairs (a, b), their true labels, and a fixed train/test split of the pairs."""
+    """All P^2 pairs (a, b), their true labels, and a train/test split of the pairs: one split
+    shared by every run (1-D indices) or one per run (R x n rows, row r run r's split, all of
+    the same size)."""
 
     p: int
     operation: str
     pairs: Tensor  # (P^2, 2) long: row i is (i // P, i % P)
     labels: Tensor  # (P^2,) long
-    train_idx: Tensor  # sorted indices into pairs
+    train_idx: Tensor  # sorted indices into pairs, (n,) or (R, n)
     test_idx: Tensor
+
+    def train_rows(self, runs: int) -> Tensor:
+        """Each of `runs` runs' training indices (R, n)."""
+        return _rows(self.train_idx, runs)
+
+    def test_rows(self, runs: int) -> Tensor:
+        """Each of `runs` runs' test indices (R, n)."""
+        return _rows(self.test_idx, runs)
+
+
+def _rows(idx: Tensor, runs: int) -> Tensor:
+    if idx.dim() == 1:
+        return idx.expand(runs, -1)
+    if idx.shape[0] != runs:
+        raise ValueError(f"the task has {idx.shape[0]} runs' splits, not {runs}")
+    return idx
 
 
 def primitive_root(p: int) -> int:
@@ -89,7 +108,8 @@ def primitive_root(p: int) -> int:
     return next(g for g in range(2, p) if all(pow(g, (p - 1) // q, p) != 1 for q in factors))
 
 
-def multiplication_task(p: int, train_fraction: float = 0.8, seed: int = 0) -> Task:
+def multiplication_task(p: int, train_fraction: float = 0.8,
+                        seed: int | Sequence[int] = 0) -> Task:
     """a * b mod p over the nonzero residues, in discrete-log coordinates.
 
     With a = g^i and b = g^j (g a primitive root), a * b = g^((i + j) mod (p - 1)): the pairs
@@ -102,14 +122,21 @@ def multiplication_task(p: int, train_fraction: float = 0.8, seed: int = 0) -> T
     return replace(task, operation="mul")
 
 
-def make_task(p: int, operation: str = "add", train_fraction: float = 0.8, seed: int = 0) -> Task:
+def make_task(p: int, operation: str = "add", train_fraction: float = 0.8,
+              seed: int | Sequence[int] = 0) -> Task:
+    """The task with a random split of its pairs drawn from `seed`, or, for a sequence of
+    seeds, one split per run drawn from each run's seed (rows of train_idx and test_idx): the
+    "data" of modular arithmetic is the table of pairs, so a replicate draws its own split."""
     a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
     pairs = torch.stack([a.flatten(), b.flatten()], 1)
     labels = true_labels(pairs[:, 0], pairs[:, 1], p, operation)
-    order = torch.randperm(p * p, generator=generator(seed))
     n_train = round(train_fraction * p * p)
-    return Task(p, operation, pairs, labels, order[:n_train].sort().values,
-                order[n_train:].sort().values)
+    orders = torch.stack([torch.randperm(p * p, generator=generator(s))
+                          for s in ([seed] if isinstance(seed, int) else seed)])
+    train, test = orders[:, :n_train].sort().values, orders[:, n_train:].sort().values
+    if isinstance(seed, int):
+        train, test = train[0], test[0]
+    return Task(p, operation, pairs, labels, train, test)
 
 
 def label_noise(labels: Tensor, pairs: Tensor, alpha: float, p: int, kind: str = "wrong",
@@ -145,8 +172,20 @@ def label_noise(labels: Tensor, pairs: Tensor, alpha: float, p: int, kind: str =
 
 # --------------------------------------------------------------------------- model
 def pre_activations(weights: Weights, pairs: Tensor) -> Tensor:
-    """U e_a + V e_b of every run for `pairs` (N, 2): a new (R, N, M) tensor."""
+    """U e_a + V e_b of every run for `pairs` (N, 2), or run r for its own row of `pairs`
+    (R, N, 2): a new (R, N, M) tensor."""
     U, V = weights["U"], weights["V"]
+    if pairs.dim() == 3:
+        # each run's rows of its token-major copy, flattened to (R * P, M): one embedding
+        # lookup gathers every run's (as fast as the shared path below; index_select and
+        # gather on this layout are about twice as slow, backward included)
+        runs, p = U.shape[0], U.shape[2]
+        offset = (torch.arange(runs, device=pairs.device) * p)[:, None]
+
+        def gather(x, tokens):
+            return F.embedding(tokens + offset, x.transpose(1, 2).reshape(runs * p, -1))
+
+        return gather(U, pairs[..., 0]).add_(gather(V, pairs[..., 1]))
     # Rows gathered from token-major copies: contiguous M-vectors, ~2x faster than indexing the
     # transposed views; the copies are R x M x P, small next to the R x N x M activations.
     # Summed in place, into the first gathered copy (no further R x N x M tensor); neither is
@@ -180,7 +219,8 @@ def readout(weights: Weights, activated: Tensor) -> Tensor:
 
 
 def forward(weights: Weights, pairs: Tensor, activation: str = "relu") -> Tensor:
-    """Logits (R, N, P) of every run for `pairs` (N, 2): W phi(U e_a + V e_b) + mu."""
+    """Logits (R, N, P) of every run for `pairs` (N, 2) or (R, N, 2) (`pre_activations`):
+    W phi(U e_a + V e_b) + mu."""
     return readout(weights, activate(pre_activations(weights, pairs), activation))
 
 
@@ -249,15 +289,15 @@ def accuracy_table(predicted: Tensor, task: Task, noisy: Tensor, mask: Tensor) -
     """Accuracy of every run's predictions (R, P^2) on the four subsets: one row per
     (run, subset)."""
     true = task.labels
-    train_pred = predicted[:, task.train_idx]
+    train_idx, test_idx = task.train_rows(len(predicted)), task.test_rows(len(predicted))
     rows = []
     for r in range(predicted.shape[0]):
-        m = mask[r]
+        m, train = mask[r], train_idx[r]
         hits = {
-            "clean_train": train_pred[r][~m] == true[task.train_idx][~m],
-            "noisy_memorized": train_pred[r][m] == noisy[r][m],
-            "noisy_true": train_pred[r][m] == true[task.train_idx][m],
-            "test": predicted[r, task.test_idx] == true[task.test_idx],
+            "clean_train": predicted[r, train][~m] == true[train][~m],
+            "noisy_memorized": predicted[r, train][m] == noisy[r][m],
+            "noisy_true": predicted[r, train][m] == true[train][m],
+            "test": predicted[r, test_idx[r]] == true[test_idx[r]],
         }
         for subset, hit in hits.items():
             acc = hit.float().mean().item() if hit.numel() else math.nan
@@ -376,20 +416,44 @@ def top_fraction(score: Tensor, fraction: float, largest: bool = True) -> Tensor
 
 
 # --------------------------------------------------------------------------- training
+class PairBatches:
+    """Mini-batches of every run's own training pairs, shuffled per run and epoch from the
+    run's seed: pairs (R, B, 2), labels (R, B), positions (R, B)."""
+
+    def __init__(self, pairs: Tensor, labels: Tensor, batch_size: int, seeds: Sequence[int]):
+        self.pairs, self.labels, self.batch_size = pairs, labels, batch_size
+        self.generators = [generator(s) for s in seeds]
+
+    def __len__(self) -> int:
+        return math.ceil(self.labels.shape[1] / self.batch_size)
+
+    def __iter__(self):
+        n = self.labels.shape[1]
+        orders = torch.stack([torch.randperm(n, generator=g) for g in self.generators])
+        orders = orders.to(self.labels.device)
+        for start in range(0, n, self.batch_size):
+            idx = orders[:, start:start + self.batch_size]
+            yield (self.pairs.gather(1, idx[..., None].expand(-1, -1, 2)),
+                   self.labels.gather(1, idx), idx)
+
+
 def train_runs(task: Task, alphas: Sequence[float], seeds: Sequence[int], width: int,
                spec: TrainSpec, activation: str = "relu", noise: str = "wrong",
                log_every: int = 50) -> dict:
-    """Train one run per (alpha, seed) pair together, full batch, through memlib.train
+    """Train one run per (alpha, seed) pair together, full batch (or in mini-batches of
+    `spec.batch_size`, each run's shuffled from its seed: `PairBatches`), through memlib.train
     (on the GPU when there is one).
 
     Returns {"weights": final weights (R, ...), "noisy": (R, n_train) labels, "mask": (R, n_train),
     "history": tidy DataFrame epoch x run x subset -> acc}. A run's initialisation depends only
-    on its seed and its noise only on (alpha, seed), whatever the batch around it.
+    on its seed and its noise only on (alpha, seed, its training pairs), whatever the batch
+    around it; with a split per run (`make_task` of the runs' seeds) each run trains on its own.
     """
-    train_y = task.labels[task.train_idx]
-    train_pairs = task.pairs[task.train_idx]
-    drawn = [label_noise(train_y, train_pairs, a, task.p, noise, seed=s + 7919 * round(a * 1000))
-             for a, s in zip(alphas, seeds, strict=True)]
+    train_idx = task.train_rows(len(seeds))
+    train_y, train_pairs = task.labels[train_idx], task.pairs[train_idx]
+    drawn = [label_noise(train_y[r], train_pairs[r], a, task.p, noise,
+                         seed=s + 7919 * round(a * 1000))
+             for r, (a, s) in enumerate(zip(alphas, seeds, strict=True))]
     device = resolve_device()
     noisy = torch.stack([d[0] for d in drawn]).to(device)
     mask = torch.stack([d[1] for d in drawn]).to(device)
@@ -409,8 +473,10 @@ def train_runs(task: Task, alphas: Sequence[float], seeds: Sequence[int], width:
     def step(net, batch):
         return per_run_cross_entropy(net(batch[0]), batch[1])
 
-    batch = (train_pairs, noisy, torch.arange(len(train_y), device=device))
-    train(model, (batch,), spec, step=step, callbacks=[log], memo=memo,
+    batch = (train_pairs, noisy, torch.arange(train_y.shape[1], device=device))
+    data = ((batch,) if spec.batch_size is None
+            else PairBatches(train_pairs, noisy, spec.batch_size, seeds))
+    train(model, data, spec, step=step, callbacks=[log], memo=memo,
           desc=f"modarith M={width}")
     history = pd.concat(memo["logged"], ignore_index=True)
     history["alpha"] = history["run"].map(dict(enumerate(alphas)))
@@ -437,8 +503,8 @@ def split_test_pairs(task: Task, seeds: Sequence[int]) -> list[tuple[Tensor, Ten
     drawn from the run's seed: a sub-network chosen on the first half is scored on the second,
     so that the choice does not flatter the score."""
     halves = []
-    for seed in seeds:
-        order = task.test_idx[torch.randperm(len(task.test_idx), generator=generator(seed))]
+    for test, seed in zip(task.test_rows(len(seeds)), seeds, strict=True):
+        order = test[torch.randperm(len(test), generator=generator(seed))]
         half = len(order) // 2
         halves.append((order[:half].sort().values, order[half:].sort().values))
     return halves

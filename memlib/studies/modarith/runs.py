@@ -24,17 +24,32 @@ from memlib.studies.modarith.method import (
 )
 from memlib.train import TrainSpec
 
-__all__ = ["main_key", "train_main", "learning_order", "width_sweep", "image_order",
-           "variant_parts", "MAIN", "ORDER", "SWEEP", "IMAGES", "VARIANT"]
+__all__ = ["SPLIT_STREAM", "split_seed", "main_key", "train_main", "learning_order",
+           "minibatch_order", "width_sweep", "image_order", "variant_parts", "MAIN", "ORDER",
+           "SWEEP", "IMAGES", "VARIANT", "MINIBATCH"]
 
 
-def _task(config: Config) -> Task:
-    return make_task(config.p, config.operation, config.train_fraction, config.seeds[0])
+# offsets a run's seed into the stream that draws its data: its split of the table of pairs,
+# and its subset of the image runs' images
+SPLIT_STREAM = 2_000_029
+
+
+def split_seed(seed: int) -> int:
+    """The seed of run `seed`'s train/test split (and image subset): each replicate draws its
+    own, so that a claim about the method is not a claim about one split of the data."""
+    return SPLIT_STREAM + seed
+
+
+def _task(config: Config, seeds: Sequence[int]) -> Task:
+    """The task with one split per run, run r's drawn from `seeds[r]` (the runs' seeds, in the
+    order they train)."""
+    return make_task(config.p, config.operation, config.train_fraction,
+                     [split_seed(s) for s in seeds])
 
 
 def _task_key(config: Config) -> dict:
     return {"p": config.p, "operation": config.operation, "noise": config.noise,
-            "train_fraction": config.train_fraction, "split_seed": config.seeds[0]}
+            "train_fraction": config.train_fraction, "split_stream": SPLIT_STREAM}
 
 
 def _label_runs(frame: pd.DataFrame, alphas: Sequence[float], seeds: Sequence[int]
@@ -64,7 +79,7 @@ def train_main(config: Config) -> dict:
     spec = TrainSpec(epochs=config.epochs, batch_size=None, optimizer=config.optimizer,
                      lr=config.lr, weight_decay=config.weight_decay, seed=seeds[0])
     return MAIN.get(key, lambda: train_runs(
-        _task(config), alphas, seeds, config.width, spec, config.activation, config.noise,
+        _task(config, seeds), alphas, seeds, config.width, spec, config.activation, config.noise,
         config.log_every))
 
 
@@ -82,16 +97,38 @@ def learning_order(config: Config) -> pd.DataFrame:
         spec = TrainSpec(epochs=config.order_epochs, batch_size=None, optimizer=opt, lr=lr,
                          weight_decay=wd, seed=seeds[0])
         out = ORDER.get(key, lambda spec=spec: train_runs(
-            _task(config), alphas, seeds, config.width, spec, config.activation,
+            _task(config, seeds), alphas, seeds, config.width, spec, config.activation,
             config.noise, config.order_log_every)["history"])
         frames.append(out.assign(optimizer=opt, lr=lr, weight_decay=wd))
     return pd.concat(frames, ignore_index=True)
 
 
+def minibatch_order(config: Config) -> pd.DataFrame:
+    """The learning order of the first order optimizer at the largest order alpha, trained in
+    mini-batches of `order_batch_size` pairs (one run per seed, together); empty where
+    `order_batch_size` is None."""
+    if config.order_batch_size is None:
+        return pd.DataFrame()
+    opt, lr, wd = (config.order_optimizers[0], config.order_lrs[0],
+                   config.order_weight_decays[0])
+    alphas, seeds = _grid((max(config.order_alphas),), config.seeds)
+    key = {**_task_key(config), "width": config.width, "activation": config.activation,
+           "alphas": alphas, "seeds": seeds, "optimizer": opt, "lr": lr, "weight_decay": wd,
+           "epochs": config.order_epochs, "log_every": config.order_log_every,
+           "batch_size": config.order_batch_size}
+    spec = TrainSpec(epochs=config.order_epochs, batch_size=config.order_batch_size,
+                     optimizer=opt, lr=lr, weight_decay=wd, seed=seeds[0])
+    out = MINIBATCH.get(key, lambda: train_runs(
+        _task(config, seeds), alphas, seeds, config.width, spec, config.activation,
+        config.noise, config.order_log_every)["history"])
+    return out.assign(optimizer=opt, lr=lr, weight_decay=wd,
+                      batch_size=config.order_batch_size)
+
+
 def width_sweep(config: Config) -> pd.DataFrame:
     """Raw and FF accuracies of nets of each width, activation and weight decay."""
-    task = _task(config)
     alphas, seeds = _grid(config.sweep_alphas, config.seeds[:config.sweep_seeds])
+    task = _task(config, seeds)
     rows = []
     for act in config.sweep_activations:
         for wd in config.sweep_weight_decays:
@@ -144,23 +181,27 @@ def image_order(config: Config) -> tuple[pd.DataFrame, str]:
                 names.append(fallback)
     for name in names:
         split = data.load(name, "train", download=False)
-        x, y = split.x, split.y
-        epochs = config.digits_epochs
-        if name != "digits":
-            count = min(config.image_samples, len(y))
-            keep = data.stratified_subset(y, count=count, seed=config.seeds[0])
-            x, y, epochs = x[keep], y[keep], config.image_epochs
-        x = data.scale_inputs(name, x)  # the training split's per-channel statistics
+        images = name != "digits"  # digits: every image, the same for every seed
+        epochs = config.image_epochs if images else config.digits_epochs
         run_spec = TrainSpec(**{**to_dict(spec), "epochs": epochs})
         for seed in config.seeds:
+            # each seed's own subset (image_samples None: every training image), never
+            # clamped to what is there
+            keep = data.sized_subset(split.y, config.image_samples, split_seed(seed),
+                                     "image_samples", f"training images of {name}"
+                                     ) if images else None
+            x, y = (split.x, split.y) if keep is None else (split.x[keep], split.y[keep])
+            x = data.scale_inputs(name, x)  # the training split's per-channel statistics
             key = {"dataset": name, "n": len(y), "alphas": list(config.digits_alphas),
                    "width": config.digits_width, "lr": config.digits_lr, "epochs": epochs,
-                   "seed": seed, "subset_seed": config.seeds[0], "inputs": "standardized"}
+                   "seed": seed, "subset_seed": None if keep is None else split_seed(seed),
+                   "inputs": "standardized"}
             frame = IMAGES.get(key,
-                           lambda x=x, y=y, s=run_spec, n=split.num_classes, seed=seed:
-                           image_learning_order(x, y, n, config.digits_alphas,
-                                                config.digits_width, s,
-                                                log_every=max(1, s.epochs // 60), seed=seed))
+                               lambda x=x, y=y, s=run_spec, n=split.num_classes, seed=seed:
+                               image_learning_order(x, y, n, config.digits_alphas,
+                                                    config.digits_width, s,
+                                                    log_every=max(1, s.epochs // 60),
+                                                    seed=seed))
             frames.append(frame.assign(dataset=name, seed=seed))
     return pd.concat(frames, ignore_index=True), " ".join(notes)
 
@@ -174,9 +215,10 @@ def variant_parts(config: Config) -> pd.DataFrame:
     frames = []
     for variant in config.variants:
         activation = "leaky_relu" if variant == "leaky_relu" else config.activation
-        task = (multiplication_task(config.p, config.train_fraction, config.seeds[0])
-                if variant == "mul" else _task(config))
         alphas, seeds = [alpha] * len(config.seeds), list(config.seeds)
+        task = (multiplication_task(config.p, config.train_fraction,
+                                    [split_seed(s) for s in seeds])
+                if variant == "mul" else _task(config, seeds))
         key = {**_task_key(config), "variant": variant, "width": config.width,
                "activation": activation, "alphas": alphas, "seeds": seeds,
                "optimizer": config.optimizer, "lr": config.lr,
@@ -203,3 +245,4 @@ ORDER = inline("modarith-order", 1, learning_order, uses=TRAINING)
 SWEEP = inline("modarith-sweep", 1, width_sweep, uses=TRAINING)
 IMAGES = inline("modarith-images", 1, image_order, uses=TRAINING)
 VARIANT = inline("modarith-variant", 1, variant_parts, uses=TRAINING)
+MINIBATCH = inline("modarith-minibatch", 1, minibatch_order, uses=TRAINING)

@@ -19,7 +19,7 @@ from memlib.config import (
     check_fields,
     check_stratified,
 )
-from memlib.data import NUM_CLASSES, resolve_fields
+from memlib.data import NUM_CLASSES, TEST_SIZES, TRAIN_SIZES, resolve_fields
 from memlib.presets import declare_defaults
 
 DATASETS = ("fashion_mnist", "mnist", "mnist-5k")
@@ -63,7 +63,8 @@ class Config:
     seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
         500, 501, 502, 503, 504, 505, 506, 507, 508, 509,
         510, 511, 512, 513, 514, 515, 516, 517, 518, 519)
-    # None: every training image of the two classes
+    # each run's training images per class, drawn from its own seed (runs.subset_seed); None:
+    # every training image of the two classes
     train_per_class: Annotated[int | None, Positive, AtMost(10**7)] = None
     reinit_biases: bool = False  # the authors' scripts reload weights only
     fold_below_chance: bool = False  # report acc < 50% as 100 - acc, as the authors do
@@ -91,6 +92,7 @@ class Config:
     # draws; seeds of their own, none of `seeds`
     standin_seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative,
                              AtMost(SEED_MAX)] = (520, 521, 522, 523, 524)
+    # each stand-in's training and test images, class-stratified draws from its own seed
     standin_train: Annotated[int, Positive, AtMost(10**7)] = 12000
     standin_test: Annotated[int, Positive, AtMost(10**7)] = 2000
     standin_epochs: Annotated[int, NonNegative, AtMost(10**4)] = 4
@@ -115,9 +117,13 @@ class Config:
             check(name in DATASETS,
                   f"unknown dataset {name!r}; choose from: {', '.join(DATASETS)}")
         resolve_fields(self, self.DATASET_FIELDS)
-        for name in ("standin_train", "standin_test"):  # stand-in: 10-class Fashion-MNIST
-            check_stratified(name, getattr(self, name), NUM_CLASSES["fashion_mnist"],
-                             "fashion_mnist")
+        sizes = {"standin_train": (TRAIN_SIZES["fashion_mnist"], "training"),
+                 "standin_test": (TEST_SIZES["fashion_mnist"], "test")}
+        for name, (size, split) in sizes.items():  # stand-in: 10-class Fashion-MNIST
+            count = getattr(self, name)
+            check_stratified(name, count, NUM_CLASSES["fashion_mnist"], "fashion_mnist")
+            check(count <= size, f"{name}={count} asks for more than the {size} {split} images "
+                                 f"of fashion_mnist; ask for at most {size}")
         shared = sorted(set(self.seeds) & set(self.standin_seeds))
         check(not shared, f"seeds and standin_seeds both hold {', '.join(map(str, shared))}: the "
                           "stand-in's models need seeds of their own")

@@ -64,15 +64,46 @@ def fig1_grid(config: Config) -> list[ProbeSpec]:
 # --- data and training of many runs at once ------------------------------------------------
 
 
+# offsets a run's seed into the stream that draws its training subset of a class pair
+SUBSET_STREAM = 4_000_037
+
+
+def subset_seed(seed: int) -> int:
+    """The seed of run `seed`'s training subset: each replicate draws its own, so that a claim
+    about the method is not a claim about one sample of the data."""
+    return SUBSET_STREAM + seed
+
+
+def pair_subset(labels: Tensor, per_class: int | None, seed: int) -> Tensor | None:
+    """Positions of a class-stratified subset of `per_class` images per class of a pair's
+    `labels`, drawn from `seed`; None where that is every image (`per_class` None, or at least
+    the pair's images: a pair of the bundled MNIST subset trains on all of its, with more
+    epochs, `pair_epochs`)."""
+    from memlib import data
+
+    if per_class is None or 2 * per_class >= len(labels):
+        return None
+    return data.stratified_subset(labels, count=2 * per_class, seed=seed)
+
+
 def pair_data(dataset: str, pair: tuple[int, int], split: str, per_class: int | None = None,
               seed: int = 0) -> tuple[Tensor, Tensor]:
-    """Flattened inputs in [-1, 1] (background -1, as the authors) and 0/1 labels."""
+    """Flattened inputs in [-1, 1] (background -1, as the authors) and 0/1 labels (with
+    `per_class`, the subset `pair_subset` draws from `seed`)."""
     from memlib import data
 
     part = data.class_pair(data.load(dataset, split), *pair)
-    if per_class is not None and 2 * per_class < len(part):
-        part = part.subset(data.stratified_subset(part.y, count=2 * per_class, seed=seed))
+    keep = pair_subset(part.y, per_class, seed)
+    if keep is not None:
+        part = part.subset(keep)
     return data.to_symmetric_range(part.x).flatten(1), part.y
+
+
+def run_subsets(labels: Tensor, per_class: int | None, seeds: Sequence[int]) -> Tensor | None:
+    """Each run's training positions in a pair's `labels` (runs x images), drawn from its own
+    seed (`subset_seed`); None where every run trains on every image."""
+    picks = [pair_subset(labels, per_class, subset_seed(s)) for s in seeds]
+    return None if picks[0] is None else torch.stack(picks)
 
 
 def make_mlp(width: int, activation: str, seed: int, in_features: int = 784,
@@ -107,20 +138,30 @@ class Ensemble(nn.Module):
 
 
 class RunBatches:
-    """Minibatches with an independent shuffle per run: x (runs, batch, ...), y, idx."""
+    """Minibatches with an independent shuffle per run: x (runs, batch, ...), y, idx.
 
-    def __init__(self, x: Tensor, y: Tensor, batch_size: int, seeds: Sequence[int]):
+    With `subsets` (runs x n positions into x and y, one row per run: `run_subsets`) each run
+    draws its batches from its own training subset; the images stay one shared tensor, which
+    each run's batch indexes."""
+
+    def __init__(self, x: Tensor, y: Tensor, batch_size: int, seeds: Sequence[int],
+                 subsets: Tensor | None = None):
         # Not .x/.y: memlib.train would wrap an object with those in its own batcher.
         self.inputs, self.labels, self.batch_size = x, y, batch_size
         self.generators = [generator(s) for s in seeds]
+        if subsets is not None and subsets.shape[0] != len(seeds):
+            raise ValueError(f"{subsets.shape[0]} training subsets for {len(seeds)} runs")
+        self.subsets = subsets
+        self.size = len(y) if subsets is None else subsets.shape[1]
 
     def __len__(self) -> int:
-        return math.ceil(len(self.labels) / self.batch_size)
+        return math.ceil(self.size / self.batch_size)
 
     def __iter__(self) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
-        n = len(self.labels)
-        orders = torch.stack([torch.randperm(n, generator=g) for g in self.generators])
-        for start in range(0, n, self.batch_size):
+        orders = torch.stack([torch.randperm(self.size, generator=g) for g in self.generators])
+        if self.subsets is not None:
+            orders = self.subsets.gather(1, orders)
+        for start in range(0, self.size, self.batch_size):
             idx = orders[:, start:start + self.batch_size]
             yield self.inputs[idx], self.labels[idx], idx
 
@@ -133,16 +174,18 @@ def _ensemble_step(model: Ensemble, batch) -> Tensor:
 
 def train_runs(x: Tensor, y: Tensor, seeds: Sequence[int], width: int, activation: str,
                epochs: int, batch_size: int, lr: float, reinit_biases: bool = False,
-               desc: str = "train", warmup_steps: int = 0) -> dict[str, Tensor]:
+               desc: str = "train", warmup_steps: int = 0, subsets: Tensor | None = None
+               ) -> dict[str, Tensor]:
     """Train one MLP per seed (Adam, cosine annealing after a linear warmup over the first
-    `warmup_steps` optimizer steps, final weights); stacked parameters.
+    `warmup_steps` optimizer steps, final weights); stacked parameters. With `subsets`
+    (`RunBatches`) each run trains on its own rows of (x, y).
 
     `reinit_biases` replaces the trained biases by a fresh random initialisation, as the
     authors' probe scripts effectively do when they reload weights only.
     """
     models = [make_mlp(width, activation, s, x.shape[1]) for s in seeds]
     ensemble = Ensemble(models)
-    batches = RunBatches(x, y, batch_size, seeds)
+    batches = RunBatches(x, y, batch_size, seeds, subsets)
     spec = training.TrainSpec(epochs=epochs, batch_size=batch_size, optimizer="adam", lr=lr,
                               schedule="warmup_cosine" if warmup_steps else "cosine",
                               warmup_epochs=warmup_steps / len(batches), seed=seeds[0])
@@ -176,10 +219,11 @@ def trained_pair(dataset: str, pair: tuple[int, int], seeds: Sequence[int], conf
            "warmup_steps": config.warmup_steps}
 
     def compute():
-        x, y = pair_data(dataset, pair, "train", per_class, seed=seeds[0])
+        x, y = pair_data(dataset, pair, "train")
         return train_runs(x, y, seeds, config.width, config.activation, epochs,
                           config.batch_size, config.lr, config.reinit_biases,
-                          desc=f"{dataset} {pair}", warmup_steps=config.warmup_steps)
+                          desc=f"{dataset} {pair}", warmup_steps=config.warmup_steps,
+                          subsets=run_subsets(y, per_class, seeds))
 
     return TRAINED_PAIR.get(key, compute)
 
@@ -233,11 +277,15 @@ def standin_matrices(model: nn.Module) -> list[str]:
             f"blocks.{last}.mlp.fc1.weight", f"blocks.{last}.mlp.fc2.weight", "head.weight"]
 
 
-def _standin_data(split: str, n: int, seed: int) -> tuple[Tensor, Tensor]:
+def _standin_data(split: str, n: int, seed: int, asked: str) -> tuple[Tensor, Tensor]:
+    """A class-stratified subset of `n` images of Fashion-MNIST's `split`, drawn from `seed`;
+    more than the split holds is a DataRequestError naming both numbers (`asked`: the
+    setting), never clamped."""
     from memlib import data
 
     full = data.load("fashion_mnist", split)
-    part = full.subset(data.stratified_subset(full.y, count=min(n, len(full)), seed=seed))
+    keep = data.sized_subset(full.y, n, seed, asked, f"{split} images of fashion_mnist")
+    part = full if keep is None else full.subset(keep)
     return data.to_symmetric_range(part.x), part.y
 
 
@@ -253,7 +301,7 @@ def standin_model(config: Config, seed: int) -> nn.Module:
 
     def compute():
         model = fresh()
-        x, y = _standin_data("train", config.standin_train, seed)
+        x, y = _standin_data("train", config.standin_train, seed, "standin_train")
         spec = training.TrainSpec(
             epochs=config.standin_epochs, batch_size=128, optimizer="adamw", lr=2e-3,
             weight_decay=0.05, schedule="warmup_cosine",
@@ -395,9 +443,10 @@ def cached_heatmap(item: tuple[str, Config]) -> tuple[pd.DataFrame, pd.DataFrame
     return _heatmap(dataset, _difficulty(dataset, config), config)
 
 
-# The test images of every stand-in: one fixed draw, so that the replicates differ by their
-# training alone and a preset's list of stand-in seeds never moves the images they are scored on.
-STANDIN_TEST_SEED = 0
+# offsets a stand-in's seed into the stream that draws its test images: each replicate is
+# scored on a draw of its own (the same for every matrix it probes), and a preset's list of
+# stand-in seeds never moves the images one stand-in is scored on
+STANDIN_TEST_STREAM = 4_000_117
 
 
 def cached_standin(item: tuple[int, Config]) -> pd.DataFrame:
@@ -405,7 +454,8 @@ def cached_standin(item: tuple[int, Config]) -> pd.DataFrame:
     the seed draws its probes too."""
     seed, config = item
     vit_model = standin_model(config, seed)
-    x, y = _standin_data("test", config.standin_test, STANDIN_TEST_SEED)
+    x, y = _standin_data("test", config.standin_test, STANDIN_TEST_STREAM + seed,
+                         "standin_test")
     key = {k: getattr(config, k) for k in ("standin_train", "standin_test", "standin_epochs",
                                            "standin_prune_levels", "standin_noise_levels",
                                            "standin_flip_levels")}
