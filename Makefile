@@ -58,7 +58,7 @@ book: | $(STAMP)
 class-kit:
 	@test -d results/cache || { echo "memlib: no results/cache; run \`make figures\` first" >&2; exit 1; }
 	mkdir -p build
-	tar -czf build/class-kit.tar.gz.tmp -C results cache && mv build/class-kit.tar.gz.tmp build/class-kit.tar.gz
+	tar -czf build/class-kit.tar.gz.tmp --exclude="*.so" --exclude="kernels" -C results cache && mv build/class-kit.tar.gz.tmp build/class-kit.tar.gz
 	@echo "memlib: wrote build/class-kit.tar.gz ($$(du -h build/class-kit.tar.gz | cut -f1))"
 
 test: $(STAMP)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from memlib import distributed
+from memlib import distributed, fingerprint
 from memlib.cache import MissingResultError, activity, only_cached, reading_only
 from memlib.process import one_cpu_thread, warn_once
 from memlib.train import show_progress
@@ -51,7 +51,10 @@ def prefetch(calls: list[Call], processes: int, desc: str = "runs") -> None:
     # spawn, not fork: a forked copy of a process that already ran torch can deadlock
     context = multiprocessing.get_context("spawn")
     try:
-        with ProcessPoolExecutor(min(processes, len(calls)), mp_context=context) as pool:
+        # the workers key by the sources this process read, not by files edited since
+        with ProcessPoolExecutor(min(processes, len(calls)), mp_context=context,
+                                 initializer=fingerprint.adopt,
+                                 initargs=(fingerprint.sources(),)) as pool:
             futures = [pool.submit(_compute_in_worker, f, a) for f, a in calls]
             for future in tqdm(as_completed(futures), total=len(futures), desc=desc,
                                disable=not show_progress()):
