@@ -30,7 +30,7 @@ import sys
 import textwrap
 import types
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 _DOCSTRING_OWNERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
@@ -366,9 +366,13 @@ def closure(fn: Any, package: str = "memlib", deep: bool = False,
 
     def reference(module: str, name: str, value: Any, table: bool) -> None:
         label = f"{module}.{name}"
+        if callable(value) and hasattr(value, "__wrapped__"):  # functools.cache, lru_cache
+            value = inspect.unwrap(value)
         if isinstance(value, (types.FunctionType, type)) and _in(value, package):
             todo.append(value)
         elif isinstance(value, types.ModuleType) and not _library(value, package):
+            return
+        elif isinstance(value, PurePath):  # where this checkout is, not what computes
             return
         elif isinstance(value, functools.partial):
             values[label] = (label, _named(value, package, todo))

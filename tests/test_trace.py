@@ -31,7 +31,10 @@ SMALLEST = {
                      sweep_activations=("quadratic",), sweep_weight_decays=(0.0,),
                      digits_epochs=2, image_epochs=0, image_dataset="none",
                      alphas=(0.1,), order_alphas=(0.1,)),
-    "fisher": dict(epochs=2, seeds=(0,), corruptions=(0.4,)),
+    "fisher": dict(dataset="digits", n_train=200, n_test=100, n_scatter=50, epochs=2,
+                   seeds=(0,), corruptions=(0.4,), mlp_widths=(16,), cnn_channels=(4, 4, 4),
+                   arch_epochs=2, synthetic_n=20, direct_checks=2, top_k=5,
+                   epochs_after_fit=None),
     "probes": dict(seeds=(0,), standin_seeds=(1000,), heatmap_runs=1),
     "lens": dict(setting="smoke", datasets=("digits",), seeds=(0,), noise_rates=(0.4,),
                  study1_sets=("epochs=2", "widths=[8, 8]", "train_samples=200",
@@ -86,11 +89,15 @@ def test_every_executed_line_is_inside_the_key(study, monkeypatch):
     def traced_get(self, argument, compute, refresh=False):
         tracer.executed.setdefault(self.name, set())
         tracer.roots[self.name] = runs._classes(argument)
-        tracer.stack.append(self)
-        try:
-            return get(self, argument, compute, refresh)
-        finally:
-            tracer.stack.pop()
+
+        def traced():  # what computes the result, not what keys it
+            tracer.stack.append(self)
+            try:
+                return compute()
+            finally:
+                tracer.stack.pop()
+
+        return get(self, argument, traced, refresh)
 
     monkeypatch.setattr(runs.Computation, "get", traced_get)
     sys.setprofile(tracer.profile)
