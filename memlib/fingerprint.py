@@ -29,6 +29,7 @@ import math
 import sys
 import textwrap
 import types
+import typing
 from collections.abc import Mapping
 from pathlib import Path, PurePath
 from typing import Any
@@ -335,6 +336,23 @@ def _class_names(cls: type) -> set[str]:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
 
 
+def _annotated_classes(fn: Any, package: str) -> list[type]:
+    """The package's classes that `fn`'s parameters and result are annotated with: a config's
+    methods and properties (`config.seed`) run when the function reads them. Annotations do
+    not count as code (they are left out of the syntax tree), the classes they name do."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 - an annotation that does not resolve names nothing
+        return []
+    found, todo = [], list(hints.values())
+    while todo:
+        hint = todo.pop()
+        if isinstance(hint, type) and _in(hint, package):
+            found.append(hint)
+        todo += list(typing.get_args(hint))
+    return found
+
+
 def _constant_name(name: str) -> bool:
     """Whether a module-level container is a constant table (named as one: UPPER_CASE, public)
     rather than the process's running state (`_WARNED`, `ledger`), which changes as the
@@ -401,6 +419,7 @@ def closure(fn: Any, package: str = "memlib", deep: bool = False,
         if code is None:
             continue
         if deep:
+            todo += _annotated_classes(obj, package)
             for module, name, value in _module_attributes(code, obj.__globals__, package):
                 reference(module, name, value, _constant_name(name))
             for i, default in enumerate((*(obj.__defaults__ or ()),
