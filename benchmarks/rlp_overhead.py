@@ -49,7 +49,7 @@ def main() -> None:
     x = torch.rand(args.samples, 1, 28, 28, generator=g)
     y = torch.randint(0, 10, (args.samples,), generator=g)
     r = rlp.random_labels(args.samples, 10, seed=1)
-    spec = TrainSpec(epochs=1, batch_size=args.batch)
+    spec = TrainSpec(epochs=1, batch_size=args.batch, device="auto")
     plain(x, y, r, spec), with_heads(x, y, r, spec)  # warm-up
     base, ours = [], []
     for _ in range(args.repeats):

@@ -37,13 +37,14 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=10)
     args = parser.parse_args()
-    device = resolve_device()
+    device = resolve_device("auto")
     size, channels = (28, 1) if args.model == "vit_tiny" else (224, 3)
     precision = "bf16" if device.type == "cuda" else "fp32"
     x = torch.rand(args.batch * 4, channels, size, size, device=device)
     y = torch.randint(0, 1000, (len(x),), device=device)
     r = rlp.random_labels(len(x), 1000, seed=1).to(device)
-    spec = TrainSpec(epochs=1, batch_size=args.batch, optimizer="adamw", precision=precision)
+    spec = TrainSpec(epochs=1, batch_size=args.batch, optimizer="adamw", precision=precision,
+                     device=device.type)
 
     torch.manual_seed(0)
     plain_model = vit(args.model, 1000, size, channels).to(device)

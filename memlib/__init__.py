@@ -11,6 +11,10 @@ from memlib.process import cuda_determinism_env, pin_cpu_dispatch
 pin_cpu_dispatch()  # first: before anything can initialise torch
 cuda_determinism_env()  # before CUDA initialises
 
+from memlib import fingerprint  # noqa: E402 - after the pin, which must come first
+
+fingerprint.capture(__path__[0])  # the code this process runs is the code its keys name
+
 __version__ = "0.1.0"
 
 STUDIES = {

@@ -32,7 +32,6 @@ from typing import Any
 import pandas as pd
 import torch
 
-import memlib
 from memlib import distributed, paths
 from memlib.process import atomic_write_bytes, cache_key_tag, checkpoints_of, computing, warn_once
 
@@ -54,13 +53,14 @@ class MissingResultError(RuntimeError):
 
 
 def key(config: Any) -> str:
-    """A hash of `config` (a dataclass or JSON-ready data), memlib's version and the CPU
-    dispatch. What computes an entry belongs in `config`: `memlib.runs` puts it there."""
+    """A hash of `config` (a dataclass or JSON-ready data) and the CPU dispatch. What computes
+    an entry belongs in `config`: `memlib.runs` puts the code's fingerprint, the device and
+    the library versions there (memlib's own version number is not hashed: its code is)."""
     if hasattr(config, "__dataclass_fields__"):
         from memlib.config import to_dict
 
         config = to_dict(config)
-    blob = json.dumps(config, sort_keys=True, default=str) + memlib.__version__ + cache_key_tag()
+    blob = json.dumps(config, sort_keys=True, default=str) + cache_key_tag()
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 

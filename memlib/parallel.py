@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from memlib import distributed
+from memlib import distributed, fingerprint
 from memlib.cache import MissingResultError, activity, only_cached, reading_only
 from memlib.process import one_cpu_thread, warn_once
 from memlib.train import show_progress
@@ -31,6 +31,12 @@ def _end_with_parent(parent: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="memlib-parent-watch", daemon=True).start()
+
+
+def _start_worker(parent: int, sources: dict) -> None:
+    """A worker's initializer: it ends with its parent and fingerprints its parent's sources."""
+    _end_with_parent(parent)
+    fingerprint.adopt(sources)
 
 
 def _compute_in_worker(function: Callable[[Any], Any], argument: Any) -> None:
@@ -67,8 +73,11 @@ def prefetch(calls: list[Call], processes: int, desc: str = "runs") -> None:
     # spawn, not fork: a forked copy of a process that already ran torch can deadlock
     context = multiprocessing.get_context("spawn")
     try:
+        # the workers end with this process, and key by the sources it read, not by files
+        # edited since
         with ProcessPoolExecutor(min(processes, len(calls)), mp_context=context,
-                                 initializer=_end_with_parent, initargs=(os.getpid(),)) as pool:
+                                 initializer=_start_worker,
+                                 initargs=(os.getpid(), fingerprint.sources())) as pool:
             futures = [pool.submit(_compute_in_worker, f, a) for f, a in calls]
             for future in tqdm(as_completed(futures), total=len(futures), desc=desc,
                                disable=not show_progress()):

@@ -42,6 +42,13 @@ def cache_dir() -> Path:
     return _env_dir("MEMLIB_CACHE", results_dir() / "cache")
 
 
+def kernels_dir() -> Path:
+    """memlib's compiled kernels, built on this machine for this user: $MEMLIB_KERNELS, else
+    ~/.cache/memlib-kernels. Never inside the results cache, so nothing that packs or shares
+    the cache (a class kit) carries native code."""
+    return _env_dir("MEMLIB_KERNELS", Path.home() / ".cache" / "memlib-kernels")
+
+
 def figures_root() -> Path:
     """Root of generated figures and tables: $MEMLIB_FIGURES, else <repo>/figures."""
     return _env_dir("MEMLIB_FIGURES", ROOT / "figures")

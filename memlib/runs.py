@@ -2,12 +2,14 @@
 
 `@computation(name, version, uses=(...))` registers a function of one argument. Its entry's
 key is the computation's name and version, the frozen spec (the argument, or what `spec`
-makes of it: exactly what the result is computed from), the fingerprint of the function and
-of the memlib code it names (`fingerprint.closure`, syntax trees: comments, docstrings and
-layout never re-key) and of the modules it declares it uses (the training loop, data, models,
-seeding, augmentation: whatever decides the result), memlib's version and the CPU dispatch
-(`cache.key`). Code that only schedules runs or evaluates claims is not named by a
-computation, so editing it re-keys nothing.
+makes of it: exactly what the result is computed from, its `device` resolved), the
+fingerprint of the function and of the memlib code it reaches (`fingerprint.closure`, syntax
+trees: comments, docstrings, annotations and layout never re-key; the classes of the
+argument, so a config's properties count) and of any module it declares it uses, where it
+was computed (the device, and for a GPU its model and CUDA/cuDNN versions) and with what
+(the versions of torch, numpy and of every computing library its code reaches), and the CPU
+dispatch (`cache.key`). Code that only schedules runs or evaluates claims is not reached by
+a computation, so editing it re-keys nothing.
 
 A computation whose result comes from a closure inside a study function (`computation.get(spec,
 compute)`) is registered the same way, on the function that builds the closure.
@@ -20,14 +22,80 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.metadata
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from memlib import augment, cache, data, fingerprint, models, parallel, seed, train
+from memlib import cache, fingerprint, parallel
 
 REGISTRY: dict[str, Computation] = {}
-TRAINING = (train, data, models, seed, augment)  # what decides a trained model's results
+# the libraries whose version can change a result's bits (their distribution's name): torch
+# and numpy always, the others where a computation's code reaches them
+COMPUTING_LIBRARIES = {"torch": "torch", "numpy": "numpy", "scipy": "scipy",
+                       "sklearn": "scikit-learn", "torchvision": "torchvision", "timm": "timm",
+                       "transformers": "transformers"}
+ALWAYS_KEYED = ("torch", "numpy")
+
+
+@functools.cache
+def library_version(name: str) -> str:
+    """The installed version of the computing library `name` ("absent" when not installed)."""
+    try:
+        return importlib.metadata.version(COMPUTING_LIBRARIES[name])
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _devices(spec: Any) -> set[str]:
+    """Every `device` a frozen spec names, at any depth."""
+    found: set[str] = set()
+    if isinstance(spec, dict):
+        for k, v in spec.items():
+            if k == "device" and isinstance(v, str):
+                found.add(v)
+            else:
+                found |= _devices(v)
+    elif isinstance(spec, list):
+        for v in spec:
+            found |= _devices(v)
+    return found
+
+
+@functools.cache
+def describe_device(name: str) -> str:
+    """What a result computed on device `name` depends on: "cpu", or the GPU's model, compute
+    capability and CUDA and cuDNN versions. "auto" is refused: a key names where it was
+    computed, so every study resolves its device before keying."""
+    import torch
+
+    if name == "auto":
+        raise ValueError("a spec's device must be resolved before it is keyed, not 'auto'")
+    device = torch.device(name)
+    if device.type != "cuda":
+        return device.type
+    major, minor = torch.cuda.get_device_capability(device)
+    return (f"cuda {torch.cuda.get_device_name(device)} sm_{major}{minor} "
+            f"cuda {torch.version.cuda} cudnn {torch.backends.cudnn.version()}")
+
+
+def _classes(argument: Any, package: str = "memlib") -> tuple[type, ...]:
+    """The package's classes of `argument` and of the dataclasses and containers inside it:
+    their methods and properties are part of what computes the result."""
+    found: dict[type, None] = {}
+    todo = [argument]
+    while todo:
+        value = todo.pop()
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            if type(value).__module__.split(".")[0] == package:
+                found[type(value)] = None
+            todo += [getattr(value, f.name) for f in dataclasses.fields(value)]
+            todo += [v for v in vars(value).values() if dataclasses.is_dataclass(v)]
+        elif isinstance(value, (list, tuple)):
+            todo += list(value)
+        elif isinstance(value, dict):
+            todo += list(value.values())
+    return tuple(sorted(found, key=lambda c: (c.__module__, c.__qualname__)))
 
 
 def _frozen(spec: Any) -> Any:
@@ -59,18 +127,37 @@ class Computation:
         return f"<computation {self.name} v{self.version}>"
 
     @functools.cached_property
+    def _closures(self) -> dict:
+        return {}  # the argument's classes -> (code fingerprint, libraries): once per process
+
+    def _closure(self, argument: Any) -> tuple[str, tuple[str, ...]]:
+        roots = _classes(argument)
+        if roots not in self._closures:
+            items = fingerprint.closure(self.fn, deep=True, roots=roots)
+            keyed = set(ALWAYS_KEYED) | (fingerprint.libraries(items) & set(COMPUTING_LIBRARIES))
+            self._closures[roots] = (fingerprint.fingerprint(*items, *self.uses),
+                                     tuple(sorted(keyed)))
+        return self._closures[roots]
+
+    @functools.cached_property
     def code(self) -> str:
-        """Fingerprint of the function, the memlib code it names and the modules it uses;
-        computed once per process, so an edit during a run never changes its keys."""
-        return fingerprint.fingerprint(*fingerprint.closure(self.fn, deep=True), *self.uses)
+        """Fingerprint of the function, the memlib code it reaches and the modules it uses
+        (without an argument's classes); once per process, so an edit during a run never
+        changes its keys."""
+        return self._closure(None)[0]
 
     def spec(self, argument: Any) -> Any:
         return _frozen(argument if self._spec is None else self._spec(argument))
 
     def keyed(self, argument: Any) -> dict:
-        """Everything the entry's key hashes (the cache adds memlib's version and dispatch)."""
-        return {"computation": self.name, "version": self.version, "code": self.code,
-                "spec": self.spec(argument)}
+        """Everything the entry's key hashes (the cache adds the CPU dispatch): the code by
+        its fingerprint, where it runs (a spec without a device computes on the CPU) and the
+        versions of the libraries it computes with."""
+        spec = self.spec(argument)
+        code, libraries = self._closure(argument)
+        return {"computation": self.name, "version": self.version, "code": code, "spec": spec,
+                "device": sorted(describe_device(d) for d in _devices(spec) or {"cpu"}),
+                "libraries": {name: library_version(name) for name in libraries}}
 
     def path(self, argument: Any) -> Path:
         return cache.entry_path(self.name, self.keyed(argument))

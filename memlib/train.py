@@ -56,7 +56,9 @@ class TrainSpec:
     augment: Literal["none", "crop_flip", "cifar_cutout"] = "none"
     seed: int = 0
     max_steps: int | None = None  # stop early (smoke runs, tests)
-    device: str = "auto"  # "auto": this rank's GPU when there is one, else the CPU
+    # where it trains: "cpu", "cuda" (this rank's GPU), "cuda:N", "mps"; "auto" only where
+    # nothing is keyed by it (a study resolves its device with `device_name` before keying)
+    device: str = "cpu"
     precision: Literal["fp32", "bf16"] = "fp32"  # bf16: autocast the forward pass
     # Adam/AdamW as one fused kernel per step (torch's `fused=True`): on a small model about
     # a third of the optimizer's time, with other rounding than the per-operation update
@@ -190,8 +192,18 @@ def dataset_batches(dataset, batch_size: int, seed: int = 0, shuffle: bool = Tru
                       generator=generator(seed))  # seeds the workers' augmentation
 
 
-def resolve_device(name: str = "auto") -> torch.device:
+def resolve_device(name: str) -> torch.device:
     return distributed.device() if name == "auto" else torch.device(name)
+
+
+def device_name(name: str) -> str:
+    """`name` (checked) with "auto" resolved: "cuda" where this machine has a GPU (under
+    torchrun each rank's own, the same name on every rank), else "cpu". What a study's config
+    holds, so that its specs, and so its cache keys, name where a result was computed."""
+    check_device(name)
+    if name != "auto":
+        return name
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def check_device(name: str) -> None:

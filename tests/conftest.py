@@ -15,6 +15,7 @@ def isolated_outputs(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("MEMLIB_RESULTS", str(tmp_path / "results"))
     monkeypatch.setenv("MEMLIB_BUILD", str(tmp_path / "build"))
+    monkeypatch.setenv("MEMLIB_KERNELS", str(tmp_path / "kernels"))
     monkeypatch.setenv("MEMLIB_PROGRESS", "0")
     torch.use_deterministic_algorithms(False)
     # process-level memory starts afresh: a computation's code fingerprint taken while an

@@ -15,7 +15,7 @@ def tiny_run():
     x, y = torch.randn(256, 12, generator=g), torch.randint(0, 3, (256,), generator=g)
     seed_everything(0)
     model = MLP(12, (32,), 3)
-    spec = TrainSpec(epochs=3, batch_size=64, optimizer="sgd", lr=0.1, seed=0)
+    spec = TrainSpec(epochs=3, batch_size=64, optimizer="sgd", lr=0.1, seed=0, device="auto")
     history = train(model, (x, y), spec, eval_sets={"train": (x, y)})
     return model.state_dict(), history
 

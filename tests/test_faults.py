@@ -245,7 +245,7 @@ def test_damaged_kernel_is_rebuilt_and_no_compiler_falls_back(monkeypatch):
     lam, w = LAM, W
     expected = fisher.downdated_eigenvalues(lam, w, backend="torch")
     assert torch.allclose(solved_in_a_new_process()[0], expected)
-    library, = (paths.cache_dir() / "kernels").glob("*.so")
+    library, = paths.kernels_dir().glob("*.so")
     library.write_bytes(library.read_bytes()[:1000])  # truncated: loading it crashed Python
     assert torch.allclose(solved_in_a_new_process()[0], expected)
 
@@ -261,14 +261,15 @@ def test_damaged_kernel_is_rebuilt_and_no_compiler_falls_back(monkeypatch):
 
 @needs_a_compiler
 def test_damaged_kernel_with_a_matching_digest_is_rebuilt():
-    """A library truncated after its digest was written (the digest rewritten to match) passes
-    the digest check; loading it in process used to kill Python with SIGBUS on every run."""
+    """A library truncated and renamed to its new digest passes the digest check; loading it
+    in process used to kill Python with SIGBUS on every run."""
     expected = fisher.downdated_eigenvalues(LAM, W, backend="torch")
     solved_in_a_new_process()
-    library, = (paths.cache_dir() / "kernels").glob("*.so")
+    library, = paths.kernels_dir().glob("*.so")
     damaged = library.read_bytes()[:4000]
-    library.write_bytes(damaged)
-    fisher._digest_file(library).write_text(hashlib.sha256(damaged).hexdigest())
+    library.unlink()
+    tag = library.name.rsplit("-", 1)[0]
+    (library.parent / f"{tag}-{hashlib.sha256(damaged).hexdigest()[:32]}.so").write_bytes(damaged)
     solution, warned = solved_in_a_new_process()
     assert torch.allclose(solution, expected)
     assert "is damaged; rebuilding it" in warned
@@ -288,7 +289,7 @@ def test_full_disk_while_building_the_kernel_leaves_nothing_and_falls_back(monke
             assert fisher._kernel() is None  # the torch path takes over
     finally:
         fisher._kernel.cache_clear()
-    assert list((paths.cache_dir() / "kernels").iterdir()) == []
+    assert [p for p in paths.kernels_dir().iterdir() if p.is_file()] == []
 
 
 # --- 4. a damaged checkpoint -----------------------------------------------------------------

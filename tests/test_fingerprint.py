@@ -2,6 +2,7 @@
 
 import math
 import types
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,55 @@ def test_running_state_stays_out_of_a_fingerprint_and_constant_tables_in():
     a.helper(3)  # the process runs: its state changes, its code and constants do not
     assert key(a) == before
     assert key(b) != before
+
+
+def _deep(m, fn="f"):
+    for value in vars(m).values():
+        if isinstance(value, types.FunctionType):
+            value.__module__ = "memlib.fake"
+    return fp.fingerprint(*fp.closure(getattr(m, fn), deep=True))
+
+
+def test_library_functions_in_a_table_are_named():
+    src = "import math\nTABLE = {'f': math.sqrt}\n\n\ndef f(x):\n    return TABLE['f'](x)\n"
+    a = _module("memlib_fp_lib_a", src)
+    b = _module("memlib_fp_lib_b", src.replace("math.sqrt", "math.exp"))
+    c = _module("memlib_fp_lib_c", src)
+    assert _deep(a) != _deep(b) and _deep(a) == _deep(c)
+
+
+def test_constants_are_keyed_by_name_not_by_value():
+    src = "A = 1\nB = 2\n\n\ndef f(x):\n    return x + A + B\n"
+    a = _module("memlib_fp_const_a", src)
+    b = _module("memlib_fp_const_b", src.replace("B = 2", "B = 1"))  # now equal to A
+    assert _deep(a) != _deep(b)
+    assert len([i for i in fp.closure(b.f, deep=True) if isinstance(i, tuple)]) == 2
+
+
+def test_annotations_do_not_count():
+    a = _module("fp_ann_a", "def f(x: int) -> int:\n    y: int = x\n    return y\n")
+    b = _module("fp_ann_b", "def f(x: 'float') -> list:\n    y: str = x\n    return y\n")
+    c = _module("fp_ann_c", "def f(x: int) -> int:\n    y: int = x + 1\n    return y\n")
+    assert fp.fingerprint(a.f) == fp.fingerprint(b.f) != fp.fingerprint(c.f)
+
+
+def test_imports_inside_functions_are_followed():
+    from memlib import seed
+
+    src = "def f():\n    from memlib.seed import seed_everything\n    return seed_everything\n"
+    m = _module("memlib_fp_import", src)
+    m.f.__module__ = "memlib.fake"
+    assert seed.seed_everything in fp.closure(m.f, deep=True)
+    assert seed.seed_everything not in fp.closure(m.f)  # only the deep closure follows
+
+
+def test_source_is_what_was_read_when_memlib_was_imported(tmp_path):
+    import memlib
+
+    path = Path(memlib.__file__).parent / "seed.py"
+    assert str(path) in fp._SOURCES  # read at import, not on first use
+    m = _module("fp_captured", "def f():\n    return 1\n")
+    before = fp.fingerprint(m.f)
+    Path(m.f.__code__.co_filename).write_text("def f():\n    return 2\n")
+    fp._code_digest.cache_clear()
+    assert fp.fingerprint(m.f) == before  # the text first read stays what is keyed

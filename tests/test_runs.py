@@ -124,7 +124,7 @@ def test_keys_are_the_same_in_another_process(original_keys):
 
     for name in memlib.STUDIES:
         studies.module(name)
-    studied = {name: c.code for name, c in runs.REGISTRY.items() if name != "test-double"}
+    studied = {name: c.code for name, c in runs.REGISTRY.items() if not name.startswith("test-")}
     assert studied == {name: original_keys[name] for name in set(TRAINS) | set(studied)}
     assert rlp.cached_run.key(rlp.spec(rlp.Config())) == original_keys["rlp_run spec"]
     config = fisher.Config()
@@ -182,8 +182,9 @@ def test_a_damaged_entry_counts_as_missing():
 def test_a_key_holds_the_name_version_spec_and_code():
     assert double.key(3) != double.key(4)
     keyed = double.keyed(3)
-    assert keyed == {"computation": "test-double", "version": 1, "code": double.code,
-                     "spec": 3}
+    assert {k: keyed[k] for k in ("computation", "version", "code", "spec")} == {
+        "computation": "test-double", "version": 1, "code": double.code, "spec": 3}
+    assert keyed["device"] == ["cpu"] and set(keyed["libraries"]) == {"torch", "numpy"}
     assert cache.key({**keyed, "version": 2}) != double.key(3)
     assert cache.key({**keyed, "code": "0" * 16}) != double.key(3)
 
@@ -221,3 +222,92 @@ def test_a_study_function_is_missing_until_every_entry_it_makes_is_there():
     assert runs.missing([(both, 5), (double, 6)]) == []
     runs.compute_missing([(double, 7)], processes=1)  # one process: nothing in workers
     assert not double.has(7)
+
+
+SYNTHETIC = ("modarith-main", "modarith-order", "modarith-sweep", "modarith-variant",
+             "modarith-analysis")  # study 2's runs on its synthetic task: no dataset file read
+
+
+def replaced(module: str, old: str, new: str):
+    """An edit that replaces the first `old` in `module` by `new`."""
+    def edit(name: str, source: str) -> str:
+        if name != module:
+            return source
+        assert old in source, old
+        return source.replace(old, new, 1)
+    return edit
+
+
+def test_a_library_function_in_a_table_re_keys_the_runs_that_use_it(tmp_path, original_keys):
+    edited = keys_of(copy_of_memlib(tmp_path, replaced(
+        "studies.modarith.method", '"quadratic": torch.square,', '"quadratic": torch.abs,')))
+    for name in SYNTHETIC:
+        assert edited[name] != original_keys[name], name
+    assert edited["rlp_run"] == original_keys["rlp_run"]  # reaches no activation table
+
+
+def test_an_error_message_in_data_re_keys_no_synthetic_run(tmp_path, original_keys):
+    edited = keys_of(copy_of_memlib(tmp_path, replaced(
+        "data", 'f"{path} cannot be read ({what})"', 'f"{path} is unreadable ({what})"')))
+    for name in SYNTHETIC:
+        assert edited[name] == original_keys[name], name
+    assert edited["rlp_run"] != original_keys["rlp_run"]  # it reads dataset files
+
+
+@runs.computation("test-where", 1)
+def where(spec: dict) -> torch.Tensor:
+    return torch.arange(float(spec["n"]))
+
+
+def test_a_gpu_entry_is_never_served_to_a_cpu_run(monkeypatch):
+    gpu = "cuda NVIDIA H100 80GB HBM3 sm_90 cuda 12.4 cudnn 90100"
+    monkeypatch.setattr(runs, "describe_device", lambda name: gpu if name == "cuda" else name)
+    planted = where.path({"n": 3, "device": "cuda"})
+    cache.save(planted, torch.full((3,), 99.0))  # what the GPU computed, stored under its key
+    assert where.path({"n": 3, "device": "cpu"}) != planted
+    assert torch.equal(where({"n": 3, "device": "cpu"}), torch.arange(3.0))  # recomputed
+    assert torch.equal(where({"n": 3, "device": "cuda"}), torch.full((3,), 99.0))  # the GPU's
+
+
+def test_an_unresolved_device_is_never_keyed():
+    with pytest.raises(ValueError, match="resolved"):
+        where.key({"n": 3, "device": "auto"})
+
+
+def test_another_torch_version_recomputes(monkeypatch):
+    before = where.path({"n": 2})
+    assert torch.equal(where({"n": 2}), torch.arange(2.0))
+    assert torch.__version__.startswith(where.keyed({"n": 2})["libraries"]["torch"])
+    real = runs.library_version
+    monkeypatch.setattr(runs, "library_version",
+                        lambda name: "99.0" if name == "torch" else real(name))
+    assert where.path({"n": 2}) != before
+    counts = cache.activity.copy()
+    where({"n": 2})
+    assert cache.activity["computed"] == counts["computed"] + 1  # not loaded
+
+
+def test_a_computation_keys_the_libraries_its_code_reaches():
+    from memlib import studies
+    from memlib.studies import modarith, rlp
+
+    studies.module("rlp")
+    assert set(where.keyed({"n": 1})["libraries"]) == {"torch", "numpy"}
+    assert "timm" in rlp.cached_run.keyed(rlp.spec(rlp.Config()))["libraries"]  # ViTs
+    assert "timm" not in modarith.MAIN.keyed({})["libraries"]
+
+
+def test_the_fisher_kernel_backend_is_in_the_key(monkeypatch):
+    from memlib.studies import fisher
+
+    config = fisher.Config()
+    run = (config, *fisher.training_runs(config)[0])
+    fisher._kernel.cache_clear()
+    try:
+        with_c = fisher.cached_run.key(run)
+        monkeypatch.setenv("MEMLIB_NO_CC", "1")
+        fisher._kernel.cache_clear()
+        assert fisher.cached_run.spec(run)["fisher_kernel"] == "torch"
+        assert fisher.cached_run.key(run) != with_c or shutil.which("cc") is None
+    finally:
+        fisher._kernel.cache_clear()

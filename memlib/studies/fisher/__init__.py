@@ -22,7 +22,6 @@ from memlib.studies.fisher.claims import _vit_gaps as _vit_gaps
 from memlib.studies.fisher.config import *  # noqa: F403
 from memlib.studies.fisher.experiment import *  # noqa: F403
 from memlib.studies.fisher.method import *  # noqa: F403
-from memlib.studies.fisher.method import _digest_file as _digest_file
 from memlib.studies.fisher.method import _kernel as _kernel
 from memlib.studies.fisher.method import _roots_torch as _roots_torch
 from memlib.studies.fisher.runs import *  # noqa: F403

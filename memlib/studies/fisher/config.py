@@ -22,6 +22,7 @@ from memlib.config import (
     check_stratified,
 )
 from memlib.presets import declare_defaults
+from memlib.train import device_name
 
 __all__ = [
     "MODEL_NAMES", "HUMAN_SETS", "Config"
@@ -88,6 +89,9 @@ class Config:
     fit_train_acc: Annotated[float, Fraction] = 0.99
     fit_flipped_acc: Annotated[float, Fraction] = 0.95
     epochs_after_fit: Annotated[int | None, NonNegative, AtMost(10**4)] = 10
+    # where every run computes: "cpu", "cuda", "cuda:N", "mps", or "auto" (a GPU when there
+    # is one), resolved as the config is built: the runs' cache keys name the device
+    device: str = "auto"
     parallel_runs: Annotated[int, Positive, AtMost(256)] = 2  # runs at once: in no key
 
     # the fields holding an arm's seeds, registered with `seeds` (memlib.config.confirmatory_seeds)
@@ -97,6 +101,7 @@ class Config:
     def __post_init__(self):
         check_fields(self)
         mdata.resolve_fields(self, self.DATASET_FIELDS)
+        object.__setattr__(self, "device", device_name(self.device))  # frozen: set once
         both = [s for s in self.attribution_seeds if s in self.seeds]
         check(not both, f"seeds {both} are in both seeds and attribution_seeds: the attribution "
                         "arm needs seeds of its own")

@@ -33,7 +33,7 @@ __all__ = [
     "gradient_norms", "rank_bound", "effective_rank", "decompose", "scatter_eigenvalues",
     "scatter_effective_rank", "loo_direct", "SECULAR_C", "downdated_eigenvalues", "loo_exact",
     "first_order_weights", "loo_first_order", "margins", "ranking_metrics", "feature_tap",
-    "last_layer", "onset_epoch", "peak_epoch", "math_checks"
+    "last_layer", "onset_epoch", "peak_epoch", "math_checks", "kernel_backend"
 ]
 
 SPECTRA = ("eig", "sv")
@@ -235,41 +235,98 @@ int downdate_roots(int n, int K, const double *p, const double *w, double *out) 
 """
 
 
-@functools.lru_cache(maxsize=1)
-def _kernel():
-    """The compiled secular kernel (ctypes), built once per machine into the cache; None when
-    no C compiler is available (MEMLIB_NO_CC=1 forces the torch fallback) or the build fails.
-    A library whose bytes do not match the digest written beside it, that does not load and
-    run in a child process (a damaged one kills the process that maps it with SIGBUS), or
-    that solves a small problem wrongly is rebuilt, with a warning; a read-only or full cache
-    gets a build of this process's own."""
+def _flags() -> list[str]:
+    # Reassociation lets gcc vectorise the sums; no other fast-math liberties.
+    return ["-O3", *compiler_target_flags(), "-fno-math-errno", "-fno-trapping-math",
+            "-fassociative-math", "-fno-signed-zeros", "-shared", "-fPIC"]
+
+
+@functools.lru_cache(maxsize=4)
+def _compiler_version(compiler: str) -> str | None:
+    """The compiler's own account of itself (`cc --version`'s first line); None when it
+    does not run."""
+    try:
+        run = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return run.stdout.splitlines()[0].strip() if run.returncode == 0 and run.stdout else None
+
+
+def _compiler() -> tuple[str, str] | None:
+    """(the C compiler, its version), or None: MEMLIB_NO_CC=1, no compiler, or one that does
+    not run."""
     if os.environ.get("MEMLIB_NO_CC"):
         return None
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    version = compiler and _compiler_version(compiler)
+    return (compiler, version) if version else None
+
+
+def kernel_backend(device: str | torch.device) -> str:
+    """Which secular solver computes on `device`, as cache keys name it: "c <compiler version>
+    <flags>" for the compiled kernel, "torch" for the vectorised torch path (no compiler,
+    MEMLIB_NO_CC=1, a failed build, or a GPU). The two agree to rounding, not bit for bit."""
+    if torch.device(device).type != "cpu" or _kernel() is None:
+        return "torch"
+    compiler = _compiler()
+    return f"c {compiler[1]} {' '.join(_flags())}" if compiler else "torch"
+
+
+@functools.lru_cache(maxsize=1)
+def _kernel():
+    """The compiled secular kernel (ctypes); None when no C compiler is available
+    (MEMLIB_NO_CC=1 forces the torch fallback) or the build fails.
+
+    Native code runs only from a library this user built on this machine from memlib's own
+    source: it lives in `paths.kernels_dir()` (never in the results cache, which a class kit
+    packs), in a file named by the hash of the source, the compiler's version and the flags,
+    and by the digest of its own bytes. It is opened once, refused unless the folder and the
+    file are this user's and writable by no one else, hashed from that open file, and loaded
+    from the same open file (no other file can be swapped in between). A library whose bytes
+    do not match its name, that does not load and run in a child process (a damaged one
+    kills the process that maps it with SIGBUS), or that solves a small problem wrongly is
+    rebuilt, with a warning; a folder that is not private, read-only or full gets a build of
+    this process's own."""
+    compiler = _compiler()
     if compiler is None:
         return None
-    tag = hashlib.sha256((SECULAR_C + platform.node() + platform.machine()
-                          + " ".join(compiler_target_flags())).encode())
-    library = paths.cache_dir() / "kernels" / f"secular-{tag.hexdigest()[:16]}.so"
-    lib = _load_kernel(library) if library.exists() else None
-    if lib is None and library.exists():
-        warnings.warn(f"the compiled kernel {library} is damaged; rebuilding it",
+    tag = hashlib.sha256("\0".join([SECULAR_C, compiler[1], *_flags(), platform.node(),
+                                     platform.machine()]).encode()).hexdigest()[:16]
+    folder = paths.kernels_dir()
+    found = sorted(folder.glob(f"secular-{tag}-*.so")) if _private(folder) else []
+    lib = next((lib for lib in map(_load_kernel, found) if lib is not None), None)
+    if lib is None and found:
+        warnings.warn(f"the compiled kernel {found[0]} is damaged; rebuilding it",
                       RuntimeWarning, stacklevel=2)
+        for library in found:
+            library.unlink(missing_ok=True)
     if lib is None:
         try:
-            built = _build_kernel(compiler, library)
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not _private(folder):
+                raise PermissionError(f"{folder} is not private to this user")
+            built = _build_kernel(compiler[0], folder, tag)
             lib = built and _load_kernel(built)
-        except OSError:  # a read-only or full cache
-            lib = _private_kernel(compiler, library.name)
+        except OSError:  # a read-only, full or shared folder
+            lib = _private_kernel(compiler[0], tag)
     return lib or None
 
 
-def _private_kernel(compiler: str, name: str):
+def _private(path: Path) -> bool:
+    """Whether `path` (a folder or file) is this user's and no one else can write it."""
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return info.st_uid == os.getuid() and not info.st_mode & 0o022
+
+
+def _private_kernel(compiler: str, tag: str):
     """A kernel built for this process alone, in a temporary folder; None, with a warning,
     when that fails too (a full disk)."""
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            built = _build_kernel(compiler, Path(tmp) / name)
+            built = _build_kernel(compiler, Path(tmp), tag)
             return built and _load_kernel(built)  # loaded before its folder goes
     except OSError as err:
         warnings.warn(f"could not build the compiled kernel ({err.strerror or err}); the "
@@ -277,51 +334,55 @@ def _private_kernel(compiler: str, name: str):
         return None
 
 
-def _build_kernel(compiler: str, library: Path) -> Path | None:
-    """Compile SECULAR_C into `library` (atomically); None if the compiler fails."""
+def _build_kernel(compiler: str, folder: Path, tag: str) -> Path | None:
+    """Compile SECULAR_C into `folder` (atomically), as secular-<tag>-<digest of its
+    bytes>.so; None if the compiler fails."""
     with tempfile.TemporaryDirectory() as tmp:
         source, built = Path(tmp) / "secular.c", Path(tmp) / "secular.so"
-        source.write_text(SECULAR_C)
-        # Reassociation lets gcc vectorise the sums; no other fast-math liberties.
-        flags = ["-O3", *compiler_target_flags(), "-fno-math-errno", "-fno-trapping-math",
-                 "-fassociative-math", "-fno-signed-zeros", "-shared", "-fPIC"]
+        source.write_text(SECULAR_C, encoding="utf-8")
         try:
-            result = subprocess.run([compiler, *flags, str(source), "-o", str(built), "-lm"],
+            result = subprocess.run([compiler, *_flags(), str(source), "-o", str(built), "-lm"],
                                     capture_output=True, text=True)
         except OSError:  # CC names no program
             return None
         if result.returncode:
             return None
-        library.parent.mkdir(parents=True, exist_ok=True)
-        staged = library.with_name(f".{library.name}.{os.getpid()}.tmp")
+        digest = hashlib.sha256(built.read_bytes()).hexdigest()[:32]
+        library = folder / f"secular-{tag}-{digest}.so"
+        staged = folder / f".{library.name}.{os.getpid()}.tmp"
         try:
             shutil.move(str(built), str(staged))
-            digest = hashlib.sha256(staged.read_bytes()).hexdigest()
+            os.chmod(staged, 0o700)
             os.replace(staged, library)
-            staged.write_text(digest)
-            os.replace(staged, _digest_file(library))
         finally:
             staged.unlink(missing_ok=True)  # what a full disk left half-written
     return library
 
 
-def _digest_file(library: Path) -> Path:
-    return library.with_name(library.name + ".sha256")
-
-
 def _load_kernel(library: Path):
-    """The kernel in `library`, or None unless its bytes match their digest, it loads and it
-    matches the torch path on a small problem."""
+    """The kernel in `library`, or None unless it is private to this user, the digest of the
+    bytes of the very file opened matches its name, it loads and runs in a child process and
+    it matches the torch path on a small problem."""
     try:
-        intact = (hashlib.sha256(library.read_bytes()).hexdigest()
-                  == _digest_file(library).read_text().strip())
-        if not intact or not _runs_in_a_child(library):
+        fd = os.open(library, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid() or info.st_mode & 0o022:
             return None
-        lib = ctypes.CDLL(str(library))
+        with os.fdopen(os.dup(fd), "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()[:32]
+        opened = f"/proc/self/fd/{fd}" if Path("/proc/self/fd").is_dir() else str(library)
+        if not library.stem.endswith(f"-{digest}") or not _runs_in_a_child(opened, fd):
+            return None
+        lib = ctypes.CDLL(opened)
         lib.downdate_roots.restype = ctypes.c_int
         lib.downdate_roots.argtypes = [ctypes.c_int, ctypes.c_int] + [ctypes.c_void_p] * 3
     except (OSError, AttributeError):
         return None
+    finally:
+        os.close(fd)  # the mapping stays; the descriptor is no longer needed
     poles = torch.tensor([0.5, 1.0, 2.0, 4.0], dtype=torch.float64)
     weights = torch.tensor([[0.1, 0.2, 0.3, 0.4]], dtype=torch.float64)
     out = torch.empty_like(weights)
@@ -338,12 +399,12 @@ sys.exit(lib.downdate_roots(1, 2, poles, weights, (ctypes.c_double * 2)()))
 """
 
 
-def _runs_in_a_child(library: Path) -> bool:
-    """Whether `library` loads and solves a small problem in a child process: a library
-    that was damaged after its digest was written can kill the process that maps it."""
+def _runs_in_a_child(library: str, fd: int) -> bool:
+    """Whether `library` (the open file `fd`, checked already) loads and solves a small
+    problem in a child process: a damaged library can kill the process that maps it."""
     try:
-        child = subprocess.run([sys.executable, "-I", "-S", "-c", _CHILD_RUN, str(library)],
-                               capture_output=True, timeout=60)
+        child = subprocess.run([sys.executable, "-I", "-S", "-c", _CHILD_RUN, library],
+                               capture_output=True, timeout=60, pass_fds=(fd,))
     except (OSError, subprocess.TimeoutExpired):
         return False
     return child.returncode == 0

@@ -15,13 +15,14 @@ import torch.nn.functional as F
 from memlib import data as mdata
 from memlib import models
 from memlib.config import to_dict
-from memlib.runs import TRAINING, computation
+from memlib.runs import computation
 from memlib.seed import generator, seed_everything
 from memlib.studies.fisher.config import HUMAN_SETS, Config
 from memlib.studies.fisher.method import (
     decompose,
     effective_rank,
     gradient_norms,
+    kernel_backend,
     last_layer,
     loo_direct,
     loo_exact,
@@ -106,7 +107,7 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
     model = build_model(config, model_name, num_classes, tuple(train_split.x.shape[1:]))
     spec = TrainSpec(epochs=epochs, batch_size=config.batch_size, optimizer=config.optimizer,
                      lr=config.lr, weight_decay=config.weight_decay, seed=seed,
-                     augment=config.augment)
+                     augment=config.augment, device=config.device)
     # the callback's running state, checkpointed with the model so a resumed run keeps it
     state = {"best": -math.inf, "margin_sum": torch.zeros(len(ys), dtype=torch.float64)}
     flip_s = flipped[scatter]
@@ -149,7 +150,7 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
     lam, coords = decompose(h, z, ys, config.bias)
     timings["decompose"] = time.perf_counter() - start
     start = time.perf_counter()
-    exact = loo_exact(lam, coords, config.spectrum, device="auto")
+    exact = loo_exact(lam, coords, config.spectrum, device=config.device)
     timings["loo_exact"] = time.perf_counter() - start + timings["decompose"]
     start = time.perf_counter()
     first = loo_first_order(lam, coords, config.spectrum)
@@ -168,7 +169,7 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
         direct_error = (direct - exact[pick]).abs().max().item()
     # the same attribution at the last epoch, after the noise has been (partly) fitted
     lam_last, coords_last = decompose(state["h_last"], state["z_last"], ys, config.bias)
-    exact_last = loo_exact(lam_last, coords_last, config.spectrum, device="auto")
+    exact_last = loo_exact(lam_last, coords_last, config.spectrum, device=config.device)
     examples = pd.DataFrame({
         "index": scatter.numpy(), "true": true[scatter].numpy(), "label": ys.numpy(),
         "flipped": flip_s.numpy(), "delta_exact": exact.numpy(), "delta_first": first.numpy(),
@@ -197,20 +198,22 @@ def _run_key(config: Config, model_name: str, noise: str, corruption: float, see
             "seed": seed, "epochs": epochs,
             "direct_checks": config.direct_checks
             if corruption == config.attribution_corruption else 0,
-            "attribution_corruption": config.attribution_corruption}
+            "attribution_corruption": config.attribution_corruption,
+            "fisher_kernel": kernel_backend(config.device)}
 
 
 # --- the registered computations ---------------------------------------------------------
 
 
-@computation("fisher-run", 1, uses=TRAINING, spec=lambda item: _run_key(*item))
+@computation("fisher-run", 1, spec=lambda item: _run_key(*item))
 def cached_run(item: tuple) -> dict:
     """The training run `item` = (config, *one of training_runs(config))."""
     config, *spec = item
     return train_run(config, *spec)
 
 
-@computation("fisher-math-checks", 1, spec=lambda config: {"n": config.synthetic_n})
+@computation("fisher-math-checks", 1,
+             spec=lambda config: {"n": config.synthetic_n, "fisher_kernel": kernel_backend("cpu")})
 def cached_checks(config: Config) -> pd.DataFrame:
     """The math checks."""
     return math_checks(config.synthetic_n)

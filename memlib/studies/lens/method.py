@@ -64,13 +64,13 @@ def learned_epoch(margins: torch.Tensor) -> torch.Tensor:
 
 
 def example_scores(memo: dict, labels: torch.Tensor, flipped: torch.Tensor,
-                   exact: bool) -> pd.DataFrame:
+                   exact: bool, device: str = "cpu") -> pd.DataFrame:
     """Every scatter example's scores (columns of SCORES) from the observer's memo."""
     m = torch.stack(memo["margins"])
     lam, z = fisher.decompose(memo["h"], memo["z"], labels)
     return pd.DataFrame({
         "position": memo["pick"].numpy(), "flipped": flipped.numpy(),
-        "delta_exact": fisher.loo_exact(lam, z, device="auto").numpy() if exact else math.nan,
+        "delta_exact": fisher.loo_exact(lam, z, device=device).numpy() if exact else math.nan,
         "delta_first": fisher.loo_first_order(lam, z).numpy(),
         "final_loss": F.cross_entropy(memo["final_logits"].double(), labels,
                                       reduction="none").numpy(),

@@ -11,9 +11,8 @@ import torch
 from torch import nn
 
 from memlib import data as datasets
-from memlib import imagenet
 from memlib.config import check
-from memlib.runs import TRAINING, computation
+from memlib.runs import computation
 from memlib.studies import fisher, rlp
 from memlib.studies.lens.config import LensRun
 from memlib.studies.lens.method import example_scores, layer_probes
@@ -90,7 +89,8 @@ def lens_run(r: LensRun) -> dict:
     pick = memo["pick"]
     labels = d["y"].cpu()[pick]
     flipped = (d["y"] != d["clean_y"]).cpu()[pick]
-    examples = example_scores(memo, labels, flipped, len(pick) <= r.exact_loo_max)
+    examples = example_scores(memo, labels, flipped, len(pick) <= r.exact_loo_max,
+                              r.run.device)
     x_test, y_test = d["test"]
     layers = layer_probes(model, result["layers"], x_test, y_test, r.null_draws, r.run.seed)
     last = result["history"].iloc[-1]
@@ -101,6 +101,6 @@ def lens_run(r: LensRun) -> dict:
             "fit_epoch": result["fit_epoch"], "epochs_trained": result["epochs_trained"]}
 
 
-@computation("lens_run", 1, uses=(*TRAINING, imagenet))
+@computation("lens_run", 1)
 def cached_lens(r: LensRun) -> dict:
     return lens_run(r)

@@ -24,6 +24,7 @@ from memlib.config import (
 from memlib.data import NUM_CLASSES, TRAIN_SIZES, resolve_fields
 from memlib.presets import declare_defaults
 from memlib.studies.modarith.method import Activation, is_prime
+from memlib.train import device_name
 
 __all__ = ["Optimizer", "Config", "chance"]
 
@@ -95,6 +96,9 @@ class Config:
     # mnist-5k), the same for every seed
     image_samples: Annotated[int | None, Positive, AtMost(10**7)] = 2000
     image_epochs: Annotated[int, NonNegative, AtMost(10**5)] = 100
+    # where every run computes: "cpu", "cuda", "cuda:N", "mps", or "auto" (a GPU when there
+    # is one), resolved as the config is built: the runs' cache keys name the device
+    device: str = "auto"
     parallel_runs: Annotated[int, Positive, AtMost(256)] = 2  # runs at once: in no key
 
     DATASET_FIELDS = ("image_dataset", "image_fallback")  # resolved as the config is built
@@ -102,6 +106,7 @@ class Config:
     def __post_init__(self):
         check_fields(self)
         resolve_fields(self, self.DATASET_FIELDS)
+        object.__setattr__(self, "device", device_name(self.device))  # frozen: set once
         check(len(self.order_lrs) == len(self.order_optimizers) == len(self.order_weight_decays),
               "order_optimizers, order_lrs and order_weight_decays must have the same length")
         # multiplication mod p is addition mod p - 1 (multiplication_task)

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pandas as pd
 import torch
 
-from memlib.runs import TRAINING, compute_missing, inline
+from memlib.runs import compute_missing, inline
 from memlib.studies.modarith.config import Config, chance
 from memlib.studies.modarith.method import (
     analytic_quadratic_solution,
@@ -140,4 +140,4 @@ def prefetch_runs(config: Config) -> None:
     compute_missing(planned_runs(config), config.parallel_runs, "modarith runs")
 
 
-ANALYSIS = inline("modarith-analysis", 1, main_analysis, uses=TRAINING)
+ANALYSIS = inline("modarith-analysis", 1, main_analysis)

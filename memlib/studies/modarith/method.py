@@ -454,7 +454,7 @@ def train_runs(task: Task, alphas: Sequence[float], seeds: Sequence[int], width:
     drawn = [label_noise(train_y[r], train_pairs[r], a, task.p, noise,
                          seed=s + 7919 * round(a * 1000))
              for r, (a, s) in enumerate(zip(alphas, seeds, strict=True))]
-    device = resolve_device()
+    device = resolve_device(spec.device)
     noisy = torch.stack([d[0] for d in drawn]).to(device)
     mask = torch.stack([d[1] for d in drawn]).to(device)
     model = ModularNet(task.p, width, seeds, activation).to(device)
@@ -582,7 +582,7 @@ def image_learning_order(x: Tensor, y: Tensor, num_classes: int, alphas: Sequenc
     from memlib.data import symmetric_noise
     from memlib.models import MLP
 
-    device = resolve_device()  # where train() puts the model: the log evaluates there
+    device = resolve_device(spec.device)  # where train() puts the model: the log evaluates there
     x, y = x.to(device), y.to(device)
     frames = []
     for alpha in alphas:

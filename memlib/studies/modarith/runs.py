@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from memlib.config import to_dict
-from memlib.runs import TRAINING, inline
+from memlib.runs import inline
 from memlib.studies.modarith.config import Config
 from memlib.studies.modarith.method import (
     Task,
@@ -49,7 +49,8 @@ def _task(config: Config, seeds: Sequence[int]) -> Task:
 
 def _task_key(config: Config) -> dict:
     return {"p": config.p, "operation": config.operation, "noise": config.noise,
-            "train_fraction": config.train_fraction, "split_stream": SPLIT_STREAM}
+            "train_fraction": config.train_fraction, "split_stream": SPLIT_STREAM,
+            "device": config.device}
 
 
 def _label_runs(frame: pd.DataFrame, alphas: Sequence[float], seeds: Sequence[int]
@@ -77,7 +78,8 @@ def train_main(config: Config) -> dict:
     alphas, seeds = _grid(config.alphas, config.seeds)
     key = main_key(config)
     spec = TrainSpec(epochs=config.epochs, batch_size=None, optimizer=config.optimizer,
-                     lr=config.lr, weight_decay=config.weight_decay, seed=seeds[0])
+                     lr=config.lr, weight_decay=config.weight_decay, seed=seeds[0],
+                     device=config.device)
     return MAIN.get(key, lambda: train_runs(
         _task(config, seeds), alphas, seeds, config.width, spec, config.activation, config.noise,
         config.log_every))
@@ -95,7 +97,7 @@ def learning_order(config: Config) -> pd.DataFrame:
                "weight_decay": wd, "epochs": config.order_epochs,
                "log_every": config.order_log_every}
         spec = TrainSpec(epochs=config.order_epochs, batch_size=None, optimizer=opt, lr=lr,
-                         weight_decay=wd, seed=seeds[0])
+                         weight_decay=wd, seed=seeds[0], device=config.device)
         out = ORDER.get(key, lambda spec=spec: train_runs(
             _task(config, seeds), alphas, seeds, config.width, spec, config.activation,
             config.noise, config.order_log_every)["history"])
@@ -117,7 +119,7 @@ def minibatch_order(config: Config) -> pd.DataFrame:
            "epochs": config.order_epochs, "log_every": config.order_log_every,
            "batch_size": config.order_batch_size}
     spec = TrainSpec(epochs=config.order_epochs, batch_size=config.order_batch_size,
-                     optimizer=opt, lr=lr, weight_decay=wd, seed=seeds[0])
+                     optimizer=opt, lr=lr, weight_decay=wd, seed=seeds[0], device=config.device)
     out = MINIBATCH.get(key, lambda: train_runs(
         _task(config, seeds), alphas, seeds, config.width, spec, config.activation,
         config.noise, config.order_log_every)["history"])
@@ -138,7 +140,7 @@ def width_sweep(config: Config) -> pd.DataFrame:
                        "weight_decay": wd, "epochs": config.sweep_epochs}
                 spec = TrainSpec(epochs=config.sweep_epochs, batch_size=None,
                                  optimizer=config.optimizer, lr=config.lr, weight_decay=wd,
-                                 seed=seeds[0])
+                                 seed=seeds[0], device=config.device)
 
                 def compute(spec=spec, width=width, act=act):
                     out = train_runs(task, alphas, seeds, width, spec, act, config.noise,
@@ -166,7 +168,7 @@ def image_order(config: Config) -> tuple[pd.DataFrame, str]:
 
     frames, notes = [], []
     spec = TrainSpec(epochs=config.digits_epochs, batch_size=None, optimizer="adam",
-                     lr=config.digits_lr, seed=config.seeds[0])
+                     lr=config.digits_lr, seed=config.seeds[0], device=config.device)
     names = ["digits"]
     if config.image_dataset != "none" and config.image_epochs > 0:
         wanted = config.image_dataset
@@ -195,7 +197,7 @@ def image_order(config: Config) -> tuple[pd.DataFrame, str]:
             key = {"dataset": name, "n": len(y), "alphas": list(config.digits_alphas),
                    "width": config.digits_width, "lr": config.digits_lr, "epochs": epochs,
                    "seed": seed, "subset_seed": None if keep is None else split_seed(seed),
-                   "inputs": "standardized"}
+                   "inputs": "standardized", "device": config.device}
             frame = IMAGES.get(key,
                                lambda x=x, y=y, s=run_spec, n=split.num_classes, seed=seed:
                                image_learning_order(x, y, n, config.digits_alphas,
@@ -224,7 +226,8 @@ def variant_parts(config: Config) -> pd.DataFrame:
                "optimizer": config.optimizer, "lr": config.lr,
                "weight_decay": config.weight_decay, "epochs": config.epochs}
         spec = TrainSpec(epochs=config.epochs, batch_size=None, optimizer=config.optimizer,
-                         lr=config.lr, weight_decay=config.weight_decay, seed=seeds[0])
+                         lr=config.lr, weight_decay=config.weight_decay, seed=seeds[0],
+                         device=config.device)
 
         def compute(task=task, activation=activation, alphas=alphas, seeds=seeds, spec=spec):
             out = train_runs(task, alphas, seeds, config.width, spec, activation, config.noise,
@@ -240,9 +243,9 @@ def variant_parts(config: Config) -> pd.DataFrame:
 
 
 # the cached computations, each keyed by the code of the function that builds it
-MAIN = inline("modarith-main", 1, train_main, uses=TRAINING)
-ORDER = inline("modarith-order", 1, learning_order, uses=TRAINING)
-SWEEP = inline("modarith-sweep", 1, width_sweep, uses=TRAINING)
-IMAGES = inline("modarith-images", 1, image_order, uses=TRAINING)
-VARIANT = inline("modarith-variant", 1, variant_parts, uses=TRAINING)
-MINIBATCH = inline("modarith-minibatch", 1, minibatch_order, uses=TRAINING)
+MAIN = inline("modarith-main", 1, train_main)
+ORDER = inline("modarith-order", 1, learning_order)
+SWEEP = inline("modarith-sweep", 1, width_sweep)
+IMAGES = inline("modarith-images", 1, image_order)
+VARIANT = inline("modarith-variant", 1, variant_parts)
+MINIBATCH = inline("modarith-minibatch", 1, minibatch_order)

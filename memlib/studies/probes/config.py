@@ -21,6 +21,7 @@ from memlib.config import (
 )
 from memlib.data import NUM_CLASSES, TEST_SIZES, TRAIN_SIZES, resolve_fields
 from memlib.presets import declare_defaults
+from memlib.train import device_name
 
 DATASETS = ("fashion_mnist", "mnist", "mnist-5k")
 TASKS = ("easy", "hard")
@@ -105,6 +106,9 @@ class Config:
     distilbert_model: str = DISTILBERT
     # None: the whole CoNLL-2003 test split
     distilbert_sentences: Annotated[int | None, Positive, AtMost(10**7)] = None
+    # where every run computes: "cpu", "cuda", "cuda:N", "mps", or "auto" (a GPU when there
+    # is one), resolved as the config is built: the runs' cache keys name the device
+    device: str = "auto"
     parallel_runs: Annotated[int, Positive, AtMost(256)] = 2  # runs at once: in no key
 
     # the stand-in's replicates run on seeds of their own, registered with `seeds`
@@ -117,6 +121,7 @@ class Config:
             check(name in DATASETS,
                   f"unknown dataset {name!r}; choose from: {', '.join(DATASETS)}")
         resolve_fields(self, self.DATASET_FIELDS)
+        object.__setattr__(self, "device", device_name(self.device))  # frozen: set once
         sizes = {"standin_train": (TRAIN_SIZES["fashion_mnist"], "training"),
                  "standin_test": (TEST_SIZES["fashion_mnist"], "test")}
         for name, (size, split) in sizes.items():  # stand-in: 10-class Fashion-MNIST

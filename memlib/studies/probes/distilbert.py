@@ -168,7 +168,7 @@ def distilbert_case_study(config: Config, batch_size: int = 64
         return None, _not_run(f"{type(err).__name__}: {' '.join(str(err).split())[:200]}")
     if config.distilbert_sentences is not None:
         sentences = sentences[:config.distilbert_sentences]
-    device = training.resolve_device()
+    device = training.resolve_device(config.device)
     model.to(device)
     batches = []
     for start in range(0, len(sentences), batch_size):

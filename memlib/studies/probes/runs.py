@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from memlib import train as training
-from memlib.runs import TRAINING, inline
+from memlib.runs import inline
 from memlib.seed import generator
 from memlib.studies.probes.config import (
     AUTHORS_PAIRS,
@@ -174,7 +174,8 @@ def _ensemble_step(model: Ensemble, batch) -> Tensor:
 
 def train_runs(x: Tensor, y: Tensor, seeds: Sequence[int], width: int, activation: str,
                epochs: int, batch_size: int, lr: float, reinit_biases: bool = False,
-               desc: str = "train", warmup_steps: int = 0, subsets: Tensor | None = None
+               desc: str = "train", warmup_steps: int = 0, subsets: Tensor | None = None,
+               device: str = "cpu"
                ) -> dict[str, Tensor]:
     """Train one MLP per seed (Adam, cosine annealing after a linear warmup over the first
     `warmup_steps` optimizer steps, final weights); stacked parameters. With `subsets`
@@ -188,7 +189,8 @@ def train_runs(x: Tensor, y: Tensor, seeds: Sequence[int], width: int, activatio
     batches = RunBatches(x, y, batch_size, seeds, subsets)
     spec = training.TrainSpec(epochs=epochs, batch_size=batch_size, optimizer="adam", lr=lr,
                               schedule="warmup_cosine" if warmup_steps else "cosine",
-                              warmup_epochs=warmup_steps / len(batches), seed=seeds[0])
+                              warmup_epochs=warmup_steps / len(batches), seed=seeds[0],
+                              device=device)
     training.train(ensemble, batches, spec, step=_ensemble_step, desc=desc)
     # trained where train() put them (a GPU if any); probed and evaluated on the CPU
     params = {k: v.detach().cpu().clone() for k, v in ensemble.params().items()}
@@ -216,14 +218,14 @@ def trained_pair(dataset: str, pair: tuple[int, int], seeds: Sequence[int], conf
     key = {"dataset": dataset, "pair": list(pair), "seeds": list(seeds), "width": config.width,
            "activation": config.activation, "epochs": epochs, "batch_size": config.batch_size,
            "lr": config.lr, "per_class": per_class, "reinit_biases": config.reinit_biases,
-           "warmup_steps": config.warmup_steps}
+           "warmup_steps": config.warmup_steps, "device": config.device}
 
     def compute():
         x, y = pair_data(dataset, pair, "train")
         return train_runs(x, y, seeds, config.width, config.activation, epochs,
                           config.batch_size, config.lr, config.reinit_biases,
                           desc=f"{dataset} {pair}", warmup_steps=config.warmup_steps,
-                          subsets=run_subsets(y, per_class, seeds))
+                          subsets=run_subsets(y, per_class, seeds), device=config.device)
 
     return TRAINED_PAIR.get(key, compute)
 
@@ -305,11 +307,13 @@ def standin_model(config: Config, seed: int) -> nn.Module:
         spec = training.TrainSpec(
             epochs=config.standin_epochs, batch_size=128, optimizer="adamw", lr=2e-3,
             weight_decay=0.05, schedule="warmup_cosine",
-            warmup_epochs=min(1.0, config.standin_epochs / 4), seed=seed)
+            warmup_epochs=min(1.0, config.standin_epochs / 4), seed=seed,
+            device=config.device)
         training.train(model, (x, y), spec, desc=f"vit stand-in {seed}")
         return {k: v.detach().cpu() for k, v in model.state_dict().items()}
 
-    key = {"train": config.standin_train, "epochs": config.standin_epochs, "seed": seed}
+    key = {"train": config.standin_train, "epochs": config.standin_epochs, "seed": seed,
+           "device": config.device}
     state = STANDIN_VIT.get(key, compute)
     model = fresh()
     model.load_state_dict(state)
@@ -368,7 +372,7 @@ def _task_results(dataset: str, task: str, pair: tuple[int, int], config: Config
         "width", "activation", "epochs", "batch_size", "lr", "warmup_steps", "seeds",
         "train_per_class", "reinit_biases", "eval_batch_size", "prune_levels",
         "noise_log2_levels", "flip_levels", "null_draws", "null_prune_levels",
-        "curveball_trades")}
+        "curveball_trades", "device")}
     return TASK.get({**key, "dataset": dataset, "pair": list(pair)}, compute)
 
 
@@ -408,7 +412,8 @@ def _heatmap(dataset: str, distance: pd.DataFrame, config: Config
                "per_class": config.heatmap_train_per_class, "lr": config.lr,
                "warmup_steps": config.warmup_steps,
                "batch_size": config.batch_size, "reinit_biases": config.reinit_biases,
-               "draws": config.heatmap_null_draws, "eval": config.eval_batch_size}
+               "draws": config.heatmap_null_draws, "eval": config.eval_batch_size,
+               "device": config.device}
         runs = HEATMAP.get(key, compute)
         for name in ("acc", "acc_sign", "acc_B"):
             runs[name] = fold(runs[name].to_numpy(), config.fold_below_chance)
@@ -458,7 +463,7 @@ def cached_standin(item: tuple[int, Config]) -> pd.DataFrame:
                          "standin_test")
     key = {k: getattr(config, k) for k in ("standin_train", "standin_test", "standin_epochs",
                                            "standin_prune_levels", "standin_noise_levels",
-                                           "standin_flip_levels")}
+                                           "standin_flip_levels", "device")}
     table = STANDIN_TABLE.get({**key, "seed": seed}, lambda: layerwise_table(
         vit_model, standin_matrices(vit_model), accuracy_metric(x, y), config, seed))
     return table.assign(seed=seed)
@@ -471,9 +476,9 @@ def standin_tables(config: Config) -> pd.DataFrame:
 
 
 # each keyed by the code of the function that builds it
-TRAINED_PAIR = inline("probes-train", 1, trained_pair, uses=TRAINING)
-STANDIN_VIT = inline("probes-standin-vit", 1, standin_model, uses=TRAINING)
-DIFFICULTY = inline("probes-difficulty", 1, _difficulty, uses=TRAINING)
-TASK = inline("probes-task", 1, _task_results, uses=TRAINING)
-HEATMAP = inline("probes-heatmap", 1, _heatmap, uses=TRAINING)
-STANDIN_TABLE = inline("probes-standin-table", 1, cached_standin, uses=TRAINING)
+TRAINED_PAIR = inline("probes-train", 1, trained_pair)
+STANDIN_VIT = inline("probes-standin-vit", 1, standin_model)
+DIFFICULTY = inline("probes-difficulty", 1, _difficulty)
+TASK = inline("probes-task", 1, _task_results)
+HEATMAP = inline("probes-heatmap", 1, _heatmap)
+STANDIN_TABLE = inline("probes-standin-table", 1, cached_standin)

@@ -27,7 +27,7 @@ from memlib.config import (
 from memlib.models import unknown_model
 from memlib.presets import declare_defaults
 from memlib.train import (
-    check_device,
+    device_name,
 )
 
 __all__ = [
@@ -168,7 +168,7 @@ class Config:
     def __post_init__(self):
         check_fields(self)
         datasets.resolve_fields(self, self.DATASET_FIELDS)
-        check_device(self.device)
+        object.__setattr__(self, "device", device_name(self.device))  # frozen: set once
         for name in (self.model, *self.layer_models):
             problem = unknown_model(name)
             check(problem is None, problem)

@@ -16,7 +16,7 @@ from torch import nn
 from memlib import data as datasets
 from memlib import imagenet
 from memlib.models import build
-from memlib.runs import TRAINING, computation
+from memlib.runs import computation
 from memlib.seed import seed_everything
 from memlib.studies.rlp.config import FOLDER_DATASETS, ProbeSpec, RunSpec
 from memlib.studies.rlp.method import (
@@ -384,12 +384,12 @@ def frozen_baseline(s: RunSpec) -> dict:
     return {"history": history, "collapse": collapse}
 
 
-@computation("rlp_run", 1, uses=(*TRAINING, imagenet))
+@computation("rlp_run", 1)
 def cached_run(s: RunSpec) -> dict:
     return train_run(s)
 
 
-@computation("rlp_frozen", 1, uses=(*TRAINING, imagenet))
+@computation("rlp_frozen", 1)
 def cached_frozen(s: RunSpec) -> dict:
     return frozen_baseline(s)
 
