@@ -30,7 +30,9 @@ BASE = {"modarith": dict(seeds=(0, 1, 2)), "probes": SMALLEST["probes"]}
 # probes): their base plan is computed first, on the smallest settings, so those results load
 COMPUTED_FIRST = {"probes"}
 # fields that act only on a machine without some data: on this one they cannot change a key
-CONDITIONAL = {"image_fallback": "used only when image_dataset is not on disk"}
+CONDITIONAL = {"image_fallback": "used only when image_dataset is not on disk",
+               "human_seeds": "used only with human_label_sets, which need CIFAR-10 and its "
+                              "CIFAR-10N label files"}
 # fields read only by what a study computes afresh from loaded results, never cached
 UNCACHED = {"fisher": {"top_k": "ranks the loaded runs' scores each time"},
             "probes": {"fold_below_chance": "folds the loaded heatmap accuracies each time",

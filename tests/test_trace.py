@@ -70,6 +70,18 @@ def covered(computation: runs.Computation, roots: tuple) -> tuple[set, set]:
     return codes, files
 
 
+def _under_machinery(frame) -> bool:
+    """Whether the machinery runs this call (the cache asking torch.distributed whether this
+    rank writes as an inner computation's entry loads): a machinery frame sits between it and
+    the innermost computation's `traced` (this file) that computes it."""
+    frame = frame.f_back
+    while frame is not None and frame.f_code.co_filename != __file__:
+        if frame.f_code.co_filename in MACHINERY:
+            return True
+        frame = frame.f_back
+    return False
+
+
 class Tracer:
     """Records, per computation in progress (every one on the stack: an outer computation's
     key must cover what its inner ones execute too), the memlib code objects called."""
@@ -80,7 +92,8 @@ class Tracer:
         self.roots: dict[str, tuple] = {}
 
     def profile(self, frame, event, arg):
-        if event == "call" and self.stack and frame.f_code.co_filename.startswith(PACKAGE):
+        if event == "call" and self.stack and frame.f_code.co_filename.startswith(PACKAGE) \
+                and not _under_machinery(frame):
             for c in self.stack:
                 self.executed[c.name].add(frame.f_code)
 

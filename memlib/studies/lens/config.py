@@ -117,8 +117,8 @@ def lens_runs(config: Config) -> list[LensRun]:
     base = study1_config(config)
     watch = dict(scatter_samples=config.scatter_samples, measure_every=config.measure_every,
                  exact_loo_max=config.exact_loo_max, null_draws=config.null_draws)
-    return [LensRun(rlp.spec(base, dataset=name, noise=noise, seed=seed, **LENS_OWN),
-                    **watch)
+    return [LensRun(rlp.spec(base, dataset=name, noise=noise, seed=seed,
+                             **{**LENS_OWN, "test_samples": lens_test_samples(name)}), **watch)
             for name in config.datasets for noise in config.noise_rates for seed in config.seeds]
 
 
@@ -128,6 +128,13 @@ def lens_runs(config: Config) -> list[LensRun]:
 # (it reads the deepest concurrent head's curve), and study 1's own measurements come every
 # 5 epochs (the lens's observer measures on its own schedule)
 LENS_OWN = {"test_samples": 1000, "feature_grid": 0, "measure_every": 5}
+
+
+def lens_test_samples(dataset: str) -> int | None:
+    """The lens's test set: LENS_OWN's 1,000 images, or the whole test split (None) of a
+    dataset that holds no more (the 360 test digits), never a request larger than the data."""
+    wanted = LENS_OWN["test_samples"]
+    return wanted if datasets.TEST_SIZES[dataset] > wanted else None
 
 
 def frozen_spec(s: rlp.RunSpec, study1: rlp.Config) -> rlp.RunSpec:
