@@ -25,7 +25,7 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -86,19 +86,28 @@ def _decode(value):
 
 def save(path: Path, value: Any, seconds: float | None = None) -> None:
     """Store `value` (and, for a cache entry, the seconds its computation took)."""
+    atomic_write_bytes(path, _entry_bytes(path, value, seconds))
+
+
+def _entry_bytes(path: Path, value: Any, seconds: float | None) -> bytes:
+    """What the file of entry `path` holds: the torch-saved payload, then its digest."""
     # an entry names itself: a file copied or renamed over another key's entry is refused
     payload = _encode(value) if seconds is None else {
         _TIMED: {"value": _encode(value), "seconds": float(seconds), "entry": Path(path).name}}
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     payload = buffer.getvalue()
-    atomic_write_bytes(path, payload + hashlib.sha256(payload).digest())
+    return payload + hashlib.sha256(payload).digest()
 
 
 def load_timed(path: Path) -> tuple[Any, float | None]:
     """(the stored value, its cold compute seconds or None when not recorded); ValueError if
     the entry is corrupted."""
-    data = Path(path).read_bytes()
+    return _read_entry(Path(path), Path(path).read_bytes())
+
+
+def _read_entry(path: Path, data: bytes) -> tuple[Any, float | None]:
+    """`load_timed` of the bytes `data` of entry `path`."""
     payload, digest = data[:-_DIGEST], data[-_DIGEST:]
     if len(data) <= _DIGEST or hashlib.sha256(payload).digest() != digest:
         raise ValueError(f"cache entry {path} is corrupted")
@@ -185,6 +194,35 @@ def _load_or_compute(path: Path, compute: Callable[[], Any],
         for checkpoint in checkpoints_of(path):
             checkpoint.unlink(missing_ok=True)
     return value, seconds
+
+
+def unwritten_since(before: Collection[Path]) -> dict[Path, bytes]:
+    """The entries this process computed but could not write (a full disk), but for those in
+    `before`, as the bytes their files would hold: what a worker process hands to its parent
+    (`keep_unwritten`) instead of discarding it."""
+    return {path: _entry_bytes(path, *kept) for path, kept in _UNWRITTEN.items()
+            if path not in before}
+
+
+def unwritten() -> set[Path]:
+    """The entries this process keeps in memory because they could not be written."""
+    return set(_UNWRITTEN)
+
+
+def available(path: Path) -> bool:
+    """Whether `cached` finds entry `path` without computing it: kept in memory for this run,
+    or stored intact."""
+    return path in _UNWRITTEN or intact(path)
+
+
+def keep_unwritten(entries: dict[Path, bytes]) -> None:
+    """Keep in memory for this run the entries another process computed but could not write
+    (`unwritten_since`), read as from the disk: `cached` then finds them, not computing them
+    again, and the run's counts name them as not written."""
+    for path, data in entries.items():
+        if path not in _UNWRITTEN:
+            _UNWRITTEN[path] = _read_entry(path, data)
+            activity["not written"] += 1
 
 
 def _why_unusable(err: Exception) -> str:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from memlib import distributed, fingerprint
+from memlib import cache, distributed, fingerprint
 from memlib.cache import MissingResultError, activity, only_cached, reading_only
-from memlib.process import one_cpu_thread, warn_once
+from memlib.process import holding_warnings, one_cpu_thread, warn_once
 from memlib.train import show_progress
 
 Call = tuple[Callable[[Any], Any], Any]  # (a module-level cached computation, its argument)
@@ -39,9 +40,17 @@ def _start_worker(parent: int, sources: dict) -> None:
     fingerprint.adopt(sources)
 
 
-def _compute_in_worker(function: Callable[[Any], Any], argument: Any) -> None:
+def _compute_in_worker(function: Callable[[Any], Any],
+                       argument: Any) -> tuple[dict[Path, bytes], list[tuple[str, str]]]:
+    """Fill the cache with `function(argument)`'s entries (the caller loads them from there);
+    return the entries that could not be written (a full disk), for the caller to keep in
+    memory instead of computing them again, and the warnings given once, for the caller to
+    give once for all its workers."""
     one_cpu_thread()
-    function(argument)  # fills the cache; the caller loads the result from there
+    before = cache.unwritten()
+    with holding_warnings() as warned:
+        function(argument)
+    return cache.unwritten_since(before), warned
 
 
 def can_prefetch(processes: int) -> bool:
@@ -81,7 +90,10 @@ def prefetch(calls: list[Call], processes: int, desc: str = "runs") -> None:
             futures = [pool.submit(_compute_in_worker, f, a) for f, a in calls]
             for future in tqdm(as_completed(futures), total=len(futures), desc=desc,
                                disable=not show_progress()):
-                future.result()
+                unwritten, warned = future.result()
+                cache.keep_unwritten(unwritten)
+                for topic, message in warned:
+                    warn_once(topic, message)
     except BrokenProcessPool:  # e.g. a __main__ that workers cannot import (python - <<EOF)
         warn_once("prefetch", "worker processes could not start; computing the runs one "
                   "after another in this process")

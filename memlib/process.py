@@ -47,6 +47,7 @@ REQUIRED_FLAGS = ("avx2", "fma")  # what ATen's AVX2 kernels need
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 _WARNED: set[str] = set()
+_HELD: list[list[tuple[str, str]]] = []  # warn_once's held warnings, innermost block last
 _COMPUTING: list[list] = []  # [entry path, training runs so far] of computations in progress
 _dispatch: dict[str, str] = {}  # how this process's dispatch was decided: mode, reason
 
@@ -208,10 +209,27 @@ def one_line_warning(message, category, filename, lineno, line=None) -> str:
 
 
 def warn_once(topic: str, message: str) -> None:
-    """A RuntimeWarning the first time `topic` comes up in this process, then silence."""
+    """A RuntimeWarning the first time `topic` comes up in this process, then silence; inside
+    `holding_warnings` the (topic, message) is held instead, for another process to give."""
     if topic not in _WARNED:
         _WARNED.add(topic)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        if _HELD:
+            _HELD[-1].append((topic, message))
+        else:
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+@contextlib.contextmanager
+def holding_warnings():
+    """Yield the list of the (topic, message) pairs that `warn_once` holds in the block: a
+    worker process hands them to its parent, whose own `warn_once` then says each topic once
+    for all its workers, in the parent's form (one line under the command line)."""
+    held: list[tuple[str, str]] = []
+    _HELD.append(held)
+    try:
+        yield held
+    finally:
+        _HELD.pop()
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -166,8 +166,9 @@ class Computation:
         return cache.key(self.keyed(argument))
 
     def has(self, argument: Any) -> bool:
-        """Whether an intact entry holds the result (a damaged one does not)."""
-        return cache.intact(self.path(argument))
+        """Whether an intact entry holds the result (a damaged one does not), or this run
+        keeps it in memory (its entry could not be written)."""
+        return cache.available(self.path(argument))
 
     def load(self, argument: Any) -> Any:
         """The stored result; ValueError when the entry is damaged, OSError when missing."""

@@ -397,7 +397,7 @@ def published_problems(figures: Path) -> list[str]:
         notebook = manifest.with_name(f"{manifest.parent.name}.ipynb")
         if notebook.is_file():
             problems += [f"{notebook.name}: {p}" for p in runtime_problems(
-                source_cells(notebook), json.loads(manifest.read_text()))]
+                source_cells(notebook), json.loads(manifest.read_text(encoding="utf-8")))]
     return problems
 
 

@@ -22,6 +22,7 @@ import time
 import typing
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 from test_data import write_cifar, write_mnist_like
@@ -220,6 +221,53 @@ def test_a_killed_run_leaves_nothing_behind_after_the_next_run(tmp_path, monkeyp
         assert (out / "first.txt").read_text() == "2\n"
     finally:
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def computed_on_a_full_disk(n: int) -> dict:
+    """Run in a prefetch worker whose cache disk is full: entry n, computed (and noted in the
+    file FULL_DISK_LOG names) only if no process has it; training inside checkpoints."""
+    cache.atomic_write_bytes = full_disk  # this worker process's cache writes fail
+
+    def compute():
+        with open(os.environ["FULL_DISK_LOG"], "a", encoding="utf-8") as log:
+            log.write(f"{n}\n")
+        x, y = torch.randn(32, 5), torch.arange(32) % 2
+        train(MLP(5, (8,), 2), (x, y), TrainSpec(epochs=1, batch_size=16),
+              checkpoint=paths.cache_dir() / f"run{n}.ckpt")  # its writes fail too
+        return {"n": n, "values": torch.full((3,), float(n)), "frame": pd.DataFrame({"x": [n]})}
+
+    return cache.cached("exp", {"n": n}, compute)
+
+
+def test_a_full_disk_keeps_what_the_workers_computed_and_says_so_once(tmp_path, monkeypatch,
+                                                                      capfd):
+    """Prefetch workers that cannot write their entries hand them to this process, which keeps
+    them in memory for the run: nothing is computed twice, and each warning of the workers
+    is given once, here (none in Python's two-line form from a worker)."""
+    from memlib.parallel import prefetch
+    from memlib.runs import missing
+
+    log = tmp_path / "computed.log"
+    monkeypatch.setenv("FULL_DISK_LOG", str(log))
+    monkeypatch.setattr(cache, "atomic_write_bytes", full_disk)  # this process's disk is full too
+    calls = [(computed_on_a_full_disk, n) for n in (1, 2, 3)]
+    counts = cache.activity.copy()
+    with pytest.warns(RuntimeWarning) as caught:
+        prefetch(calls, processes=2)
+    assert sorted(log.read_text(encoding="utf-8").split()) == ["1", "2", "3"]
+    assert missing(calls) == []  # a second prefetch of the plan would compute nothing
+    for n in (1, 2, 3):
+        path = cache.entry_path("exp", {"n": n})
+        assert cache.available(path) and not path.exists()
+        kept = cache.cached("exp", {"n": n}, lambda: pytest.fail("computed again"))
+        assert kept["n"] == n and torch.equal(kept["values"], torch.full((3,), float(n)))
+        pd.testing.assert_frame_equal(kept["frame"], pd.DataFrame({"x": [n]}))
+    assert cache.activity - counts == {"kept in memory": 3, "not written": 3}
+    messages = [str(w.message) for w in caught]
+    assert sum("could not write the cache entry" in m for m in messages) == 1
+    assert sum("could not write the checkpoint" in m for m in messages) == 1
+    assert len(messages) == 2
+    assert "Warning" not in capfd.readouterr().err
 
 
 # --- 3. a damaged compiled kernel ------------------------------------------------------------

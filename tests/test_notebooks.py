@@ -29,3 +29,23 @@ def test_notebook_smoke(notebook, smoke_runs):
     recorded = json.loads((out / "manifest.json").read_text())["parameters"]
     assert {**recorded, "scale": None} == {**to_dict(preset_config(study, "smoke")),
                                            "scale": None}
+
+
+@pytest.mark.notebook
+def test_a_notebook_runs_and_publishes_in_an_ascii_locale(smoke_runs):
+    """The smoke run of one notebook (shared with test_notebook_smoke) goes through the
+    command line with LC_ALL=C and PYTHONUTF8=0, and publishes its non-ASCII text."""
+    import codecs
+    import os
+    import subprocess
+    import sys
+
+    [notebook] = [p for p in NOTEBOOKS if p.stem in smoke_runs.in_ascii_locale]
+    encoding = subprocess.run(
+        [sys.executable, "-c", "import locale; print(locale.getpreferredencoding(False))"],
+        env={**os.environ, **smoke_runs.ASCII_LOCALE}, capture_output=True, text=True,
+        check=True).stdout.strip()
+    assert codecs.lookup(encoding).name == "ascii"  # the locale that run is given is ASCII
+    out = smoke_runs.run(notebook)
+    published = (out / f"{notebook.stem}.ipynb").read_text(encoding="utf-8")
+    assert not published.isascii() and (out / "claims.md").is_file()

@@ -3,6 +3,7 @@ never re-key an entry; an edit to the training loop re-keys every run that train
 entry counts as missing; keys are the same in every process."""
 
 import ast
+import errno
 import io
 import json
 import os
@@ -211,6 +212,17 @@ def test_every_computation_is_what_its_module_calls_it_by():
 def both(n: int) -> torch.Tensor:
     """A study function that makes two entries."""
     return torch.cat([double(n), double(n + 1)])
+
+
+def test_an_entry_kept_in_memory_on_a_full_disk_is_not_missing(monkeypatch):
+    def full_disk(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(cache, "atomic_write_bytes", full_disk)
+    with pytest.warns(RuntimeWarning, match="kept in memory for this run"):
+        double(5)
+    assert not double.path(5).exists()
+    assert double.has(5) and runs.missing([(double, 5), (double, 6)]) == [(double, 6)]
 
 
 def test_a_study_function_is_missing_until_every_entry_it_makes_is_there():

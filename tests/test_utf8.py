@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 MEMLIB = Path(__file__).resolve().parent.parent / "memlib"
+TESTS = Path(__file__).resolve().parent
 NOT_TEXT = ("tarfile.", "Image.open", "os.open", "os.fdopen", "_open(")  # archives, images, fds
 
 
@@ -42,4 +43,13 @@ def test_memlib_reads_and_writes_text_as_utf8():
     found = {str(path.relative_to(MEMLIB)): calls for path in sorted(MEMLIB.rglob("*.py"))
              if path not in skipped
              and (calls := text_io_without_encoding(path.read_text(encoding="utf-8")))}
+    assert found == {}
+
+
+def test_the_tests_helpers_read_and_write_text_as_utf8():
+    """The helpers that run beside memlib (in notebook kernels, worker processes, the book
+    checker) are held to memlib's rule; the test modules' own fixture files are not."""
+    helpers = [p for p in sorted(TESTS.rglob("*.py")) if not p.name.startswith("test_")]
+    found = {str(path.relative_to(TESTS)): calls for path in helpers
+             if (calls := text_io_without_encoding(path.read_text(encoding="utf-8")))}
     assert found == {}
