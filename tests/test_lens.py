@@ -3,8 +3,14 @@ scores, the layer probes, the claim measures, the config, and one tiny watched r
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,6 +28,8 @@ from memlib.config import ConfigError
 from memlib.models import MLP, SmallCNN, WideResNet
 from memlib.seed import generator
 from memlib.studies import fisher, lens, probes, rlp
+
+TESTS = str(Path(__file__).resolve().parent)
 
 # --- per-example scores from the margins over training -------------------------------------
 
@@ -440,3 +448,66 @@ def test_lens_runs_keep_their_own_test_set_and_share_study_1s_frozen_runs():
     assert (frozen.test_samples, frozen.feature_grid) == (study1.test_samples,
                                                           study1.feature_grid)
     assert frozen == rlp.spec(study1, dataset="digits", seed=0)  # study 1's own entry
+
+
+# --- the measures: a computation over what the training run stored ----------------------------
+
+
+def test_the_measures_are_keyed_by_the_run_their_settings_and_the_fisher_kernel(monkeypatch):
+    config = tiny(lens.Config, setting="smoke", datasets=("digits",), noise_rates=(0.4,),
+                  seeds=(0,))
+    (m,) = lens.lens_measures(config)
+    spec = lens.cached_measures.spec(m)
+    assert spec["run"] == lens.cached_lens.key(m.watched) and spec["device"] == "cpu"
+    more = lens.lens_measures(dataclasses.replace(config, null_draws=5))[0]
+    # the measures' settings re-key the measures, never the training run
+    assert lens.cached_measures.key(more) != lens.cached_measures.key(m)
+    assert more.watched == m.watched
+    fisher.method._kernel.cache_clear()
+    try:
+        with_c = lens.cached_measures.key(m)
+        monkeypatch.setenv("MEMLIB_NO_CC", "1")
+        fisher.method._kernel.cache_clear()
+        assert lens.cached_measures.spec(m)["fisher_kernel"] == "torch"
+        assert lens.cached_measures.key(m) != with_c or shutil.which("cc") is None
+    finally:
+        fisher.method._kernel.cache_clear()
+
+
+# computes the tiny lens's plan into $MEMLIB_CACHE with the memlib on PYTHONPATH
+PLAN = """
+from tiny import tiny
+from memlib.studies import lens
+config = tiny(lens.Config, setting="smoke", datasets=("digits",), seeds=(0,), noise_rates=(0.4,),
+              study1_sets=("epochs=2", "widths=[8, 8]", "train_samples=200",
+                           "test_samples=100", "validation_samples=100"), null_draws=1)
+for function, argument in lens.planned_runs(config):
+    function(argument)
+"""
+
+
+def computed_entries(package, cache_dir) -> collections.Counter:
+    """The entries (by computation) a fresh process importing memlib from `package`'s parent
+    adds to `cache_dir` as it computes the tiny lens's plan."""
+    before = set(cache_dir.glob("*.pt"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(package.parent), TESTS]),
+           "MEMLIB_CACHE": str(cache_dir), "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, "-c", PLAN], env=env, check=True, capture_output=True,
+                   cwd=package.parent, timeout=600)
+    return collections.Counter(p.name.rsplit("-", 1)[0]
+                               for p in set(cache_dir.glob("*.pt")) - before)
+
+
+@pytest.mark.parametrize("module, function, trains", [
+    ("studies.lens.method", "forgetting_counts", 0),  # a measure: the measures alone
+    ("studies.lens.runs", "observer", 1),  # what the run stores: the run and its measures
+])
+def test_editing_a_measure_recomputes_the_measures_alone(tmp_path, module, function, trains):
+    from test_runs import PACKAGE, copy_of_memlib, with_statement_in
+
+    cache_dir = tmp_path / "cache"
+    first = computed_entries(PACKAGE, cache_dir)
+    assert first == {"lens_run": 1, "rlp_frozen": 1, "lens_measures": 1}
+    edited = copy_of_memlib(tmp_path, with_statement_in(module, function))
+    assert computed_entries(edited, cache_dir) == (
+        {"lens_run": 1, "lens_measures": 1} if trains else {"lens_measures": 1})
