@@ -65,10 +65,12 @@ def learned_epoch(margins: torch.Tensor) -> torch.Tensor:
 
 def example_scores(watched: dict, exact: bool, device: str = "cpu") -> pd.DataFrame:
     """Every scatter example's scores (columns of SCORES) from what `lens_run` stored of it
-    ("watched"); the exact LOO (if `exact`) solved on `device`."""
+    ("watched"); the exact LOO (if `exact`) and the head's softmax computed on `device`,
+    the run's, where the head's logits were computed."""
     labels, m = watched["labels"], watched["margins"]
     lam, z = fisher.decompose(watched["h"], watched["z"], labels)
-    confidence = watched["head_logits"].softmax(1).gather(1, watched["random"][:, None])[:, 0]
+    random = watched["random"].to(device)[:, None]
+    confidence = watched["head_logits"].to(device).softmax(1).gather(1, random)[:, 0].cpu()
     return pd.DataFrame({
         "position": watched["position"].numpy(), "flipped": watched["flipped"].numpy(),
         "delta_exact": fisher.loo_exact(lam, z, device=device).numpy() if exact else math.nan,
