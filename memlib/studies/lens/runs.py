@@ -87,8 +87,8 @@ def lens_run(r: LensRun) -> dict:
     what the measures read ("watched": per scatter example its position, label, whether the
     label was corrupted, random label, margin at every epoch, last-layer features and logits
     at the er peak, final logits and the deepest head's final logits; "weights": the trained
-    model's state, for the layer probes). At the small scale (1,000 examples, a 6x256 MLP,
-    150 epochs) that is about 4 MB."""
+    model's state, for the layer probes): about 4 MB at the small scale (1,000 examples, a
+    6x256 MLP, 150 epochs), 26 MB at the full one (5,000 of CIFAR-100, a WRN-16-4, 200)."""
     result = rlp.train_run(r.run, observe=observer(r))
     memo, model, d = result["memo"], result["model"], result["data"]
     pick = memo["pick"]
