@@ -1,7 +1,7 @@
 """Cost of watching a run: study 1's plain training run (`rlp.train_run`) against the same
 run watched by the lens (`lens.lens_run`: margins every epoch, er and the curves every
-other epoch, exact LOO at the er peak, the per-layer probes), in one process on one CPU
-thread.
+other epoch) and then measured (`lens.measure_run`: exact LOO at the er peak, the per-layer
+probes), in one process on one CPU thread.
 
 The run is study 1's small preset (1,000 Fashion-MNIST images, 6x256 MLP, 40% noise) for
 `--epochs` epochs. Last line: `overhead ratio: X` (target <= 2: the notebook's 18 watched
@@ -25,13 +25,13 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     spec = dataclasses.replace(rlp.spec(preset_config("rlp", "small")), epochs=args.epochs)
-    watched = lens.LensRun(spec, scatter_samples=None, measure_every=2, exact_loo_max=20000,
-                           null_draws=3)
+    watched = lens.LensRun(spec, scatter_samples=None, measure_every=2)
+    measures = lens.LensMeasures(watched, exact_loo_max=20000, null_draws=3)
     start = time.perf_counter()
     rlp.train_run(spec)
     plain = time.perf_counter() - start
     start = time.perf_counter()
-    lens.lens_run(watched)
+    lens.measure_run(measures, lens.lens_run(watched))
     ours = time.perf_counter() - start
     print(f"{args.epochs} epochs: study 1's run {plain:.1f} s, watched by the lens {ours:.1f} s")
     print(f"overhead ratio: {ours / plain:.2f}")

@@ -136,11 +136,12 @@ def lens_unit() -> Unit:
 
     config = preset_config("lens", "small")
     short = 20
-    r = lens.lens_runs(config)[0]
-    full = r.run.epochs
-    r = dataclasses.replace(r, run=dataclasses.replace(r.run, epochs=short))
-    return Unit(f"lens.lens_run: MLP 6x256, {short} of {full} epochs",
-                lambda: lens.lens_run(r), full / short, full / short,
+    m = lens.lens_measures(config)[0]
+    full = m.watched.run.epochs
+    r = dataclasses.replace(m.watched, run=dataclasses.replace(m.watched.run, epochs=short))
+    m = dataclasses.replace(m, watched=r)
+    return Unit(f"lens.lens_run and measure_run: MLP 6x256, {short} of {full} epochs",
+                lambda: lens.measure_run(m, lens.lens_run(r)), full / short, full / short,
                 len(lens.lens_runs(config)) + 1,
                 "10 lens runs, and the MNIST frozen baselines counted as one")
 

@@ -409,7 +409,8 @@ record of memorization that has already happened.
 # `build/small/05_memorization_lens.ipynb`.
 
 # %%
-lens_runs, baselines = entry_seconds("lens_run"), entry_seconds("rlp_frozen")
+# a measures entry's cold cost holds its run's: each is one watched run, trained and measured
+lens_runs, baselines = entry_seconds("lens_measures"), entry_seconds("rlp_frozen")
 lens_each = sum(lens_runs) / max(len(lens_runs), 1)
 display(Markdown(rf"""
 1. **More label noise.** Study 1's regularizer and study 3's attribution both sharpen with

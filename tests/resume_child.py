@@ -24,7 +24,7 @@ def calls() -> list:
                   measure_every=2, layer_models=("mlp",))
     run = rlp.spec(config, noise=0.4, dropout=0.2, lam=1.0)
     watched = lens.LensRun(run=rlp.spec(config, noise=0.2, seed=1), scatter_samples=40,
-                           measure_every=2, exact_loo_max=10, null_draws=1)
+                           measure_every=2)
     return [(rlp.cached_run, run), (rlp.cached_frozen, run), (lens.cached_lens, watched)]
 
 

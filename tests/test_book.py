@@ -636,7 +636,7 @@ def test_each_notebook_computes_its_exercises_run_times_from_its_cache_entries(
              "outputs": [{"data": {"text/markdown": out[0]}}]}]}
 
     names = ("rlp_run", "rlp_frozen", "modarith-main", "modarith-variant", "modarith-order",
-             "modarith-images", "fisher-run", "probes-train", "probes-heatmap", "lens_run")
+             "modarith-images", "fisher-run", "probes-train", "probes-heatmap", "lens_measures")
     ledger = {f"{name}-{i:020x}.pt": 30.0 + 10 * i for name in names for i in range(4)}
     timed = book.exercise_times(shown(ledger))
     exercises = len(re.findall(r"^\d+\. \*\*", exercise_cell(cells), re.M))

@@ -3,8 +3,14 @@ scores, the layer probes, the claim measures, the config, and one tiny watched r
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,6 +28,8 @@ from memlib.config import ConfigError
 from memlib.models import MLP, SmallCNN, WideResNet
 from memlib.seed import generator
 from memlib.studies import fisher, lens, probes, rlp
+
+TESTS = str(Path(__file__).resolve().parent)
 
 # --- per-example scores from the margins over training -------------------------------------
 
@@ -89,46 +97,50 @@ def test_margin_scores_properties(epochs, n, seed):
 # --- every per-example score is the study module's own ---------------------------------------
 
 
-def tiny_memo(n=40, width=5, num_classes=3, epochs=3, seed=0):
+def tiny_watched(n=40, width=5, num_classes=3, epochs=3, seed=0):
+    """What `lens_run` stores of its scatter examples, drawn at random."""
     g = torch.Generator().manual_seed(seed)
     labels = torch.randint(0, num_classes, (n,), generator=g)
     logits = [2 * torch.randn(n, num_classes, generator=g) for _ in range(epochs + 1)]
-    memo = {"margins": [fisher.margins(z, labels).float() for z in logits],
+    return {"margins": torch.stack([fisher.margins(z, labels).float() for z in logits]),
             "h": torch.randn(n, width, generator=g), "z": logits[2],
-            "final_logits": logits[-1], "rlp_confidence": torch.rand(n, generator=g),
-            "pick": torch.arange(100, 100 + 2 * n, 2)}
-    flipped = torch.rand(n, generator=g) < 0.3
-    return memo, labels, flipped
+            "final_logits": logits[-1], "head_logits": torch.randn(n, 4, generator=g),
+            "random": torch.randint(0, 4, (n,), generator=g), "labels": labels,
+            "flipped": torch.rand(n, generator=g) < 0.3,
+            "position": torch.arange(100, 100 + 2 * n, 2)}
 
 
 def test_example_scores_are_the_study_modules_own():
-    memo, labels, flipped = tiny_memo()
-    table = lens.example_scores(memo, labels, flipped, exact=True)
+    watched = tiny_watched()
+    labels = watched["labels"]
+    table = lens.example_scores(watched, exact=True)
     assert len(table) == 40
     assert {col for col, _ in lens.SCORES.values()} <= set(table.columns)
-    lam, z = fisher.decompose(memo["h"], memo["z"], labels)
+    lam, z = fisher.decompose(watched["h"], watched["z"], labels)
     np.testing.assert_allclose(table["delta_exact"], fisher.loo_exact(lam, z).numpy(),
                                rtol=0, atol=1e-12)
     np.testing.assert_allclose(table["delta_first"], fisher.loo_first_order(lam, z).numpy(),
                                rtol=0, atol=1e-12)
     # the attribution is of the er peak's features and logits, not of the final ones
-    final_lam, final_z = fisher.decompose(memo["h"], memo["final_logits"], labels)
+    final_lam, final_z = fisher.decompose(watched["h"], watched["final_logits"], labels)
     assert not np.allclose(table["delta_first"], fisher.loo_first_order(final_lam, final_z))
-    nll = -memo["final_logits"].double().log_softmax(1).gather(1, labels[:, None])[:, 0]
+    nll = -watched["final_logits"].double().log_softmax(1).gather(1, labels[:, None])[:, 0]
     np.testing.assert_allclose(table["final_loss"], nll.numpy(), rtol=1e-12)
-    m = torch.stack(memo["margins"])
+    m = watched["margins"]
     np.testing.assert_array_equal(table["aum"], lens.aum(m).numpy())
     np.testing.assert_array_equal(table["forgetting"], lens.forgetting_counts(m).numpy())
     np.testing.assert_array_equal(table["learned_epoch"], lens.learned_epoch(m).numpy())
-    np.testing.assert_allclose(table["rlp_confidence"], memo["rlp_confidence"].numpy())
-    assert table["position"].tolist() == memo["pick"].tolist()
-    assert table["flipped"].tolist() == flipped.tolist()
+    # the deepest head's probability of each example's own random label
+    own = watched["head_logits"].softmax(1)[torch.arange(40), watched["random"]]
+    np.testing.assert_allclose(table["rlp_confidence"], own.numpy(), rtol=1e-6)
+    assert table["position"].tolist() == watched["position"].tolist()
+    assert table["flipped"].tolist() == watched["flipped"].tolist()
 
 
 def test_example_scores_without_exact_loo():
-    memo, labels, flipped = tiny_memo(seed=1)
-    fast = lens.example_scores(memo, labels, flipped, exact=False)
-    full = lens.example_scores(memo, labels, flipped, exact=True)
+    watched = tiny_watched(seed=1)
+    fast = lens.example_scores(watched, exact=False)
+    full = lens.example_scores(watched, exact=True)
     assert len(fast) == 40 and fast["delta_exact"].isna().all()
     assert full["delta_exact"].notna().all()
     pd.testing.assert_frame_equal(fast.drop(columns="delta_exact"),
@@ -371,13 +383,13 @@ def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact
                         head_project=0, long_tail_ratio=1.0,
                         layer_models=("mlp",))
     s = rlp.spec(config, noise=0.4, dropout=dropout)
-    r = lens.LensRun(run=s, scatter_samples=scatter, measure_every=1, exact_loo_max=exact_max,
-                     null_draws=1)
+    r = lens.LensRun(run=s, scatter_samples=scatter, measure_every=1)
     out = lens.lens_run(r)
+    scores = lens.measure_run(lens.LensMeasures(r, exact_loo_max=exact_max, null_draws=1), out)
     d = rlp.load_data(s)
     flipped = (d["y"] != d["clean_y"]).cpu()
 
-    examples = out["examples"]
+    examples = scores["examples"]
     positions = (torch.arange(60) if scatter is None else
                  data.stratified_subset(d["clean_y"], count=scatter, seed=s.data_seed + 4))
     assert examples["position"].tolist() == positions.tolist()
@@ -393,7 +405,7 @@ def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact
     assert curves["epoch"].tolist() == [0, 1, 2] and curves["er"].notna().all()
     assert out["peak_epoch"] == lens.er_peak_epoch(curves) and out["peak_epoch"] in (1, 2)
     assert out["chance"] == pytest.approx(0.1)
-    assert out["layers"]["layer"].tolist() == ["act1", "act2"]
+    assert scores["layers"]["layer"].tolist() == ["act1", "act2"] == out["layers"]
 
     # the observer only evaluates: the same training as study 1's plain run
     plain = rlp.train_run(s)["history"]
@@ -404,7 +416,8 @@ def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact
     for column in columns:
         assert last[column] == plain_last[column], column
     pd.testing.assert_frame_equal(watched, plain)
-    assert out["layers"]["rlp_acc"].tolist() == [plain_last["rlp_act1"], plain_last["rlp_act2"]]
+    assert scores["layers"]["rlp_acc"].tolist() == [plain_last["rlp_act1"],
+                                                    plain_last["rlp_act2"]]
     assert curves["test_acc"].tolist() == plain["test_acc"].tolist()
     if scatter is None:  # the curves see what the history measures, on the same examples
         np.testing.assert_allclose(curves["rlp_deepest"], plain["rlp_act2"], atol=1e-6)
@@ -429,8 +442,72 @@ def test_lens_runs_keep_their_own_test_set_and_share_study_1s_frozen_runs():
                   seeds=(0,))
     (r,) = lens.lens_runs(config)
     study1 = lens.study1_config(config)
-    assert (r.run.test_samples, r.run.feature_grid, r.run.measure_every) == (1000, 0, 5)
+    # the whole test split of the digits (360 images, fewer than the lens's 1,000)
+    assert (r.run.test_samples, r.run.feature_grid, r.run.measure_every) == (None, 0, 5)
     frozen = lens.frozen_spec(r.run, study1)
     assert (frozen.test_samples, frozen.feature_grid) == (study1.test_samples,
                                                           study1.feature_grid)
     assert frozen == rlp.spec(study1, dataset="digits", seed=0)  # study 1's own entry
+
+
+# --- the measures: a computation over what the training run stored ----------------------------
+
+
+def test_the_measures_are_keyed_by_the_run_their_settings_and_the_fisher_kernel(monkeypatch):
+    config = tiny(lens.Config, setting="smoke", datasets=("digits",), noise_rates=(0.4,),
+                  seeds=(0,))
+    (m,) = lens.lens_measures(config)
+    spec = lens.cached_measures.spec(m)
+    assert spec["run"] == lens.cached_lens.key(m.watched) and spec["device"] == "cpu"
+    more = lens.lens_measures(dataclasses.replace(config, null_draws=5))[0]
+    # the measures' settings re-key the measures, never the training run
+    assert lens.cached_measures.key(more) != lens.cached_measures.key(m)
+    assert more.watched == m.watched
+    fisher.method._kernel.cache_clear()
+    try:
+        with_c = lens.cached_measures.key(m)
+        monkeypatch.setenv("MEMLIB_NO_CC", "1")
+        fisher.method._kernel.cache_clear()
+        assert lens.cached_measures.spec(m)["fisher_kernel"] == "torch"
+        assert lens.cached_measures.key(m) != with_c or shutil.which("cc") is None
+    finally:
+        fisher.method._kernel.cache_clear()
+
+
+# computes the tiny lens's plan into $MEMLIB_CACHE with the memlib on PYTHONPATH
+PLAN = """
+from tiny import tiny
+from memlib.studies import lens
+config = tiny(lens.Config, setting="smoke", datasets=("digits",), seeds=(0,), noise_rates=(0.4,),
+              study1_sets=("epochs=2", "widths=[8, 8]", "train_samples=200",
+                           "test_samples=100", "validation_samples=100"), null_draws=1)
+for function, argument in lens.planned_runs(config):
+    function(argument)
+"""
+
+
+def computed_entries(package, cache_dir) -> collections.Counter:
+    """The entries (by computation) a fresh process importing memlib from `package`'s parent
+    adds to `cache_dir` as it computes the tiny lens's plan."""
+    before = set(cache_dir.glob("*.pt"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(package.parent), TESTS]),
+           "MEMLIB_CACHE": str(cache_dir), "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, "-c", PLAN], env=env, check=True, capture_output=True,
+                   cwd=package.parent, timeout=600)
+    return collections.Counter(p.name.rsplit("-", 1)[0]
+                               for p in set(cache_dir.glob("*.pt")) - before)
+
+
+@pytest.mark.parametrize("module, function, trains", [
+    ("studies.lens.method", "forgetting_counts", 0),  # a measure: the measures alone
+    ("studies.lens.runs", "observer", 1),  # what the run stores: the run and its measures
+])
+def test_editing_a_measure_recomputes_the_measures_alone(tmp_path, module, function, trains):
+    from test_runs import PACKAGE, copy_of_memlib, with_statement_in
+
+    cache_dir = tmp_path / "cache"
+    first = computed_entries(PACKAGE, cache_dir)
+    assert first == {"lens_run": 1, "rlp_frozen": 1, "lens_measures": 1}
+    edited = copy_of_memlib(tmp_path, with_statement_in(module, function))
+    assert computed_entries(edited, cache_dir) == (
+        {"lens_run": 1, "lens_measures": 1} if trains else {"lens_measures": 1})

@@ -22,9 +22,10 @@ the corrupted labels (AUROC); per layer the three layer measures side by side; o
 training the curves on one time axis.
 
 The parts: `method` (the per-example scores, the layer probes, agreement and AUROC),
-`config` (Config, the run spec LensRun and the plan `lens_runs(config)`), `runs` (the watched
-run and its cached computation), `experiment` (`planned_runs`, `run`) and `claims` (the
-measures, the rules and `claims_for(config)`).
+`config` (Config, the specs LensRun and LensMeasures and the plans `lens_runs(config)` and
+`lens_measures(config)`), `runs` (the watched run, the measures over what it stored, and
+their cached computations), `experiment` (`planned_runs`, `run`) and `claims` (the measures,
+the rules and `claims_for(config)`).
 """
 
 from memlib.studies.lens.claims import *  # noqa: F403

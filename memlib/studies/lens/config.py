@@ -1,6 +1,6 @@
-"""The lens's Config, the spec of one watched run (LensRun) and the plan of runs: study 1's
-preset at the lens's scale, changed by `study1_sets`, on every dataset, noise rate and
-seed."""
+"""The lens's Config, the spec of one watched run (LensRun) and of the measures over it
+(LensMeasures), and the plan of runs: study 1's preset at the lens's scale, changed by
+`study1_sets`, on every dataset, noise rate and seed."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from memlib.config import (
 from memlib.presets import declare_defaults, preset_of
 from memlib.studies import rlp
 
-__all__ = ["DATASETS", "Config", "LensRun", "study1_config", "lens_runs", "LENS_OWN",
-           "frozen_spec"]
+__all__ = ["DATASETS", "Config", "LensRun", "LensMeasures", "study1_config", "lens_runs",
+           "lens_measures", "LENS_OWN", "frozen_spec"]
 
 
 DATASETS = ("fashion_mnist", "mnist", "mnist-5k", "cifar10", "cifar100", "digits")  # in memory
@@ -89,11 +89,19 @@ class Config:
 
 @dataclass(frozen=True)
 class LensRun:
-    """One training run and how it is watched: the cache key of `lens_run`."""
+    """One training run and how it is watched: the spec of `lens_run`."""
 
     run: rlp.RunSpec
     scatter_samples: int | None
     measure_every: int
+
+
+@dataclass(frozen=True)
+class LensMeasures:
+    """The per-example scores and layer probes of one watched run: the spec of
+    `lens_measures`, which reads what the run stored."""
+
+    watched: LensRun
     exact_loo_max: int
     null_draws: int
 
@@ -115,11 +123,16 @@ def _read_study1(setting: str, study1_sets: tuple[str, ...]) -> rlp.Config:
 def lens_runs(config: Config) -> list[LensRun]:
     """Every (dataset, noise rate, seed) run."""
     base = study1_config(config)
-    watch = dict(scatter_samples=config.scatter_samples, measure_every=config.measure_every,
-                 exact_loo_max=config.exact_loo_max, null_draws=config.null_draws)
+    watch = dict(scatter_samples=config.scatter_samples, measure_every=config.measure_every)
     return [LensRun(rlp.spec(base, dataset=name, noise=noise, seed=seed,
                              **{**LENS_OWN, "test_samples": lens_test_samples(name)}), **watch)
             for name in config.datasets for noise in config.noise_rates for seed in config.seeds]
+
+
+def lens_measures(config: Config) -> list[LensMeasures]:
+    """The measures of every run of `lens_runs`, in its order."""
+    return [LensMeasures(r, exact_loo_max=config.exact_loo_max, null_draws=config.null_draws)
+            for r in lens_runs(config)]
 
 
 # what the lens's runs set apart from study 1's: its per-epoch test accuracy and its

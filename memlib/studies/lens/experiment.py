@@ -1,6 +1,6 @@
-"""The lens's experiment: the plan of its cached runs (the watched runs and study 1's
-frozen-initialisation baselines) and `run(config)`, tidy tables over datasets, noise rates
-and seeds."""
+"""The lens's experiment: the plan of its cached runs (the watched runs, study 1's
+frozen-initialisation baselines and the measures over the watched runs) and `run(config)`,
+tidy tables over datasets, noise rates and seeds."""
 
 from __future__ import annotations
 
@@ -8,42 +8,60 @@ import pandas as pd
 
 from memlib.runs import compute_missing
 from memlib.studies import rlp
-from memlib.studies.lens.config import Config, frozen_spec, lens_runs, study1_config
+from memlib.studies.lens.config import (
+    Config,
+    frozen_spec,
+    lens_measures,
+    lens_runs,
+    study1_config,
+)
 from memlib.studies.lens.method import agreement, corruption_auroc
-from memlib.studies.lens.runs import cached_lens
+from memlib.studies.lens.runs import cached_lens, cached_measures
 
 __all__ = ["planned_runs", "run"]
 
 
-def planned_runs(config: Config) -> list[tuple]:
-    """(cached computation, argument) of every cached result of `run`: the watched runs,
-    then the frozen-initialisation baselines they are compared with (study 1's)."""
+def _trainings(config: Config) -> list[tuple]:
+    """The watched runs, then the frozen-initialisation baselines they are compared with
+    (study 1's)."""
     planned, study1 = lens_runs(config), study1_config(config)
     frozen = dict.fromkeys((rlp.cached_frozen, frozen_spec(r.run, study1)) for r in planned)
     return [(cached_lens, r) for r in planned] + list(frozen)
 
 
+def planned_runs(config: Config) -> list[tuple]:
+    """(cached computation, argument) of every cached result of `run`: the trainings, then
+    the measures over the watched runs (which read what the runs stored)."""
+    return _trainings(config) + [(cached_measures, m) for m in lens_measures(config)]
+
+
 def run(config: Config) -> dict:
-    """Every (dataset, noise, seed) run, cached; `parallel_runs` computed at once. Tidy
-    tables with dataset, noise and seed columns."""
-    planned, study1 = lens_runs(config), study1_config(config)
-    compute_missing(planned_runs(config), config.parallel_runs, "lens runs")
-    examples, layers, curves, summary = [], [], [], []
-    for r in planned:
+    """Every (dataset, noise, seed) run and its measures, cached; `parallel_runs` computed
+    at once. Tidy tables with dataset, noise and seed columns."""
+    study1 = study1_config(config)
+    # the measures after every training: a worker would otherwise train a run a second time
+    # for its measures while another worker still trains it
+    compute_missing(_trainings(config), config.parallel_runs, "lens runs")
+    compute_missing([(cached_measures, m) for m in lens_measures(config)],
+                    config.parallel_runs, "lens measures")
+    planned, examples, layers, curves, summary = [], [], [], [], []
+    for m in lens_measures(config):
+        r = m.watched
         s = r.run
+        planned.append(r)
         label = {"dataset": s.dataset, "noise": s.noise, "seed": s.seed}
-        result = cached_lens(r)
+        result, scores = cached_lens(r), cached_measures(m)
         frozen_history = rlp.cached_frozen(frozen_spec(s, study1))["history"].set_index("epoch")
         # the heads on frozen features after as many epochs as the run trained
         baseline = frozen_history.loc[result["epochs_trained"]]
-        examples.append(result["examples"].assign(**label))
-        layer = result["layers"].assign(**label)
+        examples.append(scores["examples"].assign(**label))
+        layer = scores["layers"].assign(**label)
         layer["frozen_acc"] = [baseline[f"rlp_{n}"] for n in layer["layer"]]
         layer["excess"] = 100 * (layer["rlp_acc"] - layer["frozen_acc"])  # points
         layers.append(layer)
         curve = result["curves"].assign(**label)
         # the deepest head on frozen features at each epoch: what it learns by itself
-        deepest = f"rlp_{result['layers']['layer'].iloc[-1]}"
+        deepest = f"rlp_{result['layers'][-1]}"
         curve["frozen_deepest"] = frozen_history[deepest].reindex(curve["epoch"]).to_numpy()
         curves.append(curve)
         last = result["history"].iloc[-1]

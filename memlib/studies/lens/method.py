@@ -63,20 +63,23 @@ def learned_epoch(margins: torch.Tensor) -> torch.Tensor:
     return (wrong.amax(0) + 1).double()
 
 
-def example_scores(memo: dict, labels: torch.Tensor, flipped: torch.Tensor,
-                   exact: bool, device: str = "cpu") -> pd.DataFrame:
-    """Every scatter example's scores (columns of SCORES) from the observer's memo."""
-    m = torch.stack(memo["margins"])
-    lam, z = fisher.decompose(memo["h"], memo["z"], labels)
+def example_scores(watched: dict, exact: bool, device: str = "cpu") -> pd.DataFrame:
+    """Every scatter example's scores (columns of SCORES) from what `lens_run` stored of it
+    ("watched"); the exact LOO (if `exact`) and the head's softmax computed on `device`,
+    the run's, where the head's logits were computed."""
+    labels, m = watched["labels"], watched["margins"]
+    lam, z = fisher.decompose(watched["h"], watched["z"], labels)
+    random = watched["random"].to(device)[:, None]
+    confidence = watched["head_logits"].to(device).softmax(1).gather(1, random)[:, 0].cpu()
     return pd.DataFrame({
-        "position": memo["pick"].numpy(), "flipped": flipped.numpy(),
+        "position": watched["position"].numpy(), "flipped": watched["flipped"].numpy(),
         "delta_exact": fisher.loo_exact(lam, z, device=device).numpy() if exact else math.nan,
         "delta_first": fisher.loo_first_order(lam, z).numpy(),
-        "final_loss": F.cross_entropy(memo["final_logits"].double(), labels,
+        "final_loss": F.cross_entropy(watched["final_logits"].double(), labels,
                                       reduction="none").numpy(),
         "aum": aum(m).numpy(), "forgetting": forgetting_counts(m).numpy(),
         "learned_epoch": learned_epoch(m).numpy(),
-        "rlp_confidence": memo["rlp_confidence"].double().numpy()})
+        "rlp_confidence": confidence.double().numpy()})
 
 
 def layer_weights(model: nn.Module, layers: Sequence[str]) -> dict[str, list[str]]:
