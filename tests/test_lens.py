@@ -442,8 +442,12 @@ def test_lens_runs_keep_their_own_test_set_and_share_study_1s_frozen_runs():
                   seeds=(0,))
     (r,) = lens.lens_runs(config)
     study1 = lens.study1_config(config)
-    # the whole test split of the digits (360 images, fewer than the lens's 1,000)
-    assert (r.run.test_samples, r.run.feature_grid, r.run.measure_every) == (None, 0, 5)
+    # the test set study 1's preset asks for (the smoke preset's 200 images)
+    assert (r.run.test_samples, r.run.feature_grid, r.run.measure_every) == (200, 0, 5)
+    # where study 1 reads its whole split, the lens reads 1,000 images, or the whole split of
+    # a dataset that holds no more (the 360 test digits)
+    assert lens.lens_test_samples("fashion_mnist", None) == 1000
+    assert lens.lens_test_samples("digits", None) is None
     frozen = lens.frozen_spec(r.run, study1)
     assert (frozen.test_samples, frozen.feature_grid) == (study1.test_samples,
                                                           study1.feature_grid)

@@ -29,7 +29,7 @@ from memlib.presets import declare_defaults, preset_of
 from memlib.studies import rlp
 
 __all__ = ["DATASETS", "Config", "LensRun", "LensMeasures", "study1_config", "lens_runs",
-           "lens_measures", "LENS_OWN", "frozen_spec"]
+           "lens_measures", "LENS_OWN", "lens_test_samples", "frozen_spec"]
 
 
 DATASETS = ("fashion_mnist", "mnist", "mnist-5k", "cifar10", "cifar100", "digits")  # in memory
@@ -125,7 +125,9 @@ def lens_runs(config: Config) -> list[LensRun]:
     base = study1_config(config)
     watch = dict(scatter_samples=config.scatter_samples, measure_every=config.measure_every)
     return [LensRun(rlp.spec(base, dataset=name, noise=noise, seed=seed,
-                             **{**LENS_OWN, "test_samples": lens_test_samples(name)}), **watch)
+                             **{**LENS_OWN,
+                                "test_samples": lens_test_samples(name, base.test_samples)}),
+                    **watch)
             for name in config.datasets for noise in config.noise_rates for seed in config.seeds]
 
 
@@ -143,9 +145,12 @@ def lens_measures(config: Config) -> list[LensMeasures]:
 LENS_OWN = {"test_samples": 1000, "feature_grid": 0, "measure_every": 5}
 
 
-def lens_test_samples(dataset: str) -> int | None:
-    """The lens's test set: LENS_OWN's 1,000 images, or the whole test split (None) of a
-    dataset that holds no more (the 360 test digits), never a request larger than the data."""
+def lens_test_samples(dataset: str, study1_test_samples: int | None) -> int | None:
+    """The lens's test set: the size study 1's preset asks for, where it asks for one; else
+    (study 1 reads the whole split) LENS_OWN's 1,000 images, or the whole test split (None)
+    of a dataset that holds no more (the 360 test digits): never more than the data."""
+    if study1_test_samples is not None:
+        return study1_test_samples
     wanted = LENS_OWN["test_samples"]
     return wanted if datasets.TEST_SIZES[dataset] > wanted else None
 
