@@ -99,8 +99,8 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
     last-layer inputs `h` and logits `z` (float32, as computed) at the er peak and at the last
     epoch, its logits at `early_epoch` (None when the run stopped before it) and its label
     margins summed over epochs >= 1 (the AUM's numerator). er itself is computed here, as the
-    run trains: it picks the peak, and keeping every epoch's features instead would take 20 MB
-    an epoch at full scale."""
+    run trains: it picks the peak, and keeping every epoch's features instead would take up
+    to 20 MB an epoch at full scale."""
     train_split, test_split, subset = run_data(config.dataset, config.n_train, config.n_test,
                                             config.inputs, seed)
     num_classes = train_split.num_classes
