@@ -54,7 +54,8 @@ TIMING = {"delta_exact": "loo_exact", "delta_first": "loo_first_order", "grad_no
 
 
 def run(config: Config) -> dict:
-    """Every experiment of the study; each training run is cached on its own."""
+    """Every experiment of the study; each training run, and each measure of what it stored,
+    is cached on its own."""
     from scipy.stats import spearmanr
 
     prefetch_runs(config)

@@ -40,8 +40,9 @@ from memlib.train import FitCriterion, TrainSpec, fit_tracker, train
 __all__ = [
     "SUBSET_STREAM", "subset_seed", "run_data", "human_labels", "build_model", "train_run",
     "cached_run", "cached_checks", "STORED_EPOCHS", "exact_attribution", "cached_loo_exact",
-    "first_order_attribution", "cached_first_order", "norms_at_peak", "cached_grad_norms",
-    "direct_check", "cached_loo_direct", "checked", "measures_of", "run_result"
+    "first_order_attribution", "cached_first_order", "gradient_norm_scores",
+    "cached_grad_norms", "direct_check", "cached_loo_direct", "checked", "measures_of",
+    "run_result"
 ]
 
 # offsets a run's seed into the stream that draws its training and test subsets
@@ -246,7 +247,7 @@ def cached_first_order(item: tuple) -> dict:
     return first_order_attribution(peak["h"], peak["z"], result["scatter"]["label"], item[0])
 
 
-def norms_at_peak(h: torch.Tensor, z: torch.Tensor, labels: torch.Tensor,
+def gradient_norm_scores(h: torch.Tensor, z: torch.Tensor, labels: torch.Tensor,
                   config: Config) -> dict:
     """Each example's last-layer gradient norm and the seconds they took."""
     start = time.perf_counter()
@@ -259,7 +260,7 @@ def cached_grad_norms(item: tuple) -> dict:
     """The gradient norms at the er peak of the training run `item` (on the CPU)."""
     result = cached_run(item)
     peak = result["peak"]
-    return norms_at_peak(peak["h"], peak["z"], result["scatter"]["label"], item[0])
+    return gradient_norm_scores(peak["h"], peak["z"], result["scatter"]["label"], item[0])
 
 
 def checked(config: Config, noise: str, corruption: float) -> bool:
