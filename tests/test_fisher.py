@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tiny import tiny
+from tiny import TINY, tiny
 
 from memlib.claims import HOLDS, NOT_RUN, WITHIN_NOISE, Estimate, evaluate, verdict
 from memlib.config import ConfigError
@@ -409,7 +409,7 @@ def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, mo
         "mlp_widths": [16], "corruptions": [0.0, 0.4], "seeds": [0], "attribution_seeds": [1],
         "epochs": 2, "early_epoch": 1, "top_k": 10, "direct_checks": 2, "arch_models": [],
         "synthetic_n": 40})
-    assert [r[2:4] for _, (_, *r) in fisher.planned_runs(config)[:-1]] == [
+    assert [r[2:4] for _, (_, *r) in fisher.planned_stages(config)[0]] == [
         [0.4, 0], [0.4, 1], [0.0, 0], [0.0, 1]]
     check_parallel_runs(fisher, config, tmp_path, monkeypatch,
                         clocks={"er_seconds", "train_seconds", "er_seconds_per_epoch", "seconds"})
@@ -431,7 +431,7 @@ def test_a_seed_in_both_seeds_and_the_attribution_arm_is_refused():
 def test_the_arm_runs_the_clean_and_the_attribution_level_only():
     config = tiny(fisher.Config, {"corruptions": [0.0, 0.2, 0.4, 0.6], "seeds": [0, 1],
                                    "attribution_seeds": [7, 8], "arch_models": ["smallcnn"]})
-    planned = [r for _, (_, *r) in fisher.planned_runs(config)[:-1]]
+    planned = [r for _, (_, *r) in fisher.planned_stages(config)[0]]
     arm = [r for r in planned if r[3] in (7, 8)]
     assert sorted((r[2], r[3]) for r in arm) == [(0.0, 7), (0.0, 8), (0.4, 7), (0.4, 8)]
     assert all(tuple(r[:2]) == ("mlp", "symmetric") and r[4] == config.epochs for r in arm)
@@ -575,3 +575,114 @@ def test_a_subset_larger_than_its_split_is_refused_naming_both_numbers():
     # a copy smaller than the dataset is refused as it loads, never clamped
     with pytest.raises(DataRequestError, match="n_train=4001 asks for more than the 4000"):
         fisher.run_data("mnist-5k", 4001, 0, "unit", 0)
+
+
+# --- the measures over what a run stored -------------------------------------------------
+
+STORED = dict(dataset="digits", n_train=200, n_test=100, n_scatter=50, mlp_widths=[16],
+              epochs=3, early_epoch=2, seeds=[0], corruptions=[0.4], arch_models=[],
+              synthetic_n=20, direct_checks=2, top_k=5)
+
+
+def test_a_run_stores_the_scatter_sets_last_layer_at_its_peak_and_last_epoch():
+    config = tiny(fisher.Config, STORED)
+    item = (config, *fisher.training_runs(config)[0])
+    result = fisher.cached_run(item)
+    scatter = result["scatter"]
+    assert len(scatter["index"]) == 50 and scatter["flipped"].dtype == torch.bool
+    assert bool((scatter["label"] != scatter["true"])[scatter["flipped"]].all())
+    for at in fisher.STORED_EPOCHS:
+        assert result[at]["h"].shape == (50, 16) and result[at]["z"].shape == (50, 10)
+        assert result[at]["h"].dtype == torch.float32
+    assert result["early_z"].shape == (50, 10) and result["margin_sum"].dtype == torch.float64
+    # the stored peak is where the history's er peaks: the same er from the stored features
+    er = result["history"]["er"].to_numpy()
+    peak = result["peak"]
+    assert fisher.scatter_effective_rank(peak["h"], peak["z"], scatter["label"]) == er[
+        result["peak_epoch"]]
+    last = result["last"]
+    assert fisher.scatter_effective_rank(last["h"], last["z"], scatter["label"]) == er[-1]
+    short = tiny(fisher.Config, {**STORED, "early_epoch": 3, "epochs": 3, "arch_epochs": 2,
+                                 "arch_models": ["smallcnn"], "cnn_channels": [4, 4, 4]})
+    cnn = next(r for r in fisher.training_runs(short) if r[0] == "smallcnn")
+    assert fisher.cached_run((short, *cnn))["early_z"] is None  # stopped before early_epoch
+    examples = fisher.run_result((short, *cnn))["examples"]  # the peak's loss stands in
+    assert examples["loss_early"].equals(examples["loss_peak"])
+
+
+def test_changing_a_measures_setting_computes_the_measure_only(monkeypatch):
+    config = tiny(fisher.Config, STORED)
+    item = (config, *fisher.training_runs(config)[0])
+    trained = []
+    real = fisher.runs.train_run
+    monkeypatch.setattr(fisher.runs, "train_run",
+                        lambda *spec: trained.append(spec[1:]) or real(*spec))
+    first = fisher.run_result(item)
+    assert len(trained) == 1 and not math.isnan(first["direct_error"])
+    more = dataclasses.replace(config, direct_checks=5)
+    again = fisher.run_result((more, *item[1:]))
+    assert len(trained) == 1  # the direct check again, no training
+    assert fisher.cached_loo_direct.key((more, *item[1:])) != fisher.cached_loo_direct.key(item)
+    assert again["examples"].equals(first["examples"])
+    unchecked = fisher.run_result((dataclasses.replace(config, direct_checks=0), *item[1:]))
+    assert len(trained) == 1 and math.isnan(unchecked["direct_error"])
+    fisher.run_result((config, *item[1:4], 1, item[5]))
+    assert len(trained) == 2  # another run's measures need that run
+    # keyed by the run's own key: whatever re-keys the training re-keys its measures
+    for measure in (fisher.cached_first_order, fisher.cached_grad_norms):
+        assert measure.spec(item)["run"] == fisher.cached_run.key(item)
+    assert fisher.cached_loo_exact.spec((item, "last"))["run"] == fisher.cached_run.key(item)
+
+
+# fisher.run on STORED in a fresh process, printing how often each computation computed
+COUNTED = """
+import collections, json, sys
+from memlib import runs
+from memlib.config import build
+from memlib.studies import fisher
+computed = collections.Counter()
+get = runs.Computation.get
+def counting(self, argument, compute, refresh=False):
+    return get(self, argument, lambda: computed.update([self.name]) or compute(), refresh)
+runs.Computation.get = counting
+fisher.run(build(fisher.Config, json.loads(sys.argv[1])))
+print(json.dumps(computed))
+"""
+
+
+def computed_by(package, config: dict) -> dict[str, int]:
+    """How often each computation computed in a fresh process that imports memlib from
+    `package`'s parent and runs study 3 on `config`, with this test's cache."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(package.parent)}
+    out = subprocess.run([sys.executable, "-c", COUNTED, json.dumps(config)], env=env,
+                         capture_output=True, text=True, check=True, cwd=package.parent)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_editing_a_measure_computes_that_measure_and_trains_nothing(tmp_path):
+    from test_runs import PACKAGE, copy_of_memlib, with_statement_in
+
+    config = {**TINY["fisher"], **STORED}
+    cold = computed_by(PACKAGE, config)
+    runs = len(fisher.training_runs(tiny(fisher.Config, STORED)))
+    assert cold["fisher-run"] == runs and cold["fisher-loo-exact"] == 2 * runs
+
+    def both(name: str, source: str) -> str:
+        edit = with_statement_in("studies.fisher.method", "gradient_norms")
+        return edit(name, with_statement_in("studies.fisher.method", "loo_exact")(name, source))
+
+    # exact LOO again, the direct check that reads it (and the math checks), the gradient
+    # norms again; no training, and no first-order attribution
+    assert computed_by(copy_of_memlib(tmp_path / "measures", both), config) == {
+        "fisher-loo-exact": 2 * runs, "fisher-loo-direct": cold["fisher-loo-direct"],
+        "fisher-grad-norms": runs, "fisher-math-checks": 1}
+    # what the training computes as it trains (the margins) trains again, and so measures again
+    margins = copy_of_memlib(tmp_path / "margins", with_statement_in("studies.fisher.method",
+                                                                     "margins"))
+    again = computed_by(margins, config)
+    assert again["fisher-run"] == runs and again["fisher-loo-first-order"] == runs

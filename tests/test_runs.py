@@ -314,12 +314,14 @@ def test_the_fisher_kernel_backend_is_in_the_key(monkeypatch):
 
     config = fisher.Config()
     run = (config, *fisher.training_runs(config)[0])
+    measure = (run, "peak")  # exact LOO solves the secular equation; training does not
     fisher._kernel.cache_clear()
     try:
-        with_c = fisher.cached_run.key(run)
+        with_c, training = fisher.cached_loo_exact.key(measure), fisher.cached_run.key(run)
         monkeypatch.setenv("MEMLIB_NO_CC", "1")
         fisher._kernel.cache_clear()
-        assert fisher.cached_run.spec(run)["fisher_kernel"] == "torch"
-        assert fisher.cached_run.key(run) != with_c or shutil.which("cc") is None
+        assert fisher.cached_loo_exact.spec(measure)["fisher_kernel"] == "torch"
+        assert fisher.cached_loo_exact.key(measure) != with_c or shutil.which("cc") is None
+        assert fisher.cached_run.key(run) == training
     finally:
         fisher._kernel.cache_clear()

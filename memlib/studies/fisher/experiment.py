@@ -15,11 +15,11 @@ import pandas as pd
 from memlib.runs import compute_missing
 from memlib.studies.fisher.config import Config
 from memlib.studies.fisher.method import onset_epoch, ranking_metrics
-from memlib.studies.fisher.runs import cached_checks, cached_run
+from memlib.studies.fisher.runs import cached_checks, cached_run, measures_of, run_result
 
 # `runs` is left out: the package's `runs` is its runs part
 __all__ = ["SIGNALS", "TIMING", "run", "arm_corruptions", "difficulty_control", "arm_difficulty",
-           "planned_runs", "prefetch_runs", "training_runs"]
+           "planned_runs", "planned_stages", "prefetch_runs", "training_runs"]
 
 
 def training_runs(config: Config) -> list[tuple[str, str, float, int, int]]:
@@ -54,14 +54,15 @@ TIMING = {"delta_exact": "loo_exact", "delta_first": "loo_first_order", "grad_no
 
 
 def run(config: Config) -> dict:
-    """Every experiment of the study; each training run is cached on its own."""
+    """Every experiment of the study; each training run, and each measure of what it stored,
+    is cached on its own."""
     from scipy.stats import spearmanr
 
     prefetch_runs(config)
     checks = cached_checks(config)
     results = []
     for model_name, noise, corruption, seed, epochs in training_runs(config):
-        result = cached_run((config, model_name, noise, corruption, seed, epochs))
+        result = run_result((config, model_name, noise, corruption, seed, epochs))
         results.append(((model_name, noise, corruption, seed), result))
     curves, summary, signals, examples = [], [], [], []
     for (model_name, noise, corruption, seed), result in results:
@@ -154,20 +155,32 @@ def arm_difficulty(examples: pd.DataFrame, config: Config) -> pd.DataFrame:
     return table[table["corruption"] == 0.0].reset_index(drop=True)
 
 
-def planned_runs(config: Config) -> list[tuple]:
-    """(cached computation, argument) of every cached result of `run`, longest first as far
-    as known in advance: the other models' runs, then the noisier runs first (a run stops
-    `epochs_after_fit` epochs after it fits its labels, and noisier labels take longer to
-    fit; human label sets count as clean), the math checks (2 s) last."""
+def planned_stages(config: Config) -> list[list[tuple]]:
+    """(cached computation, argument) of every cached result of `run`, in stages that each
+    read only the ones before: the training runs, longest first as far as known in advance
+    (the other models' runs, then the noisier runs first: a run stops `epochs_after_fit`
+    epochs after it fits its labels, and noisier labels take longer to fit; human label sets
+    count as clean); the measures over what they stored and the math checks (2 s); the direct
+    checks of exact LOO, which read it."""
     def longest_first(r: tuple) -> tuple:
         model, _, corruption, _, _ = r
         return model == config.model, 0.0 if math.isnan(corruption) else -corruption
 
-    ordered = sorted(training_runs(config), key=longest_first)
-    return [(cached_run, (config, *r)) for r in ordered] + [(cached_checks, config)]
+    items = [(config, *r) for r in sorted(training_runs(config), key=longest_first)]
+    measures = [measures_of(item) for item in items]
+    return [[(cached_run, item) for item in items],
+            [m for first, _ in measures for m in first] + [(cached_checks, config)],
+            [m for _, checks in measures for m in checks]]
+
+
+def planned_runs(config: Config) -> list[tuple]:
+    """Every cached result of `run`, each call once, stage after stage (`planned_stages`)."""
+    return [call for stage in planned_stages(config) for call in stage]
 
 
 def prefetch_runs(config: Config) -> None:
-    """Compute the planned runs missing from the cache `config.parallel_runs` at a time, in
-    worker processes (one CPU thread each; nothing under torchrun), for `run` to load."""
-    compute_missing(planned_runs(config), config.parallel_runs, "fisher runs")
+    """Compute the planned results missing from the cache `config.parallel_runs` at a time, in
+    worker processes (one CPU thread each; nothing under torchrun), for `run` to load: a stage
+    once the one before it is done, so that no measure trains its run a second time."""
+    for stage in planned_stages(config):
+        compute_missing(stage, config.parallel_runs, "fisher runs")

@@ -1,6 +1,8 @@
-"""Study 3's runs: the data and model of a training run, what one run computes (er every
-epoch, the attribution at its peak and at its end) and the registered computations that
-cache it."""
+"""Study 3's runs: the data and model of a training run, what one run trains and stores (er
+every epoch; the scatter set's last-layer inputs and logits at its er peak and at its end),
+the measures over what it stored (exact and first-order leave-one-out attribution, gradient
+norms, the direct check of exact LOO), each a registered computation of its own, and the
+per-example table they make."""
 
 from __future__ import annotations
 
@@ -37,7 +39,10 @@ from memlib.train import FitCriterion, TrainSpec, fit_tracker, train
 
 __all__ = [
     "SUBSET_STREAM", "subset_seed", "run_data", "human_labels", "build_model", "train_run",
-    "cached_run", "cached_checks"
+    "cached_run", "cached_checks", "STORED_EPOCHS", "exact_attribution", "cached_loo_exact",
+    "first_order_attribution", "cached_first_order", "gradient_norm_scores",
+    "cached_grad_norms", "direct_check", "cached_loo_direct", "checked", "measures_of",
+    "run_result"
 ]
 
 # offsets a run's seed into the stream that draws its training and test subsets
@@ -90,7 +95,13 @@ def build_model(config: Config, name: str, num_classes: int, in_shape) -> torch.
 
 def train_run(config: Config, model_name: str, noise: str, corruption: float, seed: int,
               epochs: int) -> dict:
-    """Train once, tracking er on the scatter set every epoch; attribution at the peak."""
+    """Train once, tracking er on the scatter set every epoch, and store what the measures
+    read: the scatter set (its indices, true labels, labels as trained and flip mask), its
+    last-layer inputs `h` and logits `z` (float32, as computed) at the er peak and at the last
+    epoch, its logits at `early_epoch` (None when the run stopped before it) and its label
+    margins summed over epochs >= 1 (the AUM's numerator). er itself is computed here, as the
+    run trains: it picks the peak, and keeping every epoch's features instead would take up
+    to 20 MB an epoch at full scale."""
     train_split, test_split, subset = run_data(config.dataset, config.n_train, config.n_test,
                                             config.inputs, seed)
     num_classes = train_split.num_classes
@@ -118,7 +129,6 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
         er = scatter_effective_rank(h, z, ys, config.bias, config.spectrum)
         s.row["er_seconds"] = time.perf_counter() - start
         pred = z.argmax(1)
-        loss = F.cross_entropy(z.double(), ys, reduction="none")
         s.row["er"] = er
         s.row["clean_fit"] = (pred == ys)[~flip_s].float().mean().item()
         s.row["noisy_fit"] = (pred == ys)[flip_s].float().mean().item() if flip_s.any() else None
@@ -128,10 +138,9 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
         if s.epoch >= 1:
             state["margin_sum"] += margins(z, ys)
         if s.epoch == config.early_epoch:
-            state["loss_early"] = loss
-        if s.epoch >= 1 and er > state["best"]:
-            state.update(best=er, h=h, z=z, loss_peak=loss)
-        state["final_loss_true"] = F.cross_entropy(z.double(), true[scatter], reduction="none")
+            state["z_early"] = z
+        if s.epoch >= 1 and er > state["best"]:  # the first maximum, as peak_epoch picks it
+            state.update(best=er, h=h, z=z)
         state.update(h_last=h, z_last=z)
 
     fit = fit_tracker(FitCriterion(config.fit_train_acc, config.fit_flipped_acc,
@@ -142,47 +151,13 @@ def train_run(config: Config, model_name: str, noise: str, corruption: float, se
                     eval_sets={"test": (test_split.x, test_split.y)},
                     desc=f"{model_name} {noise} {corruption:g} seed {seed}")
     train_seconds = time.perf_counter() - start
-    epochs_trained = int(history["epoch"].iloc[-1])
-    peak = peak_epoch(history["er"].to_numpy())
-    h, z = state["h"], state["z"]
-    timings = {}
-    start = time.perf_counter()
-    lam, coords = decompose(h, z, ys, config.bias)
-    timings["decompose"] = time.perf_counter() - start
-    start = time.perf_counter()
-    exact = loo_exact(lam, coords, config.spectrum, device=config.device)
-    timings["loo_exact"] = time.perf_counter() - start + timings["decompose"]
-    start = time.perf_counter()
-    first = loo_first_order(lam, coords, config.spectrum)
-    timings["loo_first_order"] = time.perf_counter() - start + timings["decompose"]
-    start = time.perf_counter()
-    norms = gradient_norms(h, z, ys, config.bias)
-    timings["grad_norm"] = time.perf_counter() - start
-    direct_error = math.nan
-    checked = corruption == config.attribution_corruption and noise == "symmetric"
-    if checked and config.direct_checks:
-        pick = torch.randperm(len(ys), generator=generator(seed))[:config.direct_checks]
-        start = time.perf_counter()
-        direct = effective_rank(lam, config.spectrum) - loo_direct(h, z, ys, pick, config.bias,
-                                                                   config.spectrum)
-        timings["loo_direct_per_example"] = (time.perf_counter() - start) / len(pick)
-        direct_error = (direct - exact[pick]).abs().max().item()
-    # the same attribution at the last epoch, after the noise has been (partly) fitted
-    lam_last, coords_last = decompose(state["h_last"], state["z_last"], ys, config.bias)
-    exact_last = loo_exact(lam_last, coords_last, config.spectrum, device=config.device)
-    examples = pd.DataFrame({
-        "index": scatter.numpy(), "true": true[scatter].numpy(), "label": ys.numpy(),
-        "flipped": flip_s.numpy(), "delta_exact": exact.numpy(), "delta_first": first.numpy(),
-        "delta_last": exact_last.numpy(),
-        "loss_peak": state["loss_peak"].numpy(),
-        "loss_early": state.get("loss_early", state["loss_peak"]).numpy(),
-        "grad_norm": norms.numpy(), "aum": (state["margin_sum"] / epochs_trained).numpy(),
-        "final_loss_true": state["final_loss_true"].numpy()})
-    return {"history": history, "examples": examples, "peak_epoch": peak,
-            "fit_epoch": state["fit_epoch"], "epochs_trained": epochs_trained,
-            "er_full": effective_rank(lam, config.spectrum).item(), "rank": len(lam),
-            "rank_bound": rank_bound(num_classes, h.shape[1], config.bias),
-            "direct_error": direct_error, "train_seconds": train_seconds, "timings": timings}
+    return {"history": history, "peak_epoch": peak_epoch(history["er"].to_numpy()),
+            "fit_epoch": state["fit_epoch"], "epochs_trained": int(history["epoch"].iloc[-1]),
+            "train_seconds": train_seconds, "num_classes": num_classes,
+            "scatter": {"index": scatter, "true": true[scatter], "label": ys, "flipped": flip_s},
+            "peak": {"h": state["h"], "z": state["z"]},
+            "last": {"h": state["h_last"], "z": state["z_last"]},
+            "early_z": state.get("z_early"), "margin_sum": state["margin_sum"]}
 
 
 def _run_key(config: Config, model_name: str, noise: str, corruption: float, seed: int,
@@ -192,14 +167,10 @@ def _run_key(config: Config, model_name: str, noise: str, corruption: float, see
                            "arch_epochs", "arch_seeds", "human_label_sets", "human_seeds",
                            "synthetic_n", "top_k", "attribution_corruption",
                            "parallel_runs",  # which process computes a run, not what
-                           "direct_checks")}
+                           "direct_checks")}  # read by the measures, not by the training
     return {**shared, "dataset": config.dataset, "model": model_name,
             "noise": noise, "corruption": corruption,
-            "seed": seed, "epochs": epochs,
-            "direct_checks": config.direct_checks
-            if corruption == config.attribution_corruption else 0,
-            "attribution_corruption": config.attribution_corruption,
-            "fisher_kernel": kernel_backend(config.device)}
+            "seed": seed, "epochs": epochs}
 
 
 # --- the registered computations ---------------------------------------------------------
@@ -207,7 +178,7 @@ def _run_key(config: Config, model_name: str, noise: str, corruption: float, see
 
 @computation("fisher-run", 1, spec=lambda item: _run_key(*item))
 def cached_run(item: tuple) -> dict:
-    """The training run `item` = (config, *one of training_runs(config))."""
+    """The training run `item` = (config, *one of training_runs(config)) and what it stores."""
     config, *spec = item
     return train_run(config, *spec)
 
@@ -217,3 +188,158 @@ def cached_run(item: tuple) -> dict:
 def cached_checks(config: Config) -> pd.DataFrame:
     """The math checks."""
     return math_checks(config.synthetic_n)
+
+
+# --- the measures over what a run stored --------------------------------------------------
+
+STORED_EPOCHS = ("peak", "last")  # the epochs whose last-layer inputs and logits a run stores
+
+
+def _measure_key(item: tuple, **settings) -> dict:
+    """A measure's key: the training run's own key (whatever re-keys the training re-keys its
+    measures) and the measure's settings."""
+    return {"run": cached_run.key(item), **settings}
+
+
+def exact_attribution(h: torch.Tensor, z: torch.Tensor, labels: torch.Tensor,
+                      config: Config) -> dict:
+    """Exact LOO Delta of every example of (h, z, labels), the scatter's er and rank, and the
+    seconds they took (the eigendecomposition included)."""
+    start = time.perf_counter()
+    lam, coords = decompose(h, z, labels, config.bias)
+    delta = loo_exact(lam, coords, config.spectrum, device=config.device)
+    return {"delta": delta, "er": effective_rank(lam, config.spectrum).item(), "rank": len(lam),
+            "seconds": time.perf_counter() - start}
+
+
+def _exact_key(argument: tuple) -> dict:
+    (config, *_), at = argument
+    return _measure_key(argument[0], at=at, spectrum=config.spectrum, bias=config.bias,
+                        device=config.device, fisher_kernel=kernel_backend(config.device))
+
+
+@computation("fisher-loo-exact", 1, spec=_exact_key)
+def cached_loo_exact(argument: tuple) -> dict:
+    """Exact LOO attribution at the stored epoch `at` of the training run `item`
+    (`argument` = (item, at), `at` one of STORED_EPOCHS), on the config's device."""
+    item, at = argument
+    result = cached_run(item)
+    return exact_attribution(result[at]["h"], result[at]["z"], result["scatter"]["label"],
+                             item[0])
+
+
+def first_order_attribution(h: torch.Tensor, z: torch.Tensor, labels: torch.Tensor,
+                            config: Config) -> dict:
+    """First-order LOO Delta of every example and the seconds it took (the eigendecomposition
+    included)."""
+    start = time.perf_counter()
+    lam, coords = decompose(h, z, labels, config.bias)
+    return {"delta": loo_first_order(lam, coords, config.spectrum),
+            "seconds": time.perf_counter() - start}
+
+
+@computation("fisher-loo-first-order", 1,
+             spec=lambda item: _measure_key(item, spectrum=item[0].spectrum, bias=item[0].bias))
+def cached_first_order(item: tuple) -> dict:
+    """First-order LOO attribution at the er peak of the training run `item` (on the CPU)."""
+    result = cached_run(item)
+    peak = result["peak"]
+    return first_order_attribution(peak["h"], peak["z"], result["scatter"]["label"], item[0])
+
+
+def gradient_norm_scores(h: torch.Tensor, z: torch.Tensor, labels: torch.Tensor,
+                  config: Config) -> dict:
+    """Each example's last-layer gradient norm and the seconds they took."""
+    start = time.perf_counter()
+    norms = gradient_norms(h, z, labels, config.bias)
+    return {"norms": norms, "seconds": time.perf_counter() - start}
+
+
+@computation("fisher-grad-norms", 1, spec=lambda item: _measure_key(item, bias=item[0].bias))
+def cached_grad_norms(item: tuple) -> dict:
+    """The gradient norms at the er peak of the training run `item` (on the CPU)."""
+    result = cached_run(item)
+    peak = result["peak"]
+    return gradient_norm_scores(peak["h"], peak["z"], result["scatter"]["label"], item[0])
+
+
+def checked(config: Config, noise: str, corruption: float) -> bool:
+    """Whether a run's exact LOO is checked against direct eigensolves: its symmetric-noise
+    runs at attribution_corruption, when direct_checks asks for any."""
+    return (config.direct_checks > 0 and noise == "symmetric"
+            and corruption == config.attribution_corruption)
+
+
+def direct_check(h: torch.Tensor, z: torch.Tensor, labels: torch.Tensor, exact: dict,
+                 pick: torch.Tensor, config: Config) -> dict:
+    """The largest difference between exact LOO (`exact_attribution`'s result) and one direct
+    eigensolve per example of `pick`, and the seconds a direct solve takes per example."""
+    start = time.perf_counter()
+    direct = exact["er"] - loo_direct(h, z, labels, pick, config.bias, config.spectrum)
+    seconds = (time.perf_counter() - start) / len(pick)
+    return {"max_abs_error": (direct - exact["delta"][pick]).abs().max().item(),
+            "seconds_per_example": seconds}
+
+
+def _direct_key(item: tuple) -> dict:
+    return {"exact": cached_loo_exact.key((item, "peak")), "checks": item[0].direct_checks}
+
+
+@computation("fisher-loo-direct", 1, spec=_direct_key)
+def cached_loo_direct(item: tuple) -> dict:
+    """Exact LOO at the er peak of the training run `item` against `direct_checks` direct
+    eigensolves, of examples drawn from the run's seed."""
+    config, seed = item[0], item[4]
+    result = cached_run(item)
+    labels = result["scatter"]["label"]
+    pick = torch.randperm(len(labels), generator=generator(seed))[:config.direct_checks]
+    return direct_check(result["peak"]["h"], result["peak"]["z"], labels,
+                        cached_loo_exact((item, "peak")), pick, config)
+
+
+def measures_of(item: tuple) -> list[list[tuple]]:
+    """The measures of the training run `item`, in the order they can be computed: exact LOO
+    (at each stored epoch), first-order LOO and the gradient norms; then the direct check,
+    which reads exact LOO."""
+    config, _, noise, corruption, _, _ = item
+    first = ([(cached_loo_exact, (item, at)) for at in STORED_EPOCHS]
+             + [(cached_first_order, item), (cached_grad_norms, item)])
+    return [first, [(cached_loo_direct, item)] if checked(config, noise, corruption) else []]
+
+
+def _losses(z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(z.double(), labels, reduction="none")
+
+
+def run_result(item: tuple) -> dict:
+    """The training run `item` with its measures: its history, one row per scatter example
+    (the attributions, the losses at the peak, early and (on the true labels) last epochs, the
+    gradient norm and AUM), where er peaks, its rank and bound there, the direct check's error
+    (nan where not checked) and the measures' seconds."""
+    config, _, noise, corruption, _, _ = item
+    result = cached_run(item)
+    scatter, peak, last = result["scatter"], result["peak"], result["last"]
+    labels = scatter["label"]
+    exact, exact_last = (cached_loo_exact((item, at)) for at in STORED_EPOCHS)
+    first, norms = cached_first_order(item), cached_grad_norms(item)
+    direct = cached_loo_direct(item) if checked(config, noise, corruption) else None
+    early_z = peak["z"] if result["early_z"] is None else result["early_z"]
+    examples = pd.DataFrame({
+        "index": scatter["index"].numpy(), "true": scatter["true"].numpy(),
+        "label": labels.numpy(), "flipped": scatter["flipped"].numpy(),
+        "delta_exact": exact["delta"].numpy(), "delta_first": first["delta"].numpy(),
+        "delta_last": exact_last["delta"].numpy(),
+        "loss_peak": _losses(peak["z"], labels).numpy(),
+        "loss_early": _losses(early_z, labels).numpy(), "grad_norm": norms["norms"].numpy(),
+        "aum": (result["margin_sum"] / result["epochs_trained"]).numpy(),
+        "final_loss_true": _losses(last["z"], scatter["true"]).numpy()})
+    timings = {"loo_exact": exact["seconds"], "loo_first_order": first["seconds"],
+               "grad_norm": norms["seconds"]}
+    if direct is not None:
+        timings["loo_direct_per_example"] = direct["seconds_per_example"]
+    return {"history": result["history"], "examples": examples,
+            "peak_epoch": result["peak_epoch"], "fit_epoch": result["fit_epoch"],
+            "epochs_trained": result["epochs_trained"], "rank": exact["rank"],
+            "rank_bound": rank_bound(result["num_classes"], peak["h"].shape[1], config.bias),
+            "direct_error": math.nan if direct is None else direct["max_abs_error"],
+            "train_seconds": result["train_seconds"], "timings": timings}
