@@ -166,7 +166,7 @@ def shrunk(study: str, device: str, epochs: int, tiny: bool) -> dict:
                                    batch_size=8 if tiny else 256, workers=2 if tiny else 8,
                                    **({"image_size": 32} if tiny else {})),
         "fisher": dict(seeds=[0], corruptions=[0.0, 0.4], epochs=epochs, arch_models=[],
-                       arch_epochs=epochs, human_label_sets=[], direct_checks=2,
+                       arch_epochs=epochs, human_label_sets=[], human_seeds=1, direct_checks=2,
                        early_epoch=1, **(dict(n_scatter=300, cnn_channels=[8, 8, 8],
                                               synthetic_n=50) if tiny else {})),
         "probes": dict(seeds=[100], epochs=epochs, heatmap_runs=1, heatmap_epochs=epochs,
