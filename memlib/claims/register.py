@@ -269,11 +269,14 @@ def rekey_earlier(study: str, claims: Sequence[Claim],
     for claim in claims:
         versions = known.get(claim.id, {})
         taken: set[int] = set()
+        # the earlier code's kept versions first, then its rule, which a change may have
+        # moved into previous: versions with the same words are matched in that order
+        prints = [*earlier.get(claim.id, ())[1:], *earlier.get(claim.id, ())[:1]]
         for old in claim.previous:
-            if old.fingerprint in versions or old.text_fingerprint in versions:
-                taken.add(versions.get(old.fingerprint, versions.get(old.text_fingerprint)))
+            if old.fingerprint in versions:
+                taken.add(versions[old.fingerprint])
                 continue
-            candidates = [versions[fp] for fp, words in earlier.get(claim.id, ())
+            candidates = [versions[fp] for fp, words in prints
                           if words == old.text_fingerprint and fp in versions]
             number = next((n for n in candidates if n not in taken), None)
             if number is None:
