@@ -3,7 +3,7 @@ run watched by the lens (`lens.lens_run`: margins every epoch, er and the curves
 other epoch) and then measured (`lens.measure_run`: exact LOO at the er peak, the per-layer
 probes), in one process on one CPU thread.
 
-The run is study 1's small preset (1,000 Fashion-MNIST images, 6x256 MLP, 40% noise) for
+The run is study 1's small preset (1,000 Fashion-MNIST images, 6x256 MLP, its noise rate) for
 `--epochs` epochs. Last line: `overhead ratio: X` (target <= 2: the notebook's 18 watched
 runs then fit its 10-minute budget on two cores). Run it on an otherwise idle machine.
 """

@@ -1,10 +1,10 @@
 """Study 1's regularized sweep runs measured at their last epoch only, against measured every
 `measure_every` epochs as the unregularized runs are (same process, same run).
 
-One run of the small preset's last-layer λ sweep (SmallCNN, 1k Fashion-MNIST samples, 40%
-label noise), shortened to `--epochs`, trained twice, alternating, fastest of `--repeats`
-kept. Both give the same final row (checked). Last line: `speedup: X` (the cold notebook 01
-trains 25 such runs of 60 epochs).
+One run of the small preset's last-layer λ sweep (SmallCNN, 1k Fashion-MNIST samples, at
+the preset's label noise), shortened to `--epochs`, trained twice, alternating, fastest of
+`--repeats` kept. Both give the same final row (checked). Last line: `speedup: X` (the cold
+notebook 01 trains 25 such runs of 60 epochs).
 """
 
 from __future__ import annotations
