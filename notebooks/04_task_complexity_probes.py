@@ -419,14 +419,18 @@ def transition_text(name: str) -> str:
     """Rise and width of the trained hard runs, and which run is widest and narrowest."""
     t = transitions.query("dataset == @name and trained")
     dead = transitions.query("dataset == @name and not trained")
-    wide, narrow = t.loc[t["width"].idxmax()], t.loc[t["width"].idxmin()]
     runs = f"{len(t)} trained hard run" + ("s" if len(t) != 1 else "")
-    text = (f"*{name}*: the {runs} rise by {num(t['rise'].mean(), 1)} points "
-            f"on average ({span(t['rise'], 1)}) over a width of {num(t['width'].mean(), 2)} "
-            f"({span(t['width'], 2)}). The widest transition ({num(wide['width'], 2)}, run "
-            f"{int(wide['run'])}) starts binarized at {num(wide['signed_p0'], 1)}%, the narrowest "
-            f"({num(narrow['width'], 2)}, run {int(narrow['run'])}) at "
-            f"{num(narrow['signed_p0'], 1)}%.")
+    text = f"*{name}*: the {runs} rise by {num(t['rise'].mean(), 1)} points on average " \
+           f"({span(t['rise'], 1)})"
+    if t["width"].notna().any():
+        wide, narrow = t.loc[t["width"].idxmax()], t.loc[t["width"].idxmin()]
+        text += (f" over a width of {num(t['width'].mean(), 2)} ({span(t['width'], 2)}). The "
+                 f"widest transition ({num(wide['width'], 2)}, run {int(wide['run'])}) starts "
+                 f"binarized at {num(wide['signed_p0'], 1)}%, the narrowest "
+                 f"({num(narrow['width'], 2)}, run {int(narrow['run'])}) at "
+                 f"{num(narrow['signed_p0'], 1)}%.")
+    else:  # no curve rose far enough to place its 10% and 90% marks
+        text += "; no run's curve rises far enough to place its 10% and 90% marks."
     if len(dead):
         text += (f" {len(dead)} run(s) never trained (grey, at chance before any probe); they "
                  "count in every statistic and fail the claims' models-learned precondition.")

@@ -21,6 +21,7 @@ def test_success_writes_everything_and_failure_writes_nothing(tmp_path):
     assert executed == build / "tiny_notebook.ipynb" and executed.exists()
     assert {p.name for p in out.iterdir()} == {
         "line.pdf", "line.png", "numbers.csv", "numbers.md", "claims.csv", "claims.md",
+        "claims_values.json",
         "manifest.json", "tiny_notebook.ipynb"}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["parameters"] == {"n": 4, "scale": "smoke"}
