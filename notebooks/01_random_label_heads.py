@@ -456,8 +456,8 @@ handles, labels = ax2.get_legend_handles_labels()
 handles.insert(len(layers), Line2D([], [], color="0.4", linestyle="--", alpha=0.6))
 labels.insert(len(layers), "frozen init (dashed)")
 ax2.legend(handles, labels, fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.22),
-           ncol=2)
-fig.set_figheight(6.0)  # room for the legends under the panels
+           ncol=1)
+fig.set_figheight(8.0)  # room for the legends under the panels
 savefig(fig, "fig3_rlp_over_training", STUDY, scale, data=results["dataset"])
 
 # %% [markdown]

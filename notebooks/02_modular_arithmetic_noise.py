@@ -519,8 +519,9 @@ savefig(fig, "fig_partition_ipr_strength", STUDY, scale)
 best_partition = (frame[(frame["variant"] == "top") & (frame["gamma"] < 1)
                         & (frame["subset"] == "test")]
                   .groupby(["score", "gamma", "activation"])["acc"].mean())
-print(f"best top-γ sub-network test accuracy: {best_partition.max():.3f} at "
-      f"{best_partition.idxmax()}; FF-G test: {ff_best:.3f}")
+best_score, best_gamma, best_activation = best_partition.idxmax()
+print(f"best top-γ sub-network test accuracy: {best_partition.max():.3f} at {best_score} "
+      f"scoring, γ = {best_gamma:g}, {best_activation}; FF-G test: {ff_best:.3f}")
 
 # %% [markdown]
 # **Figure 2.7.** Sub-networks of the top or bottom fraction γ of neurons ranked by IPR

@@ -146,8 +146,9 @@ const root = document.querySelector('article') || document.body;
 const problems = [];
 for (const heading of root.querySelectorAll('h2')) {
   if (!heading.textContent.trim().startsWith('Try this')) continue;
-  const items = (heading.closest('section') || heading.parentElement)
-    .querySelectorAll(':scope > ol > li');
+  // the list may be prose or what a code cell displays; an answer's own lists are not items
+  const items = [...(heading.closest('section') || heading.parentElement)
+    .querySelectorAll('ol > li')].filter(li => !li.parentElement.closest('li'));
   if (!items.length) problems.push('a "Try this" section without exercises');
   items.forEach((item, i) => {
     if (!/Run time:\\s*(at most\\s+)?about\\s+\\d/.test(item.textContent)) {
