@@ -191,7 +191,8 @@ def test_the_book_of_the_smoke_runs_opens_in_a_browser(smoke_runs, tmp_path):
                                        "CLAIMS.html", f"{first}.html"}
     landing = index.read_text()
     article = landing[landing.index("<article"):]  # the page's text, after its side bars
-    assert article.index('class="glance"') < article.index("Reading order")  # results first
+    # results first: the verdicts' legend and every claim before the reading order
+    assert article.index('class="glance-legend"') < article.index("Reading order")
     for notebook in NOTEBOOKS:  # each notebook's cold runtime, from its manifest
         manifest = json.loads((smoke_runs.figures / "smoke" / notebook.stem
                                / "manifest.json").read_text())
