@@ -96,6 +96,8 @@ from memlib.claims.rules import (
     holm_adjusted,
     holm_verdicts,
     judge,
+    powered,
+    replicates,
     text_fingerprint,
     verdict,
     with_margins,
@@ -125,7 +127,7 @@ from memlib.claims.stats import (
 
 __all__ = [
     "with_margins", "chain_genesis", "chain_problems", "judged_versions", "seed_ledger",
-    "rekey_earlier",
+    "rekey_earlier", "powered", "replicates",
     "EQUIVALENCE_LEVEL", "NO_DELTA", "NO_EFFECT", "P_LEVEL", "equivalence_of", "equivalence_p",
     "holm_adjusted", "replicates_for_equivalence", "two_sided_p",
     "ALPHA", "CLAIMS_TABLE", "FAILS", "HOLDS", "LEVEL", "MAX_REPLICATES", "MIN_REPLICATES",

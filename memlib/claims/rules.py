@@ -599,3 +599,44 @@ def with_margins(claims: Iterable[Claim], margins: Mapping[str, Mapping[str, Any
     if unused:
         raise ValueError(f"margins for no claim: {sorted(unused)}")
     return out
+
+
+# ---- confirmatory n ----------------------------------------------------------------------
+
+def replicates(value: Any) -> int:
+    """The fewest replicates behind any Estimate in `value` (0 without one)."""
+    return min((e.n for e in estimates(value)), default=0)
+
+
+def _with_n(value: Any, n: int) -> Any:
+    """`value` with every Estimate's replicate count raised to at least `n` (the cases of a
+    rule that needs n replicates)."""
+    import dataclasses
+
+    if isinstance(value, Estimate):
+        return dataclasses.replace(value, n=max(value.n, n))
+    if isinstance(value, Mapping):
+        return {k: _with_n(v, n) for k, v in value.items()}
+    return value
+
+
+def powered(claim: Claim, need: int, source: str) -> Claim:
+    """`claim` with its confirmatory n, chosen by the power analysis `source` before the run,
+    in its caveat and, where that n exceeds the registered minimum, judged only on that many
+    replicates: measured on fewer it reads "not run at this scale" rather than running
+    underpowered (a value without Estimates, a precondition's that nothing met, is judged:
+    its precondition says why)."""
+    import dataclasses
+
+    said = f"confirmatory n = {need} {claim.replicates} ({source})"
+    caveat = f"{claim.caveat}; {said}" if claim.caveat else said
+    if need <= MIN_REPLICATES:  # the registered minimum: fewer replicates read within noise
+        return dataclasses.replace(claim, caveat=caveat)
+    scale, cases = claim.judged_at, claim.cases
+    if cases is not None:
+        cases = Cases(_with_n(cases.holds, need), _with_n(cases.fails, need),
+                      {k: _with_n(v, need) for k, v in cases.preconditions.items()})
+    return dataclasses.replace(
+        claim, cases=cases, caveat=caveat,
+        judged_at=lambda v: (replicates(v) >= need or not estimates(v))
+        and (scale is None or scale(v)))

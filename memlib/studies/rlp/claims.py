@@ -10,7 +10,6 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from memlib.claims import (
-    MIN_REPLICATES,
     Cases,
     Claim,
     Estimate,
@@ -18,9 +17,9 @@ from memlib.claims import (
     any_of,
     declare,
     earlier_version,
-    estimates,
     margin,
     paired,
+    powered,
     with_margins,
 )
 from memlib.studies.rlp.config import STANDARD_REGULARIZERS
@@ -31,7 +30,7 @@ __all__ = [
     "points", "excess_by_layer", "layer_rise", "memorization", "fit_record", "by_seed",
     "trained_lambda", "worst_train", "layer_changes", "rise_and_gap", "sampling_claims",
     "measure_claims", "TRAINED", "FROZEN", "excess_onset", "onset_and_gap", "strength_trend",
-    "noise_gains", "CONFIRMATORY_N", "replicates",
+    "noise_gains", "CONFIRMATORY_N",
     "PROBES_READ", "INTERPOLATES", "MEMORIZES", "STILL_TRAINS", "REGULARIZER_BITES",
     "ALL_TRAIN", "SEEDS", "AT_TRAINED", "AT_ALL_TRAINED", "TARGET", "CHOSEN", "LEFT_OUT",
     "meets_target", "CLAIMS"
@@ -847,46 +846,8 @@ CLAIMS = [_revised(c, **_NEW_WORDS[c.id]) if c.id in _NEW_WORDS else c for c in 
 CONFIRMATORY_N = {"depth": 5, "levels": 5, "early_rise": 5, "regularizers": 5,
                   "regularizer_trend": 5, "regularizer_works": 5, "shift": 5, "all_layers": 5,
                   "all_layers_test": 10, "noise": 10}
+POWER_SOURCE = "pilots/rlp_power.py"
 
-
-def replicates(value) -> int:
-    """The fewest replicates behind any Estimate in `value` (0 without one)."""
-    return min((e.n for e in estimates(value)), default=0)
-
-
-def _with_n(value, n: int):
-    """`value` with every Estimate's replicate count raised to at least `n` (the cases of a
-    rule that needs n replicates)."""
-    import dataclasses
-
-    if isinstance(value, Estimate):
-        return dataclasses.replace(value, n=max(value.n, n))
-    if isinstance(value, dict):
-        return {k: _with_n(v, n) for k, v in value.items()}
-    return value
-
-
-def _powered(claim: Claim) -> Claim:
-    """`claim` with its confirmatory n (CONFIRMATORY_N) in its caveat and, where that n
-    exceeds the registered minimum, judged only on that many replicates."""
-    import dataclasses
-
-    need = CONFIRMATORY_N[claim.id]
-    caveat = (f"{claim.caveat}; confirmatory n = {need} seeds (pilots/rlp_power.py)"
-              if claim.caveat else f"confirmatory n = {need} seeds (pilots/rlp_power.py)")
-    if need <= MIN_REPLICATES:  # the registered minimum: fewer replicates read within noise
-        return dataclasses.replace(claim, caveat=caveat)
-    scale = claim.judged_at
-    cases = claim.cases
-    if need > 5 and cases is not None:
-        cases = Cases(_with_n(cases.holds, need), _with_n(cases.fails, need),
-                      {k: _with_n(v, need) for k, v in cases.preconditions.items()})
-    return dataclasses.replace(
-        claim, cases=cases,
-        # a value without Estimates (a precondition's λ that nothing met) is judged: its
-        # precondition says why
-        judged_at=lambda v: (replicates(v) >= need or not estimates(v))
-        and (scale is None or scale(v)), caveat=caveat)
 
 _TREND = {k: _e(2.0) for k in STANDARD_REGULARIZERS}
 _LEVELS = {**_PRE, "first": _e(1.0, 0.5), "deepest": _e(12.0)}
@@ -926,7 +887,8 @@ CLAIMS += [
                  "paper's raw accuracies", where="fig2_layerwise_rlp"),
 ]
 
-CLAIMS = [_powered(c) if c.id in CONFIRMATORY_N else c for c in CLAIMS]
+CLAIMS = [powered(c, CONFIRMATORY_N[c.id], POWER_SOURCE) if c.id in CONFIRMATORY_N else c
+          for c in CLAIMS]
 
 # what decides each claim besides its rule: the functions that compute its value (with the
 # memlib functions and constants they name) and the preset values they read, all in the
