@@ -377,7 +377,8 @@ def measure_claims(results: dict) -> dict:
 
     # the paper-scale arms: None (not run at this scale) elsewhere
     best = results["best_lambda"]
-    for name in ("imagenet", "imagenet_rlp", "cifar100_small_lambda", "cifar100_train_stable"):
+    for name in ("imagenet", "imagenet_rlp", "cifar100_rlp", "cifar100_small_lambda",
+                 "cifar100_train_stable"):
         measured[name] = None
     if results.get("dataset") == "imagenet":
         test, train = (_differences(sweep, c, "last", best) for c in ("test_acc", "train_acc"))
@@ -387,6 +388,8 @@ def measure_claims(results: dict) -> dict:
         measured["imagenet_rlp"] = {**pre, "best_lam": best,
                                     "drop": _drop(sweep, column, best)}
     if (results.get("dataset"), results.get("model")) == ("cifar100", "wrn"):
+        measured["cifar100_rlp"] = {**pre, "best_lam": best,
+                                    "drop": _drop(sweep, column, best)}
         smallest = float(sweep.loc[sweep["lam"] > 0, "lam"].min())
         measured["cifar100_small_lambda"] = {
             "lam": smallest, "lam_train": worst_train(sweep, "last", smallest),
@@ -672,6 +675,19 @@ CLAIMS = [
                                                     "drop": _e(10.0)}}),
           unit="points", headline=lambda v: v["drop"],
           caveat="full scale only (ImageNet arm, GPUs)", where="lambda_sweep"),
+    Claim("cifar100_rlp", "On CIFAR-100 the RLP regularizer lowers random-label accuracy at "
+          "the regularized layer.", "WRN-16-4, λ up to 1e4",
+          "last-layer RLP accuracy at λ = 0 minus at the best λ (last-layer regularization, "
+          "CIFAR-100 arm); " + CHOSEN + SEEDS,
+          "drop > 0, decided by the 95% t interval",
+          preconditions=(MEMORIZES,),
+          **all_of(lambda v: [margin(v["drop"], 0)]),
+          cases=Cases(holds={**_PRE, "best_lam": 1e3, "drop": _e(10.0)},
+                      fails={**_PRE, "best_lam": 1e3, "drop": _e(-10.0)},
+                      preconditions={MEMORIZES[0]: {**_NO_MEMORY, "best_lam": 1e3,
+                                                    "drop": _e(10.0)}}),
+          unit="points", headline=lambda v: v["drop"],
+          caveat="full scale only (CIFAR-100 arm, GPUs)", where="lambda_sweep"),
     Claim("cifar100_train_stable", "On CIFAR-100 the RLP regularizer leaves train accuracy "
           "stable.", "qualitative",
           "train accuracy at the judged λ minus at λ = 0 (last-layer regularization, "
@@ -920,6 +936,7 @@ CLAIMS = declare(CLAIMS, {
     "tails": ((measure_claims, sampling_claims, head_tail_change, best_lambda), _SAMPLING),
     "imagenet": ((measure_claims, best_lambda), _SWEEP),
     "imagenet_rlp": ((measure_claims, best_lambda), _SWEEP),
+    "cifar100_rlp": ((measure_claims, best_lambda), _SWEEP),
     "cifar100_small_lambda": ((measure_claims,), _SWEEP),
     "cifar100_train_stable": ((measure_claims, trained_lambda), _SWEEP),
 })
@@ -939,6 +956,7 @@ _NON_INFERIOR = ("a non-inferiority rule: its threshold is the margin the paper'
                  "sets, so no other is needed")
 CLAIMS = with_margins(CLAIMS, {
     "depth": _TARGET, "regularizers": _TARGET, "shift": _TARGET, "imagenet_rlp": _TARGET,
+    "cifar100_rlp": _TARGET,
     "noise": _GAIN, "sampling": _GAIN, "tails": _GAIN, "imagenet": _GAIN,
     "cifar100_small_lambda": _GAIN,
     "regularizer_trend": {"delta": 2.5 / 3, "delta_reason": (
