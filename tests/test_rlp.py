@@ -786,3 +786,91 @@ def claims_estimate(mean, se, n):
     from memlib.claims import Estimate
 
     return Estimate(mean, se, n)
+
+
+# --- retraining: the probes beside a network trained from scratch on random labels ---------
+
+def _layer_table(excess: dict[int, list[float]], model: str = "smallcnn",
+                 train_acc: float = 1.0, fit_epoch: int | None = 60) -> pd.DataFrame:
+    """Layer rows of one network per seed: the probes' accuracy on the trained and on the
+    frozen-initialisation features, whose difference is `excess[seed]` per layer."""
+    return pd.DataFrame([{"model": model, "seed": seed, "layer": f"block{i + 1}",
+                          "probe_acc": 0.2 + e, "probe_frozen_acc": 0.2,
+                          "train_acc": train_acc, "fit_epoch": fit_epoch}
+                         for seed, values in excess.items() for i, e in enumerate(values)])
+
+
+def test_layer_agreement_is_the_mean_of_per_seed_spearman_over_layers():
+    clean = _layer_table({0: [0.01, 0.02, 0.05], 1: [0.01, 0.03, 0.02], 2: [0.0, 0.01, 0.02]})
+    retrained = _layer_table({0: [0.1, 0.3, 0.6], 1: [0.1, 0.3, 0.6], 2: [0.6, 0.3, 0.1]})
+    # another model's rows are left out
+    other = _layer_table({0: [0.5, 0.1, 0.0]}, model="mlp")
+    out = rlp.layer_agreement(pd.concat([clean, other]), retrained, "smallcnn")
+    assert out["rhos"] == pytest.approx([1.0, 0.5, -1.0])
+    assert out["agreement"].mean == pytest.approx(1 / 6) and out["agreement"].n == 3
+    assert out["agreement"].test is not None  # a Fisher-z interval
+    assert out["retrained"]["block3"].mean == pytest.approx(100 * (0.6 + 0.6 + 0.1) / 3)
+    assert out["clean"]["block1"].mean == pytest.approx(100 * 0.02 / 3)
+    assert out["random_fitted"] and out["random_train"] == 1.0
+    unfit = _layer_table({0: [0.1, 0.2, 0.3], 1: [0.1, 0.2, 0.3]}, train_acc=0.4,
+                         fit_epoch=None)
+    out = rlp.layer_agreement(clean, unfit, "smallcnn")
+    assert not out["random_fitted"] and out["random_train"] == 0.4
+    assert out["random_fit_epochs"] == [None, None]
+
+
+def test_retraining_rule_holds_fails_and_misses_each_precondition():
+    from memlib.claims import correlations, verdict
+
+    claim = next(c for c in rlp.CLAIMS if c.id == "retraining")
+    assert [name for name, _ in claim.preconditions] == [rlp.INTERPOLATES[0],
+                                                         rlp.RANDOM_FITS[0]]
+    assert verdict(claim, claim.cases.holds) == "holds"
+    assert verdict(claim, claim.cases.fails) == "does not hold"
+    for name, value in claim.cases.preconditions.items():
+        assert verdict(claim, value) == f"precondition failed: {name}"
+    # seeds that agree and disagree by turns decide nothing
+    mixed = {**claim.cases.holds, "agreement": correlations([1.0, -0.5, 0.5, -1.0, 0.5])}
+    assert verdict(claim, mixed) == "within noise"
+    assert claim.delta == 0.5 and rlp.CONFIRMATORY_N["retraining"] == 5
+    assert claim.where == "fig2c_retraining"
+
+
+def test_the_plan_trains_the_default_run_on_random_labels_and_probes_it():
+    from memlib.studies import preset_config
+
+    config = preset_config("rlp", "smoke")
+    plan = rlp.planned_runs(config)
+    trained = {s for f, s in plan if f is rlp.cached_run}
+    probed = {p.run for f, p in plan if f is rlp.cached_probes}
+    random = {s for s in trained if s.labels == "random"}
+    assert {s.seed for s in random} == set(config.seeds) and random <= probed
+    for s in random:  # the clean default run with its labels replaced, nothing else
+        assert dataclasses.replace(s, labels="clean",
+                                   measure_every=config.measure_every) == rlp.spec(
+            config, seed=s.seed)
+        assert s.measure_every == config.epochs and s.feature_grid == config.feature_grid
+    full = preset_config("rlp", "full")
+    assert {s.seed for f, s in rlp.planned_runs(full)
+            if f is rlp.cached_run and s.labels == "random"} == set(full.seeds)
+
+
+def test_random_training_labels_are_uniform_per_index_and_apart_from_the_probes():
+    config = tiny(rlp.Config, dict(dataset="digits", train_samples=200, test_samples=50,
+                                   validation_samples=100))
+    clean = rlp.spec(config, seed=3)
+    random = dataclasses.replace(clean, labels="random")
+    d_clean, d_random = rlp.load_data(clean), rlp.load_data(random)
+    assert torch.equal(d_clean["index"], d_random["index"])  # the same training subset
+    assert torch.equal(d_clean["clean_y"], d_random["clean_y"])
+    y = d_random["y"]
+    agree = (y == d_random["clean_y"]).float().mean().item()
+    assert 0.0 < agree < 0.3  # about 1/10: independent of the class, not "always wrong"
+    whole = rlp.retraining_labels(random, d_random["num_samples"], d_random["num_classes"])
+    assert torch.equal(whole[d_random["index"].cpu()], y.cpu())  # keyed by original index
+    draws = rlp.label_draws(d_random["index"].cpu(), d_random["n_random"],
+                            random.label_seed + rlp.DRAW_STRIDE * random.seed, 8,
+                            d_random["num_samples"])
+    assert not any(torch.equal(draw, y.cpu()) for draw in draws)
+    other = rlp.load_data(dataclasses.replace(random, seed=4))["y"]
+    assert not torch.equal(other, y)  # each replicate draws afresh

@@ -260,6 +260,11 @@ class RunSpec:
     # first and the last (the time course; the default model's runs only)
     feature_curve: bool = True
     curve_test_samples: int | None = 1000
+    # the training labels: "clean" (the dataset's, with `noise` flipped), or "random": every
+    # training sample's label replaced by a uniform draw over the classes, keyed by its index
+    # (`runs.load_data`), the network then trained from scratch to memorize them (the
+    # retraining the `retraining` row compares the probes with)
+    labels: Literal["clean", "random"] = "clean"
 
 
 def spec(config: Config, **overrides) -> RunSpec:

@@ -26,7 +26,8 @@ from memlib.studies.rlp.runs import (
 )
 
 __all__ = [
-    "regularizer_grid", "lambda_grid", "swept", "sampling_spec", "noise_spec", "planned_runs",
+    "regularizer_grid", "lambda_grid", "swept", "sampling_spec", "noise_spec",
+    "retraining_spec", "planned_runs",
     "run", "sampling", "best_lambda", "with_probes", "probed"
 ]
 
@@ -67,6 +68,13 @@ def noise_spec(config: Config, rate: float, lam: float, seed: int) -> RunSpec:
     return make(config, noise=rate, lam=lam, seed=seed)
 
 
+def retraining_spec(config: Config, seed: int) -> RunSpec:
+    """The default run of `seed` (its model, training subset and recipe) trained from scratch
+    on random labels (`RunSpec.labels`), measured at its last epoch: the `retraining` row
+    reads its post-hoc probes and whether it fitted its random labels."""
+    return swept(config, labels="random", seed=seed)
+
+
 def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
     """The (cached computation, spec) pairs `run` asks for: those that do not depend on the
     λ sweep's results, or (given its best λ) those that do. Longest first, so that two
@@ -93,7 +101,9 @@ def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
     noise = [(cached_run, noise_spec(config, rate, lam, seed))
              for rate in config.noise_rates for lam in (0.0, *config.noise_lambdas)
              for seed in seeds]
-    runs = list(dict.fromkeys(lams + noise + regs + layer + frozen))  # noise reuses runs
+    retrain = [(cached_run, retraining_spec(config, seed)) for seed in seeds]
+    # noise reuses runs
+    runs = list(dict.fromkeys(lams + noise + regs + retrain + layer + frozen))
     return with_probes(config, runs)
 
 
@@ -141,6 +151,17 @@ def run(config: Config) -> dict:
                              "frozen_proj_acc": last.get(f"rlpproj_{n}", math.nan),
                              "frozen_collapse": (frozen["collapse"] or {}).get(n, math.nan)})
     out["layerwise"], out["fit"] = pd.DataFrame(rows), pd.DataFrame(fit)
+
+    # 1b. the default model trained from scratch on random labels: the same post-hoc probes
+    # of each layer, beside the clean network's (the `retraining` row)
+    rows = []
+    for seed in seeds:
+        result, probes = probed(config, retraining_spec(config, seed))
+        for row in layer_rows(result, probes, model=config.model, seed=seed):
+            rows.append({**row, "fit_epoch": result["fit_epoch"],
+                         "epochs_trained": result["epochs_trained"],
+                         "noisy_fit": result["noisy_fit"]})
+    out["retraining"] = pd.DataFrame(rows)
 
     # 2. temporal evolution of the default model, beside the frozen heads' own progress
     out["history"] = first["history"]

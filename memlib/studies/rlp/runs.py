@@ -47,8 +47,8 @@ from memlib.train import (
 __all__ = [
     "make_model", "validation_indices", "train_indices", "load_data", "train_spec", "make_heads",
     "train_run", "fit_criterion", "final_collapse", "layer_collapse", "frozen_baseline",
-    "cached_run", "cached_frozen", "DRAW_STRIDE", "posthoc_probes", "cached_probes",
-    "probe_means", "probe_curve", "final_row", "layer_rows"
+    "cached_run", "cached_frozen", "DRAW_STRIDE", "RETRAIN_OFFSET", "retraining_labels",
+    "posthoc_probes", "cached_probes", "probe_means", "probe_curve", "final_row", "layer_rows"
 ]
 
 
@@ -123,7 +123,9 @@ def load_data(s: RunSpec) -> dict:
     idx = train_indices(s, labels, num_classes)
     clean_y = labels[idx]
     y = clean_y
-    if s.noise > 0:
+    if s.labels == "random":
+        y = retraining_labels(s, len(labels), num_classes)[idx]
+    elif s.noise > 0:
         y, _ = datasets.symmetric_noise(clean_y, s.noise, num_classes, seed=1000 + s.seed)
     n_random = s.n_random or num_classes
     test_idx = datasets.sized_subset(test_labels, s.test_samples, s.data_seed, "test_samples",
@@ -151,6 +153,22 @@ def load_data(s: RunSpec) -> dict:
             "clean_eval": pick(d["clean_y"]), "features": (x, d["y"]),
             "test": (x_test, test.y[test_idx].to(device)), "example": x[:2],
             "test_curve": _curve_subset(s, x_test, test.y[test_idx].to(device))}
+
+
+RETRAIN_OFFSET = 99_991  # the random training labels' seed after the run's probe seed (a prime)
+
+
+def retraining_labels(s: RunSpec, num_samples: int, num_classes: int) -> torch.Tensor:
+    """The training labels of a run trained from scratch on random labels, per sample index
+    of the full dataset: uniform over the dataset's classes, hence independent of the true
+    class (label noise at rate 1 would not do: symmetric noise flips every label to a
+    *different* class, which still says what the class is not, and refuses that rate).
+    Drawn from a stream of their own, apart from the concurrent heads' labels (`label_seed`)
+    and the post-hoc probes' draws (`label_seed + DRAW_STRIDE * seed + j * PROBE_SEED_STRIDE`),
+    so the probes read what the network memorized, not the labels it was trained on; a new
+    draw per replicate seed."""
+    return random_labels(num_samples, num_classes,
+                         s.label_seed + DRAW_STRIDE * s.seed + RETRAIN_OFFSET)
 
 
 def _curve_subset(s: RunSpec, x: torch.Tensor, y: torch.Tensor) -> tuple:
