@@ -422,6 +422,70 @@ label noise to show memorization at depth.
 """))
 
 # %% [markdown]
+# ### Without retraining: the probes beside a network trained on random labels
+# The paper's first contribution is that a random-label head measures a layer's
+# memorization *without retraining the whole network*. The classic measure retrains: the
+# default network, from the same initialisation, on the same training subset and with the
+# same recipe, is trained from scratch on labels drawn uniformly over the classes, so that
+# whatever it fits it memorizes, and the same post-hoc probes read each of its layers. With
+# $e^{\text{clean}}_{s\ell}$ the clean network's probe excess at layer $\ell$ in seed $s$
+# (trained minus frozen initialisation, as the `depth` and `levels` rows read it) and
+# $e^{\text{rand}}_{s\ell}$ the random-label network's over the same initialisation, each
+# seed gives
+#
+# $$\rho_s = \operatorname{Spearman}_\ell\big(e^{\text{clean}}_{s\ell},\,
+# e^{\text{rand}}_{s\ell}\big),$$
+#
+# and the `retraining` row reads the mean of $\rho_s$ over seeds, its 95% t interval taken
+# on Fisher's z scale.
+
+# %%
+retrained = results["retraining"]
+save_table(retrained, "retraining", STUDY, scale)
+agreement = measured["retraining"]
+fig, ax = figure("single")
+for i, (key, style, label) in enumerate((("clean", "o-", "clean labels"),
+                                         ("retrained", "s--", "retrained on random labels"))):
+    excess_of = agreement[key]
+    xs = np.arange(len(excess_of)) + (i - 0.5) * 0.08  # side by side, not on top
+    ax.errorbar(xs, [e.mean for e in excess_of.values()],
+                np.nan_to_num([e.half_width for e in excess_of.values()]), fmt=style,
+                capsize=2, color=f"C{i}", label=label)
+reference_line(ax, 0.0, "frozen initialisation")
+ax.set_xticks(range(len(excess_of)), list(excess_of), rotation=30)
+ax.set_xlabel(f"probed layer ({config.model})")
+ax.set_ylabel("probe acc. − frozen init (points)")
+ax.legend(fontsize="small")
+savefig(fig, "fig2c_retraining", STUDY, scale, data=results["dataset"])
+print("per-seed Spearman ρ:", [round(r, 2) for r in agreement["rhos"]])
+
+# %% [markdown]
+# **Figure 1.3.** The post-hoc probes' random-label accuracy minus the same probes' on the
+# frozen initialisation, per probed layer of the default model: the network trained on
+# clean labels (solid) and the same network trained from scratch on random labels
+# (dashed); mean ± 95% t interval over seeds, in percentage points.
+
+# %% tags=["remove-input"]
+def interval(estimate: Estimate) -> str:
+    """A correlation's mean over seeds with its 95% interval (Fisher's z scale)."""
+    if estimate.bounds is None:
+        return f"{num(estimate.mean, 2)} ({estimate.n} seed)"
+    low, high = estimate.bounds
+    return f"{num(estimate.mean, 2)} (95% interval {num(low, 2)} to {num(high, 2)})"
+
+
+deepest = list(agreement["retrained"])[-1]
+rho = agreement["agreement"]
+display(Markdown(f"""
+Trained from scratch on random labels, the {config.model} ends at
+{pct_span(retrained.drop_duplicates("seed")["train_acc"], 1)} accuracy on them over seeds,
+and the probes' excess at {deepest} reaches {pm(agreement["retrained"][deepest], 1)} points
+against {pm(agreement["clean"][deepest], 1)} in the clean network. The two rank the layers
+with a mean Spearman ρ of {interval(rho)} over {rho.n} seeds (per seed
+{listing(num(r, 2) for r in agreement["rhos"])}), {spread_phrase(rho)}.
+"""))
+
+# %% [markdown]
 # ## 2. When does the random-label accuracy rise?
 
 # %%
@@ -461,7 +525,7 @@ fig.set_figheight(8.0)  # room for the legends under the panels
 savefig(fig, "fig3_rlp_over_training", STUDY, scale, data=results["dataset"])
 
 # %% [markdown]
-# **Figure 1.3.** Over training, first seed: class accuracy (left) and each probed layer's
+# **Figure 1.4.** Over training, first seed: class accuracy (left) and each probed layer's
 # random-label accuracy (right; dashed: heads on the frozen initial features), with the
 # epoch at which train and test accuracy diverge and the epoch at which the last layer
 # reaches half its final excess.
@@ -522,7 +586,7 @@ print(reg.groupby("setting", sort=False)[["train_acc", "test_acc", f"rlp_{last}"
       .agg(["mean", "std"]).round(4).to_string())
 
 # %% [markdown]
-# **Figure 1.4.** Standard regularizers: random-label accuracy per probed layer (left) and
+# **Figure 1.5.** Standard regularizers: random-label accuracy per probed layer (left) and
 # train and test accuracy (right), without a regularizer and with each one; mean ± sd over
 # seeds.
 
@@ -607,7 +671,7 @@ print(sweep.groupby(["regularize", "lam"])[["train_acc", "test_acc", f"rlp_{last
       .agg(["mean", "std"]).round(4).to_string())
 
 # %% [markdown]
-# **Figure 1.5.** The RLP regularizer against λ: train and test accuracy (top left), the
+# **Figure 1.6.** The RLP regularizer against λ: train and test accuracy (top left), the
 # last layer's random-label accuracy (top right), and random-label accuracy per layer when
 # the last layer is regularized (bottom left) or all layers are (bottom right); mean ± sd
 # over seeds.
@@ -737,7 +801,7 @@ if sampled:
     sampling, tails = measured["sampling"], measured["tails"]
     sizes = sorted(fr["n_train"].unique())
     more = direction(sampling["difference"].mean, "more positive", "less positive", "the same")
-    display(Markdown(f"""**Figure 1.6.** Sampling: test-accuracy change from the best λ
+    display(Markdown(f"""**Figure 1.7.** Sampling: test-accuracy change from the best λ
 (= {best:g}) against the training-set size (left; dots: seeds), and per class of a
 long-tailed subset against the class's training count (right; labels are class ids, means
 over seeds). The dotted line is the paper's gain on ImageNet's whole training set
@@ -781,7 +845,7 @@ print(noise_runs.groupby(["noise", "lam"])[["test_acc", "train_acc", "noisy_fit"
       .agg(["mean", "std"]).round(4).to_string())
 
 # %% [markdown]
-# **Figure 1.7.** Test accuracy against λ of the last-layer RLP regularizer, per label-noise
+# **Figure 1.8.** Test accuracy against λ of the last-layer RLP regularizer, per label-noise
 # rate; dots are single seeds, error bars one sd over seeds.
 
 # %% tags=["remove-input"]
@@ -825,7 +889,7 @@ display(Markdown(rf"""
    Expect the last block's head to sink further below its frozen baseline as λ grows, and
    the train accuracy to say where the network stops fitting its flipped labels: the rules
    then judge at the largest λ that keeps every seed at 90%. Look at the bottom-left panel
-   of Figure 1.5 for the paper's shift: earlier blocks gaining what the last one loses.
+   of Figure 1.6 for the paper's shift: earlier blocks gaining what the last one loses.
    </details>
 2. **Less label noise.** The paper's noise claim says the regularizer helps consistently
    under label noise; with 20% noise there are fewer wrong labels to memorize.
@@ -840,7 +904,7 @@ display(Markdown(rf"""
    <details><summary>Answer</summary>
 
    Expect higher test accuracy at every λ and, if the paper holds at this scale, a test gain
-   from the best λ in Figure 1.7; expect the random-label excess of Figure 1.1 to shrink as
+   from the best λ in Figure 1.8; expect the random-label excess of Figure 1.1 to shrink as
    well.
    </details>
 3. **No label noise.** The pilot above found that a clean network collapses its classes in
@@ -871,7 +935,7 @@ display(Markdown(rf"""
    long-tailed subsets train on fewer images and cost less).
    <details><summary>Answer</summary>
 
-   Expect Figure 1.6 and the `sampling` and `tails` rows to appear, most likely *within noise*
+   Expect Figure 1.7 and the `sampling` and `tails` rows to appear, most likely *within noise*
    with five seeds: on earlier runs each sampling arm would have needed 13 or more seeds and
    the tails difference about 12. The note of each row says how many these runs need.
    </details>
