@@ -51,7 +51,8 @@ def rlp_work(c, n: int = 50_000) -> list[Work]:
     seeds = len(c.seeds)  # every condition runs once per seed
     full = seeds * (1 + len(c.dropouts) + len(c.weight_decays) + len(c.label_smoothings)
                     + len(c.lambdas) + 1  # λ sweep: last layer; all layers at the largest λ
-                    + len(c.noise_rates) * (1 + len(c.noise_lambdas)))
+                    + len(c.noise_rates) * (1 + len(c.noise_lambdas))
+                    + 1)  # the default run trained from scratch on random labels (retraining)
     fractions = seeds * (sum(2 * f for f in c.fractions) - 1)  # λ in {0, best}; 1, λ 0 = base
     # 2 runs per seed on a long-tailed subset of 100 classes
     tail = seeds * 2 * sum(c.long_tail_ratio ** (-k / 99) for k in range(100)) / 100
