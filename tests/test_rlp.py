@@ -601,8 +601,9 @@ def test_swept_runs_are_measured_at_their_last_epoch_only_with_the_same_final_va
                                    dropouts=(0.1,), weight_decays=(1e-3,),
                                    label_smoothings=(0.1,)))
     plan = {s for f, s in rlp.planned_runs(config) if f is not rlp.cached_probes}
+    # the regularized runs, and the random-label runs of the retraining row
     swept = {s for s in plan if s.lam > 0 or s.weight_decay > 0 or s.dropout > 0
-             or s.label_smoothing > 0}
+             or s.label_smoothing > 0 or s.labels == "random"}
     assert swept and all(s.measure_every == config.epochs for s in swept)
     base = {s for s in plan - swept if s.noise == config.noise}
     assert base and all(s.measure_every == 2 for s in base)  # the base and layer-wise runs
