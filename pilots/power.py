@@ -1,7 +1,7 @@
-"""Power analysis of every registered rule of studies 2-5 from a pilot run of the registered
-code: `python pilots/power.py PILOT_FIGURES` (seconds) reads each study's measured values
+"""Power analysis of every registered rule of the five studies from a pilot run of the
+registered code: `python pilots/power.py PILOT_FIGURES` (seconds) reads each study's measured values
 (`claims_values.json`) from a `make figures` run whose MEMLIB_FIGURES was PILOT_FIGURES, and
-writes `pilots/<notebook>_power.csv`: per rule, its replicate unit, the pilot's n, whether its
+writes `pilots/<notebook>_power_run.csv`: per rule, its replicate unit, the pilot's n, whether its
 preconditions held there, the weakest deciding margin's mean and per-replicate SD, δ, the
 chance of a decision at the study's budget, the n giving >= 80% chance of a decision (either
 way, or inside ±δ), the verdict that n most likely reaches, and the n to register.
@@ -9,8 +9,8 @@ way, or inside ±δ), the verdict that n most likely reaches, and the n to regis
 The pilot is the small preset run on the seeds of the confirmatory run before this one
 (already used, so never fresh; `register/seed-ledger.yaml` lists them as this pilot's): the
 registered rules, margins and δ were fixed before it ran, and only each rule's n is chosen
-from it. The decision simulated is the rule's own (`memlib.claims.power`). Study 1 has its own
-analysis from its probe pilot (`pilots/rlp_power.py`).
+from it. The decision simulated is the rule's own (`memlib.claims.power`). Study 1's earlier
+analysis from its probe pilot (`pilots/rlp_power.py`, three seeds) stays beside it.
 
 A rule whose n exceeds its study's budget reads "not run at this scale" with the n it needs;
 a rule whose precondition failed in the pilot gets the registered minimum (its run says
@@ -27,11 +27,12 @@ from pathlib import Path
 import pandas as pd
 
 HERE = Path(__file__).parent
-STUDIES = ("modarith", "fisher", "probes", "lens")
+STUDIES = ("rlp", "modarith", "fisher", "probes", "lens")
 N_MAX = 200  # beyond this a rule reads "not run at this scale" at any budget
-# the replicates (seeds) each study's small run affords within its notebook's 15 minutes on 2
-# cores and `make figures`' 45, at the pilot's timings (pilots/power.md)
-BUDGET = {"modarith": 5, "fisher": 20, "probes": 25, "lens": 5}
+# how many times the pilot's replicates each study's small run affords within its notebook's
+# 15 minutes on 2 cores and `make figures`' 45, at the pilot's timings (pilots/power.md): a
+# rule's budget is its pilot n (the seeds of the arm it reads) times this
+AFFORDS = {"rlp": 1.0, "modarith": 1.0, "fisher": 1.0, "probes": 1.0, "lens": 1.0}
 
 
 def analyse(study: str) -> pd.DataFrame:
@@ -66,7 +67,7 @@ def analyse(study: str) -> pd.DataFrame:
             continue
         weakest = min(margins, key=lambda m: abs(m.statistic[0]) / m.statistic[1])
         have = min(m.n for m in margins)
-        budget = BUDGET[study] if claim.more_replicates else have
+        budget = int(have * AFFORDS[study]) if claim.more_replicates else have
         at_budget = power_at(margins, budget, claim.combine, claim.delta)
         row |= {"pilot_n": have, "precondition": "held", "margins": len(margins),
                 "weakest_mean": weakest.mean, "weakest_sd": weakest.sd,
@@ -105,7 +106,7 @@ def main(argv: list[str]) -> int:
 
     for study in STUDIES:
         table = analyse(study)
-        out = HERE / f"{NOTEBOOKS[study]}_power.csv"
+        out = HERE / f"{NOTEBOOKS[study]}_power_run.csv"
         table.to_csv(out, index=False, float_format="%.4g")
         print(f"{out.name}:")
         print(table[["rule", "pilot_n", "power_at_budget", "n_needed", "expected_verdict",

@@ -723,7 +723,7 @@ def test_editing_a_probe_re_keys_the_probes_and_no_training(tmp_path):
 
     original = keys_of(PACKAGE)
     edited = keys_of(copy_of_memlib(tmp_path, with_statement_in("studies.rlp.method",
-                                                                "train_probes")))
+                                                                "train_probe_sets")))
     assert edited["rlp_probes"] != original["rlp_probes"]
     trains = [name for name in original if name != "rlp_probes" and " " not in name]
     assert {n: edited[n] for n in trains} == {n: original[n] for n in trains}
@@ -875,3 +875,25 @@ def test_random_training_labels_are_uniform_per_index_and_apart_from_the_probes(
     assert not any(torch.equal(draw, y.cpu()) for draw in draws)
     other = rlp.load_data(dataclasses.replace(random, seed=4))["y"]
     assert not torch.equal(other, y)  # each replicate draws afresh
+
+
+def test_probes_trained_together_match_each_set_trained_alone():
+    from memlib.studies.rlp.method import label_draws, train_probe_sets
+
+    torch.manual_seed(0)
+    sets = [torch.randn(40, d).half() for d in (3, 7, 5, 7)]
+    labels = label_draws(torch.arange(40), 4, 11, 3, 40)
+    settings = dict(n_random=4, epochs=4, lr=0.05, batch_size=8, seed=2)
+    together = train_probe_sets(sets, labels, **settings)
+    for features, accuracy in zip(sets, together):
+        assert torch.allclose(accuracy, train_probe_sets([features], labels, **settings)[0])
+    # a group cap that splits the sets gives the same accuracies
+    import memlib.studies.rlp.method as method
+
+    cap = method.PROBE_CHUNK
+    try:
+        method.PROBE_CHUNK = 40 * 7 * 2
+        split = train_probe_sets(sets, labels, **settings)
+    finally:
+        method.PROBE_CHUNK = cap
+    assert all(torch.allclose(a, b) for a, b in zip(split, together))

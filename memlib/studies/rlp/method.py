@@ -23,7 +23,7 @@ __all__ = [
     "RLPHeads", "feature_dims", "rlp_losses", "rlp_step", "EvalData", "eval_batches",
     "eval_loader", "measure", "grid_pool", "pooled_features", "class_variance_ratio",
     "per_class_accuracy", "predictions", "PROBE_SEED_STRIDE", "label_draws", "train_probes",
-    "probe_accuracies"
+    "train_probe_sets", "probe_accuracies"
 ]
 
 
@@ -331,6 +331,79 @@ def label_draws(index: torch.Tensor, n_random: int, seed: int, k: int,
                         for j in range(k)])
 
 
+def _standardized(features: torch.Tensor) -> torch.Tensor:
+    x = features.float()
+    return (x - x.mean(0)) / x.std(0).clamp(min=1e-6)
+
+
+def _initial(d: int, n_random: int, k: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """k probes' initial (weight (k, d, n_random), bias (k, n_random)), probe j drawn from its
+    own generator (seed + j) as nn.Linear draws them."""
+    bound = 1 / math.sqrt(d)
+    init = torch.stack([torch.rand(d * n_random + n_random, generator=generator(seed + j))
+                        * 2 - 1 for j in range(k)]) * bound
+    return init[:, :d * n_random].reshape(k, d, n_random), init[:, d * n_random:]
+
+
+# the most feature values one batched probe training holds at once (float32: 512 MB); larger
+# sets train in groups
+PROBE_CHUNK = 2 ** 27
+
+
+def train_probe_sets(feature_sets: Sequence[torch.Tensor], labels: torch.Tensor,
+                     n_random: int, epochs: int, lr: float, batch_size: int,
+                     seed: int) -> list[torch.Tensor]:
+    """`train_probes` on each of several feature sets (the layers of a run and its stored
+    epochs), trained together as one batch of independent probes: each set's features are
+    standardized and zero-padded to the widest set, its probes start from the same draws as
+    alone (padded weights start at zero and, seeing zero inputs, get zero gradients and stay
+    there) and every set shares the one batch order, so each set's accuracies are those of
+    `train_probes` on it, up to the summation order of floating point. Batching is the point:
+    one optimizer step over every set instead of one per set, which on a CPU is what probe
+    training costs (a step over a small probe is mostly fixed overhead)."""
+    k, n = labels.shape
+    for f in feature_sets:
+        if f.shape[0] != n:
+            raise ValueError(f"{f.shape[0]} feature rows for {n} labels")
+    width = max(f.shape[1] for f in feature_sets)
+    group = max(1, PROBE_CHUNK // (n * width))
+    if len(feature_sets) > group:
+        return [acc for start in range(0, len(feature_sets), group)
+                for acc in train_probe_sets(feature_sets[start:start + group], labels,
+                                            n_random, epochs, lr, batch_size, seed)]
+    sets = len(feature_sets)
+    x = torch.zeros(sets, n, width)
+    weight = torch.zeros(sets, k, width, n_random)
+    bias = torch.zeros(sets, k, n_random)
+    inits = {}
+    for i, f in enumerate(feature_sets):
+        d = f.shape[1]
+        x[i, :, :d] = _standardized(f)
+        if d not in inits:
+            inits[d] = _initial(d, n_random, k, seed)
+        weight[i, :, :d], bias[i] = inits[d]
+    weight.requires_grad_()
+    bias.requires_grad_()
+    target = labels.expand(sets, k, n)
+    optimizer = torch.optim.Adam([weight, bias], lr=lr)
+    order = generator(seed)
+    with torch.enable_grad():
+        for _ in range(epochs):
+            for batch in torch.randperm(n, generator=order).split(batch_size):
+                logits = torch.einsum("sbd,skdc->skbc", x[:, batch], weight) + bias[..., None, :]
+                # the sum over probes of each probe's mean loss: every probe's gradient is
+                # that of its own mean, as when trained alone
+                loss = F.cross_entropy(logits.reshape(-1, n_random),
+                                       target[:, :, batch].reshape(-1)) * (sets * k)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    with torch.no_grad():
+        logits = torch.einsum("snd,skdc->sknc", x, weight) + bias[..., None, :]
+        accuracy = (logits.argmax(-1) == target).double().mean(-1)
+    return list(accuracy)
+
+
 def train_probes(features: torch.Tensor, labels: torch.Tensor, n_random: int, epochs: int,
                  lr: float, batch_size: int, seed: int) -> torch.Tensor:
     """Each probe's training accuracy (k values in [0, 1]) after `epochs` of Adam on
@@ -339,38 +412,18 @@ def train_probes(features: torch.Tensor, labels: torch.Tensor, n_random: int, ep
     (seed + j) as nn.Linear is, all sharing one batch order (seed). Accuracy is read on the
     training samples themselves: on unseen samples random labels are chance by
     construction."""
-    k, n = labels.shape
-    if features.shape[0] != n:
-        raise ValueError(f"{features.shape[0]} feature rows for {n} labels")
-    x = features.float()
-    x = (x - x.mean(0)) / x.std(0).clamp(min=1e-6)
-    d = x.shape[1]
-    bound = 1 / math.sqrt(d)
-    inits = [torch.rand(d * n_random + n_random, generator=generator(seed + j)) * 2 - 1
-             for j in range(k)]
-    init = torch.stack(inits) * bound
-    weight = init[:, :d * n_random].view(k, d, n_random).clone().requires_grad_()
-    bias = init[:, d * n_random:].clone().requires_grad_()
-    optimizer = torch.optim.Adam([weight, bias], lr=lr)
-    order = generator(seed)
-    with torch.enable_grad():
-        for _ in range(epochs):
-            for batch in torch.randperm(n, generator=order).split(batch_size):
-                logits = torch.einsum("bd,kdc->kbc", x[batch], weight) + bias[:, None]
-                loss = F.cross_entropy(logits.reshape(-1, n_random),
-                                       labels[:, batch].reshape(-1)) * k
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-    with torch.no_grad():
-        logits = torch.einsum("nd,kdc->knc", x, weight) + bias[:, None]
-        return (logits.argmax(-1) == labels).double().mean(1)
+    return train_probe_sets([features], labels, n_random, epochs, lr, batch_size, seed)[0]
 
 
-def probe_accuracies(features: dict[str, torch.Tensor], labels: torch.Tensor, n_random: int,
-                     epochs: int, lr: float, batch_size: int, seed: int
-                     ) -> dict[str, list[float]]:
-    """`train_probes` on each layer's features with the same draws and initial seeds: per
-    layer, the k probes' accuracies."""
-    return {layer: train_probes(f, labels, n_random, epochs, lr, batch_size, seed).tolist()
-            for layer, f in features.items()}
+def probe_accuracies(stored: dict, labels: torch.Tensor, n_random: int, epochs: int,
+                     lr: float, batch_size: int, seed: int) -> dict:
+    """`train_probes` on every layer's features of every stored epoch ({epoch: {layer:
+    features}}), with the same draws and initial seeds, all trained in one batch
+    (`train_probe_sets`): {epoch: {layer: the k probes' accuracies}}."""
+    keys = [(epoch, layer) for epoch, layers in stored.items() for layer in layers]
+    accuracies = train_probe_sets([stored[e][layer] for e, layer in keys], labels, n_random,
+                                  epochs, lr, batch_size, seed)
+    out: dict = {epoch: {} for epoch in stored}
+    for (epoch, layer), acc in zip(keys, accuracies):
+        out[epoch][layer] = acc.tolist()
+    return out

@@ -427,10 +427,10 @@ def posthoc_probes(result: dict, p: ProbeSpec) -> dict:
                          result["num_samples"])
     settings = dict(n_random=result["n_random"], epochs=p.epochs, lr=p.lr,
                     batch_size=p.batch_size, seed=p.run.seed)
+    found = probe_accuracies(dict(sorted(features.items())), labels, **settings)
     return {"layers": result["layers"], "chance": 1 / result["n_random"],
-            "frozen": probe_accuracies(features[0], labels, **settings),
-            "trained": {epoch: probe_accuracies(f, labels, **settings)
-                        for epoch, f in sorted(features.items()) if epoch > 0}}
+            "frozen": found[0],
+            "trained": {epoch: found[epoch] for epoch in found if epoch > 0}}
 
 
 def _probe_key(p: ProbeSpec) -> dict:
