@@ -567,10 +567,10 @@ display(Markdown(rf"""
 # ## Claims
 
 # %% tags=["remove-input"]
-now_seeds = (f"""{seed_words["seeds"]} with the attribution arm's
-{seed_words["attribution_seeds"]}""" if seed_words["confirmatory"] and config.attribution_seeds
-             else
-             f"""{seed_words["registered"]}, the main seeds and the attribution arm's""")
+arm_seeds = seed_words.get("attribution_seeds")
+now_seeds = (f"""{seed_words["seeds"]} with the attribution arm's {arm_seeds}"""
+             if seed_words["confirmatory"] and config.attribution_seeds
+             else f"""{seed_words["registered"]}, the main seeds and the attribution arm's""")
 display(Markdown(f"""The rules were rewritten after the pilot (seeds {seed_words["pilots"]},
 whose verdicts the claims report keeps beside these) and registered before the confirmatory
 seeds were run ({seed_words["earlier_steps"]}; now {now_seeds}, fresh seeds for the rules as
