@@ -75,11 +75,20 @@ def test_an_empty_register_says_nothing_of_earlier_runs(tmp_path, monkeypatch):
     assert history["ran"] == "one seed (0)" and not history["confirmatory"]
 
 
+def test_the_check_finds_typed_seeds_and_nothing_else():
+    seeds = [300, 301, 302]
+    assert "300–302" in _typed("five confirmatory seeds (300–302)", seeds)
+    assert _typed("runs 300-302", seeds) == ["300-302"]
+    assert _typed("the seeds 300 and 301", seeds) == ["seeds 300"]
+    assert not _typed("300 per class; seed 0; 3000 seeds; seeds 1300", seeds)
+
+
 def _typed(text: str, seeds: list[int]) -> list[str]:
-    """The confirmatory seeds' span (either dash) or first seed, typed in `text`."""
-    span = _span(seeds)
-    found = [m[0] for m in re.finditer(re.escape(span).replace("-", "[-–]"), text)]
-    return found + re.findall(rf"(?<![\d.,]){seeds[0]}(?![\d.,%])", text)
+    """The confirmatory seeds' span (either dash) typed in `text`, or their first seed as a
+    word after "seed" in the same clause ("seeds 300 and 301"; "500 per class" is no seed)."""
+    span = re.escape(_span(seeds)).replace(r"\-", "[-–]")
+    first = rf"\bseeds?\b[^.;:]{{0,40}}?(?<![\d.,]){seeds[0]}(?![\d.,%])"
+    return [m[0] for m in re.finditer(span, text)] + [m[0] for m in re.finditer(first, text)]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
