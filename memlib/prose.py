@@ -150,8 +150,10 @@ def seed_history(study: str, config=None) -> dict[str, str]:
     its seeds, and for each arm running on seeds of its own (the fields its class names in
     `ARM_SEEDS`) `<field>` and `<field>_count`; `confirmatory` 'yes' when every seed it runs
     is a registered confirmatory seed and it runs them all, else ''; and `ran`, what this
-    run ran in words: 'the five confirmatory seeds (300-304)', or 'one seed (0), not the
-    five confirmatory seeds (300-304) registered in register/<notebook>.yaml'."""
+    run ran in words: 'the five confirmatory seeds (300-304)' (its `seeds`; an arm's are
+    its own phrase), or 'one seed (0), not the five confirmatory seeds (300-304) registered
+    in register/<notebook>.yaml' (', the arms' among them' after the span where the Config
+    has arms)."""
     data = read_register(study)
     registered = [int(s) for s in data.get("seeds") or []]
     pilots = [int(s) for s in data.get("pilot_seeds") or []]
@@ -180,8 +182,9 @@ def seed_history(study: str, config=None) -> dict[str, str]:
     if confirmatory:
         phrases["ran"] = f"the {seeds_phrase(config.seeds).replace(' seed', ' confirmatory seed')}"
     elif registered:
+        arms = ", the arms' among them" if getattr(type(config), "ARM_SEEDS", ()) else ""
         phrases["ran"] = (f"{seeds_phrase(config.seeds)}, not the {phrases['registered_count']} "
-                          f"confirmatory seeds ({phrases['registered']}) registered in "
+                          f"confirmatory seeds ({phrases['registered']}{arms}) registered in "
                           f"register/{STUDIES.get(study, study)}.yaml")
     else:
         phrases["ran"] = seeds_phrase(config.seeds)

@@ -720,9 +720,9 @@ display(Markdown(rf"""
 display(Markdown(f"""The rules were rewritten after the pilot (seeds {seed_words["pilots"]},
 whose verdicts the claims report keeps beside these) and registered before the confirmatory
 seeds were run ({seed_words["earlier_steps"]}; then, with {seed_words["registered_count"]}
-seeds, {seed_words["registered"]}, whose verdicts these are""" + (
-    "" if seed_words["confirmatory"] else f"""; this run's verdicts come from
-{seed_words["ran"]}""") + "). What changed:"))
+seeds, {seed_words["registered"]}""" + (
+    ", whose verdicts these are" if seed_words["confirmatory"] else f"""; this run's verdicts
+come from {seed_words["ran"]}""") + "). What changed:"))
 
 # %% [markdown]
 # - `noisy-first` ran at one noise ratio; the paper says "regardless of the noise ratio", so

@@ -96,6 +96,7 @@ from memlib.prose import (
     pm,
     run_time,
     seed_history,
+    seeds_phrase,
     span,
     spread_phrase,
 )
@@ -114,8 +115,8 @@ seed_words = seed_history("fisher", config)
 
 # %% tags=["remove-input"]
 display(Markdown(f"""**Seeds.** This run ran {seed_words["ran"]}, """ + (
-    f"""and the attribution arm {seed_words["attribution_seeds_count"]} seeds of its own
-({seed_words["attribution_seeds"]})""" if config.attribution_seeds else "and no attribution arm")
+    f"""and the attribution arm {seeds_phrase(config.attribution_seeds)} of its own"""
+    if config.attribution_seeds else "and no attribution arm")
     + f""". The rules were registered after a pilot on seeds {seed_words["pilots"]}."""))
 
 # %% [markdown]
@@ -574,9 +575,9 @@ now_seeds = (f"""{seed_words["seeds"]} with the attribution arm's {arm_seeds}"""
 display(Markdown(f"""The rules were rewritten after the pilot (seeds {seed_words["pilots"]},
 whose verdicts the claims report keeps beside these) and registered before the confirmatory
 seeds were run ({seed_words["earlier_steps"]}; now {now_seeds}, fresh seeds for the rules as
-registered now, whose verdicts these are""" + (
-    "" if seed_words["confirmatory"] else f"""; this run's verdicts come from
-{seed_words["ran"]}""") + "). What changed:"))
+registered now""" + (
+    ", whose verdicts these are" if seed_words["confirmatory"] else f"""; this run's verdicts
+come from {seed_words["ran"]}""") + "). What changed:"))
 
 # %% [markdown]
 # - `onset` measured the first epoch at which er had risen a tenth of the way to its peak;

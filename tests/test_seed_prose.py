@@ -59,8 +59,8 @@ def test_the_config_says_what_ran_an_arm_included(tmp_path, monkeypatch):
     assert history["earlier_runs"] == "an earlier confirmatory run on seeds 100-101"
     smoke = seed_history(study, _Config(seeds=(0,), arm_seeds=(1,)))
     assert not smoke["confirmatory"]
-    assert smoke["ran"] == ("one seed (0), not the five confirmatory seeds (300-304) "
-                            f"registered in register/{STUDIES['rlp']}.yaml")
+    assert smoke["ran"] == ("one seed (0), not the five confirmatory seeds (300-304, the arms' "
+                            f"among them) registered in register/{STUDIES['rlp']}.yaml")
 
 
 def test_no_register_and_counts():
