@@ -166,8 +166,8 @@ print(baseline.groupby(["dataset", "task"])["acc"].describe()[["mean", "min", "m
 seed_words = seed_history("probes", config)
 
 # %% tags=["remove-input"]
-display(Markdown(f"""**Seeds.** {seed_words["count"].capitalize()} run{
-    "s" if len(config.seeds) > 1 else ""} per pair, on {seed_words["ran"]}
+runs_per_pair = seed_words["count"].capitalize() + (" runs" if len(config.seeds) > 1 else " run")
+display(Markdown(f"""**Seeds.** {runs_per_pair} per pair, on {seed_words["ran"]}
 ({"the paper's count" if len(config.seeds) == 20 else "the paper runs 20"}); the heatmaps
 use {seeds_phrase(config.seeds[:config.heatmap_runs])} of those, and the ViT stand-in runs
 on {seeds_phrase(config.standin_seeds)} of its own, one model each."""))
