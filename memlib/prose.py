@@ -13,8 +13,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from memlib import cache
+from memlib import STUDIES, cache
 from memlib.claims import Estimate
+from memlib.claims.register import _span, read_register
+from memlib.config import confirmatory_seeds
 from memlib.tables import readable_row
 
 DASH = "–"
@@ -111,6 +113,82 @@ def markdown_table(frame) -> str:
     lines += [readable_row("| " + " | ".join(cell_text(v) for v in row) + " |")
               for row in frame.itertuples(index=False)]
     return "\n".join(lines)
+
+
+# ---- which seeds ran, and which the register records ----------------------------------------
+
+NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+                "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen",
+                "seventeen", "eighteen", "nineteen", "twenty")
+
+
+def count_word(n: int) -> str:
+    """A count as prose writes it: 'five' up to twenty, digits beyond."""
+    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
+
+
+def seeds_phrase(seeds: Iterable[int]) -> str:
+    """'five seeds (300-304)', 'one seed (0)': a count of seeds and their span."""
+    seeds = list(seeds)
+    return f"{count_word(len(seeds))} seed{'' if len(seeds) == 1 else 's'} ({_span(seeds)})"
+
+
+def seed_history(study: str, config=None) -> dict[str, str]:
+    """Ready-made phrases about a study's seeds, so that no seed number is typed in prose.
+
+    From the study's register (`memlib.claims.read_register`, the history):
+    `registered` the confirmatory seeds as a span ('300-304'; every seed the confirmatory run
+    uses, an arm's included), `registered_count` their count in words ('five'), `pilots` and
+    `pilot_count` the pilot's seeds, `earlier` the replaced confirmatory runs' spans in words
+    ('100-102 and 200-202'; '' when none), `earlier_count` how many runs those were,
+    `earlier_runs` a phrase for them ('an earlier confirmatory run on seeds 100-101',
+    'earlier confirmatory runs on seeds 100-102 and 200-202', 'no earlier confirmatory
+    run'), `earlier_steps` the same in order ('first 100-102, then 200-202'), and
+    `first_earlier` / `first_earlier_count` the first replaced run's seeds.
+
+    From `config` (the Config the notebook runs, what ran), when given: `seeds` and `count`
+    its seeds, and for each arm running on seeds of its own (the fields its class names in
+    `ARM_SEEDS`) `<field>` and `<field>_count`; `confirmatory` 'yes' when every seed it runs
+    is a registered confirmatory seed and it runs them all, else ''; and `ran`, what this
+    run ran in words: 'the five confirmatory seeds (300-304)' (its `seeds`; an arm's are
+    its own phrase), or 'one seed (0), not the five confirmatory seeds (300-304) registered
+    in register/<notebook>.yaml' (', the arms' among them' after the span where the Config
+    has arms)."""
+    data = read_register(study)
+    registered = [int(s) for s in data.get("seeds") or []]
+    pilots = [int(s) for s in data.get("pilot_seeds") or []]
+    earlier = [[int(s) for s in run["seeds"]] for run in data.get("earlier_runs") or []]
+    spans = [_span(seeds) for seeds in earlier]
+    phrases = {
+        "registered": _span(registered), "registered_count": count_word(len(registered)),
+        "pilots": _span(pilots), "pilot_count": count_word(len(pilots)),
+        "earlier": listing(spans), "earlier_count": count_word(len(spans)),
+        "earlier_runs": ("no earlier confirmatory run" if not spans else
+                         f"an earlier confirmatory run on seeds {spans[0]}" if len(spans) == 1
+                         else f"earlier confirmatory runs on seeds {listing(spans)}"),
+        "earlier_steps": "first " + ", then ".join(spans) if spans else "",
+        "first_earlier": spans[0] if spans else "",
+        "first_earlier_count": count_word(len(earlier[0])) if earlier else "",
+    }
+    if config is None:
+        return phrases
+    phrases.update(seeds=_span(config.seeds), count=count_word(len(config.seeds)))
+    for arm in getattr(type(config), "ARM_SEEDS", ()):
+        phrases[arm] = _span(getattr(config, arm))
+        phrases[f"{arm}_count"] = count_word(len(getattr(config, arm)))
+    ran = sorted(int(s) for s in confirmatory_seeds(config))
+    confirmatory = bool(registered) and ran == sorted(registered)
+    phrases["confirmatory"] = "yes" if confirmatory else ""
+    if confirmatory:
+        phrases["ran"] = f"the {seeds_phrase(config.seeds).replace(' seed', ' confirmatory seed')}"
+    elif registered:
+        arms = ", the arms' among them" if getattr(type(config), "ARM_SEEDS", ()) else ""
+        phrases["ran"] = (f"{seeds_phrase(config.seeds)}, not the {phrases['registered_count']} "
+                          f"confirmatory seeds ({phrases['registered']}{arms}) registered in "
+                          f"register/{STUDIES.get(study, study)}.yaml")
+    else:
+        phrases["ran"] = seeds_phrase(config.seeds)
+    return phrases
 
 
 CLAIM_COLUMNS = ["id", "headline", "verdict", "rule"]

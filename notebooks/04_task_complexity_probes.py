@@ -79,8 +79,9 @@
 #   chance before any probe (`memlib.studies.probes.UNTRAINED`) fails the rules' "models learned"
 #   precondition instead of being left out. How much the binarization results depend on the
 #   first steps is shown in `pilots/04_task_complexity_probes.csv`.
-# * 20 runs per pair, the paper's count (it runs 100 for null models); the 45-pair heatmaps
-#   use the first 3 of those seeds, trained for 5 epochs on at most 2000 images per class
+# * One run per seed and pair (the paper runs 20 per pair, 100 for null models; how many ran
+#   here, on which seeds, under the setup cell below); the 45-pair heatmaps use the first
+#   `heatmap_runs` of those seeds, trained for 5 epochs on at most 2000 images per class
 #   (the paper: the full setting).
 # * Claims are judged per run: each rule reads the mean over every run with its 95% Student-t
 #   interval (the median is reported beside it), and a verdict whose threshold lies inside
@@ -125,12 +126,15 @@ from memlib.plotting import figure, paper_values, reference, reference_line, sav
 from memlib.prose import (
     claims_markdown,
     cost_of,
+    count_word,
     entry_seconds,
     explanations,
     listing,
     num,
     pm,
     run_time,
+    seed_history,
+    seeds_phrase,
     span,
 )
 from memlib.studies.probes import CLAIMS, layer_estimates, measure
@@ -158,6 +162,15 @@ classes = {name: data.load(name, "test").classes for name in datasets}
 label = {(r.dataset, r.task): f"{r.task}: {classes[r.dataset][r.a]} / {classes[r.dataset][r.b]}"
          for r in pairs.itertuples()}
 print(baseline.groupby(["dataset", "task"])["acc"].describe()[["mean", "min", "max"]])
+# the seeds this run ran (its Config) and the register's history, for the prose below
+seed_words = seed_history("probes", config)
+
+# %% tags=["remove-input"]
+runs_per_pair = seed_words["count"].capitalize() + (" runs" if len(config.seeds) > 1 else " run")
+display(Markdown(f"""**Seeds.** {runs_per_pair} per pair, on {seed_words["ran"]}
+({"the paper's count" if len(config.seeds) == 20 else "the paper runs 20"}); the heatmaps
+use {seeds_phrase(config.seeds[:config.heatmap_runs])} of those, and the ViT stand-in runs
+on {seeds_phrase(config.standin_seeds)} of its own, one model each."""))
 
 # %% [markdown]
 # ## Task difficulty: the 1 − SSIM distance matrix
@@ -822,6 +835,8 @@ if results["distilbert"] is not None:
 # %%
 pair_runs = entry_seconds("probes-train")
 per_seed = sum(pair_runs) / len(config.seeds)
+half = max(1, len(config.seeds) // 2)  # exercise 3 reruns the first half of the seeds
+half_seeds = ", ".join(map(str, config.seeds[:half]))
 cold = sum(entry_seconds())
 display(Markdown(rf"""
 1. **Choose the pairs by SSIM instead of the authors' pairs.**
@@ -854,18 +869,19 @@ display(Markdown(rf"""
    decision boundary depends on fine adjustments the trained biases provide; the qualitative
    picture (sign structure suffices for easy tasks, not for hard ones) should remain.
    </details>
-3. **Half the runs per pair, 10.**
+3. **Half the runs per pair, {half}.**
    ```bash
    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
        notebooks/04_task_complexity_probes.py \
-       --set "seeds=[$(seq -s, 500 509)]"
+       --set "seeds=[{half_seeds}]"
    ```
-   These are the first ten of this notebook's twenty seeds; a pair's runs are cached
-   together, as one stack of seeds, so every pair trains its ten runs again (the heat maps,
-   which use the first three seeds, load from the cache).
-   **Run time:** {run_time(10 * per_seed)}: the pairs' training, measured at
-   {cost_of([per_seed])} a run over the {len(pair_runs)} pairs, × 10, two computations at a
-   time.
+   These are the first {count_word(half)} of this notebook's {seed_words["count"]} seeds; a
+   pair's runs are cached together, as one stack of seeds, so every pair trains its
+   {count_word(half)} runs again (the heat maps, which use the first
+   {count_word(config.heatmap_runs)} seeds, load from the cache).
+   **Run time:** {run_time(half * per_seed)}: the pairs' training, measured at
+   {cost_of([per_seed])} a run over the {len(pair_runs)} pairs, × {half}, two computations at
+   a time.
    <details><summary>Answer</summary>
 
    Expect wider 95% intervals (about √2 wider, and a larger Student-t multiplier), so that
@@ -880,11 +896,17 @@ display(Markdown(rf"""
 #
 # Each rule reads the **mean over every run** with its 95% Student-t interval (medians over
 # runs are printed beside it in each row's values); a verdict whose threshold lies inside the
-# interval is *within noise*. The rules were designed on a pilot (seeds 0–4, the recipe
-# without warmup, whose verdicts CLAIMS.md shows beside these) and registered in
-# `register/04_task_complexity_probes.yaml` before the confirmatory run on the fresh seeds
-# set above. What changed from the pilot's rules, and why:
-#
+# interval is *within noise*.
+
+# %% tags=["remove-input"]
+display(Markdown(f"""The rules were designed on a pilot (seeds {seed_words["pilots"]}, the
+recipe without warmup, whose verdicts CLAIMS.md shows beside these) and registered in
+`register/04_task_complexity_probes.yaml` before the confirmatory run on the fresh seeds
+{seed_words["registered"]} (the runs' and the stand-in's), after
+{seed_words["earlier_runs"]}.""" + ("" if seed_words["confirmatory"] else f""" This run's
+verdicts come from {seed_words["ran"]}.""") + " What changed from the pilot's rules, and why:"))
+
+# %% [markdown]
 # * **Every run counts.** The pilot left out the MNIST 7 / 9 runs that never trained and
 #   checked "the hard models learned" on the runs it kept; counted over all runs, three MNIST
 #   rows would have read *precondition failed*. Now the recipe trains every run (the 5-step

@@ -31,11 +31,12 @@
 # `memlib.studies.rlp.train_run`, on Fashion-MNIST and on MNIST (the bundled 5,000-digit subset,
 # `mnist-5k`, when the full set is not on disk), at the symmetric label-noise rates of
 # `noise_rates` below (at the small scale only study 1's 40%, the rate every question is
-# asked at), five seeds each. While it trains, a callback watches it through the other
-# studies' public functions; watching only evaluates (eval mode, no random draws), so the
-# training is study 1's bit for bit (checked below against study 1's own cached runs). The
-# frozen-initialisation baselines come from study 1's code too; they do not depend on the
-# label noise, so every noise rate shares one per seed (on Fashion-MNIST, study 1's own).
+# asked at), on each of the run's seeds (under the setup cell below). While it trains, a
+# callback watches it through the other studies' public functions; watching only evaluates
+# (eval mode, no random draws), so the training is study 1's bit for bit (checked below
+# against study 1's own cached runs). The frozen-initialisation baselines come from study 1's
+# code too; they do not depend on the label noise, so every noise rate shares one per seed
+# (on Fashion-MNIST, study 1's own).
 #
 # ## The four lenses
 # **Random-label heads (notebook 01).** Every training example $i$ gets a fixed random label
@@ -117,6 +118,7 @@ from memlib.prose import (
     markdown_table,
     num,
     run_time,
+    seed_history,
     span,
 )
 from memlib.studies import lens, rlp
@@ -134,6 +136,10 @@ pd.set_option("display.max_columns", 30)
 spec = results["specs"][0].run
 setting = [(k, v) for k, v in to_dict(spec).items() if k not in ("dataset", "noise", "seed")]
 display(Markdown(markdown_table(pd.DataFrame(setting, columns=["setting", "value"]))))
+# the seeds this run ran (its Config) and the registers' history, for the prose below
+seed_words = seed_history("lens", config)
+display(Markdown(f"""**Seeds.** This run ran {seed_words["ran"]}; study 1's confirmatory
+seeds are {seed_history("rlp")["registered"]}."""))
 
 # %% [markdown]
 # The training setting above is study 1's preset at this scale, read from its parameter
@@ -462,15 +468,21 @@ display(Markdown(rf"""
 
 # %% [markdown]
 # ## Claims
-# Our five questions, per dataset, at the highest noise rate, registered
-# (`register/05_memorization_lens.yaml`) before any confirmatory seed was run; the pilot's
-# verdicts (seeds 0-2) stay in the claims report beside these. An earlier confirmatory run on
-# seeds 100-102 was replaced by this one on study 1's fresh seeds 200-202 when study 1's
-# recipe changed (the lens reuses study 1's frozen baselines and checks its own runs
-# against study 1's, so both run the same seeds); the rules are unchanged, and the earlier
-# run's verdicts stay in the claims report beside these. Each value is read
-# with its 95% Student-t interval over seeds (mean ± half-width, n seeds).
-#
+
+# %% tags=["remove-input"]
+earlier = seed_words["earlier_runs"]
+display(Markdown(f"""Our five questions, per dataset, at the highest noise rate, registered
+(`register/05_memorization_lens.yaml`) before any confirmatory seed was run; the pilot's
+verdicts (seeds {seed_words["pilots"]}) stay in the claims report beside these.
+{earlier[0].upper() + earlier[1:]} {"was" if seed_words["earlier_count"] == "one" else "were"}
+replaced, each when study 1 moved to fresh seeds (the lens reuses study 1's frozen baselines
+and checks its own runs against study 1's, so both run the same seeds), by this one on study
+1's seeds {seed_words["registered"]}""" + ("" if seed_words["confirmatory"] else f""" (this
+run's verdicts come from {seed_words["ran"]})""") + """; the claims report gives why each
+was replaced and keeps its verdicts beside these. Each value is read with its 95% Student-t
+interval over seeds (mean ± half-width, n seeds)."""))
+
+# %% [markdown]
 # What changed from the pilot's rules, and why: the premise "er peaks inside training"
 # accepted a curve still rising at its end (a peak at the last-but-one measurement passed).
 # It now needs a peak followed by a fall: every run peaks after epoch 1 and before the last,

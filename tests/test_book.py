@@ -464,7 +464,8 @@ def test_every_exercise_sets_values_its_study_accepts(notebook):
     from memlib.studies import lens
 
     study = next(s for s, stem in STUDIES.items() if stem == notebook.stem)
-    commands = exercise_sets(source_cells(notebook))
+    # the commands as the small preset shows them (a seed list comes from its Config)
+    commands = exercise_sets(rendered_exercises(notebook, {"x-0.pt": 30.0}))
     assert commands and all(commands)
     for sets in commands:
         params = cli.preset(str(Path("notebooks") / notebook.name), "small", None,
@@ -609,10 +610,9 @@ def exercise_cell(cells: list[dict]) -> str:
     return cells[heading + 1]["source"]
 
 
-@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("0*.py")),
-                         ids=lambda p: p.stem)
-def test_each_notebook_computes_its_exercises_run_times_from_its_cache_entries(
-        notebook, monkeypatch):
+def rendered_exercises(notebook: Path, ledger: dict[str, float | None]) -> list[dict]:
+    """A notebook's "Try this" section as its exercise cell displays it at the small scale,
+    with `ledger` as the cache entries this kernel used (`memlib.cache.ledger`)."""
     import numpy as np
     import pandas as pd
 
@@ -620,21 +620,34 @@ def test_each_notebook_computes_its_exercises_run_times_from_its_cache_entries(
     from memlib.pipeline import preset_config
 
     study = next(s for s, stem in STUDIES.items() if stem == notebook.stem)
+    config = preset_config(study, "small")
+    out = []
+    namespace = {**{n: getattr(prose, n) for n in ("entry_seconds", "run_time", "cost_of",
+                                                   "num", "count_word", "seeds_phrase")},
+                 "np": np, "config": config, "seed_words": prose.seed_history(study, config),
+                 "runs_main": pd.DataFrame({"epochs_trained": [40, 60]}),
+                 "Markdown": lambda text: text, "display": out.append}
+    saved, cache.ledger = cache.ledger, ledger
+    try:
+        exec(exercise_cell(source_cells(notebook)), namespace)
+    finally:
+        cache.ledger = saved
+    return [{"cell_type": "markdown", "metadata": {}, "source": "## Try this\n"},
+            {"cell_type": "code", "metadata": {}, "source": "",
+             "outputs": [{"data": {"text/markdown": out[0]}}]}]
+
+
+@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("0*.py")),
+                         ids=lambda p: p.stem)
+def test_each_notebook_computes_its_exercises_run_times_from_its_cache_entries(
+        notebook, monkeypatch):
+    from memlib import cache
+
     cells = source_cells(notebook)
 
     def shown(ledger: dict) -> dict:
         monkeypatch.setattr(cache, "ledger", ledger)
-        out = []
-        namespace = {**{n: getattr(prose, n) for n in ("entry_seconds", "run_time", "cost_of",
-                                                       "num")},
-                     "np": np, "config": preset_config(study, "small"),
-                     "runs_main": pd.DataFrame({"epochs_trained": [40, 60]}),
-                     "Markdown": lambda text: text, "display": out.append}
-        exec(exercise_cell(cells), namespace)
-        return {"cells": [
-            {"cell_type": "markdown", "metadata": {}, "source": "## Try this\n"},
-            {"cell_type": "code", "metadata": {}, "source": "",
-             "outputs": [{"data": {"text/markdown": out[0]}}]}]}
+        return {"cells": rendered_exercises(notebook, ledger)}
 
     names = ("rlp_run", "rlp_frozen", "modarith-main", "modarith-variant", "modarith-order",
              "modarith-images", "fisher-run", "probes-train", "probes-heatmap", "lens_measures")
