@@ -14,10 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
-import memlib  # noqa: F401  (first: it pins the CPU dispatch before torch starts)
-import torch
-
-from memlib.studies.rlp.method import label_draws, train_probe_sets
+import memlib  # noqa: F401  before torch (imported where used): it pins the CPU dispatch
 
 WIDTHS = (32, 64, 128)
 
@@ -26,6 +23,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", type=int, default=93, help="feature sets (default: 93)")
     args = parser.parse_args()
+    import torch
+
+    from memlib.studies.rlp.method import label_draws, train_probe_sets
+
     torch.manual_seed(0)
     n = 1000
     sets = [torch.randn(n, WIDTHS[i % 3]).half() for i in range(args.sets)]
