@@ -155,10 +155,33 @@ def test_a_new_confirmatory_run_keeps_the_old_verdicts_beside_the_new(tmp_path, 
     # v1 of x already had a confirmatory run: running it again is a replication, or nothing
     with pytest.raises(ValueError, match="replication"):
         new_confirmatory_run(study, [300, 301], "again", "2026-01-03", [claim])
-    new_confirmatory_run(study, [300, 301], "a replication of v1", "2026-01-03", [claim],
+    powered = claims_powered(claim, 8, "pilots/power.py")
+    new_confirmatory_run(study, [300, 301], "a replication of v1", "2026-01-03", [powered],
                          replication=True)
     assert read_register(study)["seeds_replication"] is True
+    # each rule's n from the power analysis is registered with the seeds, and kept with the
+    # run when a later one replaces it
+    assert read_register(study)["planned_n"] == {"x": 8}
+    new_confirmatory_run(study, [400, 401], "the next", "2026-01-04", [powered],
+                         replication=True)
+    assert read_register(study)["earlier_runs"][-1]["planned_n"] == {"x": 8}
     assert chain_problems(read_register(study)) == []
+
+
+def claims_powered(claim, n, source):
+    from memlib.claims import powered
+
+    return powered(claim, n, source)
+
+
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_every_rule_carries_the_n_its_power_analysis_chose_and_the_register_holds_it(study):
+    from memlib.claims import MIN_REPLICATES
+
+    claims = study_claims(study)
+    planned = {c.id: c.confirmatory_n for c in claims}
+    assert all(n is not None and n >= MIN_REPLICATES for n in planned.values()), planned
+    assert read_register(study).get("planned_n") == planned
 
 
 # ---- the fingerprint covers what decides a verdict ---------------------------------------

@@ -150,7 +150,8 @@ def _write_register(study: str, data: Mapping) -> None:
     import yaml
 
     ordered = {k: data[k] for k in ("seeds", "pilot_seeds", "seeds_registered",
-                                    "seeds_replication", "earlier_runs", "claims") if k in data}
+                                    "seeds_replication", "planned_n", "earlier_runs", "claims")
+               if k in data}
     text = yaml.safe_dump({**ordered, **data}, sort_keys=False, allow_unicode=True, width=100)
     atomic_write_bytes(register_path(study), text.encode())
 
@@ -363,12 +364,16 @@ def new_confirmatory_run(study: str, seeds: Sequence[int], reason: str, today: s
     atomic_write_bytes(frozen, table[kept].to_csv(index=False).encode())
     run = {"seeds": old, "replaced": today, "reason": reason,
            "verdicts": frozen.relative_to(paths.repo_root()).as_posix()}
-    for key, field in (("seeds_registered", "registered"), ("seeds_replication", "replication")):
+    for key, field in (("seeds_registered", "registered"), ("seeds_replication", "replication"),
+                       ("planned_n", "planned_n")):
         if key in data:
             run[field] = data.pop(key)
     _append(data, "earlier_runs", run)
     data["seeds"] = [int(s) for s in seeds]
     data["seeds_registered"] = today
+    planned = {c.id: c.confirmatory_n for c in claims if c.confirmatory_n is not None}
+    if planned:  # each rule's n from its power analysis, registered with the seeds
+        data["planned_n"] = planned
     if replication:
         data["seeds_replication"] = True
     _write_register(study, data)

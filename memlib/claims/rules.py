@@ -142,6 +142,9 @@ class Claim:
     replicates: str = "seeds"  # the unit of replication the margins' n counts, plural
     # whether more of that unit can be had (seeds: yes; the classes of a dataset: no)
     more_replicates: bool = True
+    # the replicates its confirmatory run measures it on, chosen by a power analysis before the
+    # run (`powered`); None for a rule not yet planned
+    confirmatory_n: int | None = None
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -254,6 +257,8 @@ def fingerprint(claim: Claim) -> str:
                "replicates": claim.replicates, "more_replicates": claim.more_replicates}
     if claim.delta_unit:  # only where set, so that a rule without one keeps its fingerprint
         margins["delta_unit"] = claim.delta_unit
+    if claim.confirmatory_n is not None:  # likewise
+        margins["confirmatory_n"] = claim.confirmatory_n
     return fp.fingerprint(_text(claim), margins, _code_parts(_functions(claim)),
                           preset_values(claim),
                           {"min_replicates": MIN_REPLICATES, "level": LEVEL,
@@ -631,12 +636,12 @@ def powered(claim: Claim, need: int, source: str) -> Claim:
     said = f"confirmatory n = {need} {claim.replicates} ({source})"
     caveat = f"{claim.caveat}; {said}" if claim.caveat else said
     if need <= MIN_REPLICATES:  # the registered minimum: fewer replicates read within noise
-        return dataclasses.replace(claim, caveat=caveat)
+        return dataclasses.replace(claim, caveat=caveat, confirmatory_n=need)
     scale, cases = claim.judged_at, claim.cases
     if cases is not None:
         cases = Cases(_with_n(cases.holds, need), _with_n(cases.fails, need),
                       {k: _with_n(v, need) for k, v in cases.preconditions.items()})
     return dataclasses.replace(
-        claim, cases=cases, caveat=caveat,
+        claim, cases=cases, caveat=caveat, confirmatory_n=need,
         judged_at=lambda v: (replicates(v) >= need or not estimates(v))
         and (scale is None or scale(v)))
