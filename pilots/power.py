@@ -26,8 +26,10 @@ from pathlib import Path
 
 import pandas as pd
 
+import memlib  # noqa: F401  before numpy and pandas: it pins the CPU dispatch
+
 HERE = Path(__file__).parent
-STUDIES = ("rlp", "modarith", "fisher", "probes", "lens")
+STUDIES = tuple(sys.argv[2:]) or ("rlp", "modarith", "fisher", "probes", "lens")
 N_MAX = 200  # beyond this a rule reads "not run at this scale" at any budget
 # how many times the pilot's replicates each study's small run affords within its notebook's
 # 15 minutes on 2 cores and `make figures`' 45, at the pilot's timings (pilots/power.md): a
@@ -38,9 +40,9 @@ AFFORDS = {"rlp": 1.0, "modarith": 1.0, "fisher": 1.0, "probes": 1.0, "lens": 1.
 def analyse(study: str) -> pd.DataFrame:
     from memlib import STUDIES as NOTEBOOKS
     from memlib import studies
-    from memlib.claims import read_values
     from memlib.claims.power import power_at, replicates_for_power
     from memlib.claims.rules import MIN_REPLICATES, _decisive
+    from memlib.claims.values import read_values
 
     values = read_values(study)
     if values is None:
@@ -96,12 +98,11 @@ def analyse(study: str) -> pd.DataFrame:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not Path(argv[0]).is_dir():
+    if not argv or not Path(argv[0]).is_dir():
         print("usage: python pilots/power.py PILOT_FIGURES (the MEMLIB_FIGURES folder of a "
               "pilot `make figures` run)", file=sys.stderr)
         return 2
     os.environ["MEMLIB_FIGURES"] = str(Path(argv[0]).resolve())
-    sys.path.insert(0, str(HERE.parent))
     from memlib import STUDIES as NOTEBOOKS
 
     for study in STUDIES:

@@ -734,3 +734,19 @@ def test_kept_versions_are_found_by_their_words_after_shared_code_moved(tmp_path
     assert rekey_earlier("demo", [dataclasses.replace(new, previous=(other,))], earlier,
                          "no match", "2026-01-05") == []
     assert not chain_problems(read_register("demo"))
+
+
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_each_rules_n_is_the_one_its_power_analysis_planned(study):
+    """pilots/<notebook>_power_run.csv (pilots/power.py) plans each rule's n: "n = X", or
+    "not run at this scale (needs n = X)" for one beyond the budget; the rule carries it."""
+    import re
+
+    import pandas as pd
+
+    table = pd.read_csv(ROOT / "pilots" / f"{STUDIES[study]}_power_run.csv")
+    claims = {c.id: c for c in study_claims(study)}
+    for rule, registered in zip(table["rule"], table["registered"]):
+        found = re.match(r"n = (\d+)|not run at this scale \(needs n = (\d+)\)", registered)
+        if found and rule in claims:
+            assert claims[rule].confirmatory_n == int(found[1] or found[2]), rule

@@ -771,16 +771,16 @@ def test_strength_trend_is_each_seeds_slope_over_strength_ranks():
 
 
 def test_a_rule_on_fewer_replicates_than_its_confirmatory_n_is_not_run_at_this_scale():
-    from memlib.claims import verdict
+    from memlib.claims import powered, verdict
 
-    claim = next(c for c in rlp.CLAIMS if c.id == "all_layers_test")
-    need = rlp.CONFIRMATORY_N["all_layers_test"]
-    value = {"all_lam": 1.0, "all_train": 0.95,
-             "change": claims_estimate(-3.0, 0.2, need)}
+    base = next(c for c in rlp.CLAIMS if c.id == "all_layers_test")
+    assert base.confirmatory_n == 5 and "confirmatory n ≥ 5 seeds" in base.caveat
+    claim = powered(base, 10, "a power analysis")
+    value = {"all_lam": 1.0, "all_train": 0.95, "change": claims_estimate(-3.0, 0.2, 10)}
     assert verdict(claim, value) == "holds"
-    assert verdict(claim, {**value, "change": claims_estimate(-3.0, 0.2, need - 1)}) == (
+    assert verdict(claim, {**value, "change": claims_estimate(-3.0, 0.2, 9)}) == (
         "not run at this scale")
-    assert "confirmatory n = 10" in claim.caveat
+    assert claim.fingerprint != base.fingerprint
 
 
 def claims_estimate(mean, se, n):
@@ -833,7 +833,7 @@ def test_retraining_rule_holds_fails_and_misses_each_precondition():
     # seeds that agree and disagree by turns decide nothing
     mixed = {**claim.cases.holds, "agreement": correlations([1.0, -0.5, 0.5, -1.0, 0.5])}
     assert verdict(claim, mixed) == "within noise"
-    assert claim.delta == 0.5 and rlp.CONFIRMATORY_N["retraining"] == 5
+    assert claim.delta == 0.5 and claim.confirmatory_n == 5
     assert claim.where == "fig2c_retraining"
 
 

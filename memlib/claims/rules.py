@@ -633,7 +633,7 @@ def powered(claim: Claim, need: int, source: str) -> Claim:
     its precondition says why)."""
     import dataclasses
 
-    said = f"confirmatory n = {need} {claim.replicates} ({source})"
+    said = f"confirmatory n ≥ {need} {claim.replicates} ({source})"
     caveat = f"{claim.caveat}; {said}" if claim.caveat else said
     if need <= MIN_REPLICATES:  # the registered minimum: fewer replicates read within noise
         return dataclasses.replace(claim, caveat=caveat, confirmatory_n=need)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from memlib.claims import (
+    MIN_REPLICATES,
     Cases,
     Claim,
     Estimate,
@@ -18,6 +19,7 @@ from memlib.claims import (
     declare,
     margin,
     paired,
+    powered,
     with_margins,
 )
 from memlib.studies.fisher.config import Config
@@ -666,3 +668,15 @@ CLAIMS = with_margins(CLAIMS, {
                                            "where clean examples lead beyond noise reads does "
                                            "not hold, one near zero stays within noise"},
 })
+
+
+# Each rule's confirmatory replicates (seeds), chosen before the run by pilots/power.py from a
+# pilot run of the registered code on the previous confirmatory seeds (its table:
+# pilots/03_fisher_rank_inflation_power_run.csv): >= 80% power, at the pilot's spread, to be
+# decided either way or inside the rule's margin δ. Rules not listed reach that at the registered
+# minimum (5), or could not be planned (their precondition failed in the pilot, or the pilot did
+# not run them): they get the minimum. A rule measured on fewer replicates than its n reads "not
+# run at this scale".
+CONFIRMATORY_N: dict[str, int] = {}
+POWER_SOURCE = "pilots/power.py"
+CLAIMS = [powered(c, CONFIRMATORY_N.get(c.id, MIN_REPLICATES), POWER_SOURCE) for c in CLAIMS]

@@ -8,6 +8,7 @@ import math
 import pandas as pd
 
 from memlib.claims import (
+    MIN_REPLICATES,
     Cases,
     Claim,
     Estimate,
@@ -17,6 +18,7 @@ from memlib.claims import (
     earlier_version,
     margin,
     paired,
+    powered,
     with_margins,
 )
 from memlib.studies import fisher, probes, rlp
@@ -317,7 +319,19 @@ def _with_first_words(claims: list[Claim]) -> list[Claim]:
             for c in claims]
 
 
+# Each rule's confirmatory replicates (seeds), chosen before the run by pilots/power.py from a
+# pilot run of the registered code on the previous confirmatory seeds (its table:
+# pilots/05_memorization_lens_power_run.csv): >= 80% power, at the pilot's spread, to be decided
+# either way or inside the rule's margin δ. Rules not listed reach that at the registered
+# minimum (5), or could not be planned (their precondition failed in the pilot): they get the
+# minimum. A rule measured on fewer replicates than its n reads "not run at this scale".
+CONFIRMATORY_N: dict[str, int] = {}
+POWER_SOURCE = "pilots/power.py"
+
+
 def claims_for(config: Config) -> list[Claim]:
-    """The claims of the datasets the config runs ("mnist" also answers for mnist-5k)."""
+    """The claims of the datasets the config runs ("mnist" also answers for mnist-5k), each
+    with its confirmatory n."""
     keys = dict.fromkeys(probes.claim_dataset(d) for d in config.datasets)
-    return _with_first_words([claim for key in keys for claim in _dataset_claims(key)])
+    claims = _with_first_words([claim for key in keys for claim in _dataset_claims(key)])
+    return [powered(c, CONFIRMATORY_N.get(c.id, MIN_REPLICATES), POWER_SOURCE) for c in claims]

@@ -13,6 +13,7 @@ import pandas as pd
 
 from memlib.claims import (
     LEVEL,
+    MIN_REPLICATES,
     Cases,
     Claim,
     Estimate,
@@ -22,6 +23,7 @@ from memlib.claims import (
     fisher_z,
     margin,
     paired,
+    powered,
     with_margins,
 )
 from memlib.studies.probes.config import MNIST_5K, TASKS, UNTRAINED
@@ -1025,3 +1027,15 @@ CLAIMS = [_headed_by_difference(c) if c.id.startswith("transformer_layers_") els
 CLAIMS = [_against_full_precision(c)
           if c.id in ("stochastic_resonance", "pruning_improves_binarized") else c
           for c in CLAIMS]
+
+
+# Each rule's confirmatory replicates (seeds; a dataset's classes cannot grow), chosen before the
+# run by pilots/power.py from a pilot run of the registered code on the previous confirmatory
+# seeds (its table: pilots/04_task_complexity_probes_power_run.csv): >= 80% power, at the pilot's
+# spread, to be decided either way or inside the rule's margin δ. Rules not listed reach that at
+# the registered minimum (5), or could not be planned (their precondition failed in the pilot, or
+# the pilot did not run them): they get the minimum. A rule measured on fewer replicates than its
+# n reads "not run at this scale".
+CONFIRMATORY_N: dict[str, int] = {}
+POWER_SOURCE = "pilots/power.py"
+CLAIMS = [powered(c, CONFIRMATORY_N.get(c.id, MIN_REPLICATES), POWER_SOURCE) for c in CLAIMS]

@@ -10,6 +10,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from memlib.claims import (
+    MIN_REPLICATES,
     Cases,
     Claim,
     Estimate,
@@ -882,19 +883,17 @@ _NEW_WORDS["noise"] = dict(
            "rates and a λ grid of three or more")
 CLAIMS = [_revised(c, **_NEW_WORDS[c.id]) if c.id in _NEW_WORDS else c for c in CLAIMS]
 
-# Each rule's confirmatory replicates (seeds) from pilots/rlp_power.py: >= 80% power, at the
-# pilot's per-seed spread, either to clear the rule's threshold or to land inside its
-# equivalence margin δ (pilots/01_random_label_heads_power.csv gives δ and its reason). A
-# rule measured on fewer replicates reads "not run at this scale", its caveat naming the n.
-# Rules whose precondition failed in the pilot get the registered minimum (5): their runs
-# say whether it fails again.
-CONFIRMATORY_N = {"depth": 5, "levels": 5, "early_rise": 5, "regularizers": 5,
-                  "regularizer_trend": 5, "regularizer_works": 5, "shift": 5, "all_layers": 5,
-                  "all_layers_test": 10, "noise": 10,
-                  # no pilot spread exists for it yet (the pilot ran no random-label network):
-                  # the registered minimum, and its first run says what it needs
-                  "retraining": 5}
-POWER_SOURCE = "pilots/rlp_power.py"
+# Each rule's confirmatory replicates (seeds), chosen before the run by pilots/power.py from a
+# pilot run of the registered code on the previous confirmatory seeds (its table:
+# pilots/01_random_label_heads_power_run.csv): >= 80% power, at the pilot's per-seed spread,
+# to be decided either way or inside the rule's margin δ. Every rule the pilot could plan
+# reaches that at the registered minimum (5); the rules whose precondition failed in the
+# pilot, and those it did not run (the retraining comparison, the paper-scale arms), get the
+# minimum too: their runs say what they need. A rule measured on fewer replicates than its n
+# reads "not run at this scale". (pilots/rlp_power.py, the earlier analysis from the probe
+# pilot's three seeds, had asked 10 of all_layers_test and noise.)
+CONFIRMATORY_N: dict[str, int] = {}
+POWER_SOURCE = "pilots/power.py"
 
 
 RANDOM_FITS = ("the random-label network fits its random labels: every seed met the "
@@ -969,10 +968,7 @@ CLAIMS += [
           where="fig2c_retraining"),
 ]
 
-# where a rule's n comes from, when not from the power analysis
-_N_SOURCE = {"retraining": "the registered minimum: no pilot spread exists for it yet"}
-CLAIMS = [powered(c, CONFIRMATORY_N[c.id], _N_SOURCE.get(c.id, POWER_SOURCE))
-          if c.id in CONFIRMATORY_N else c for c in CLAIMS]
+CLAIMS = [powered(c, CONFIRMATORY_N.get(c.id, MIN_REPLICATES), POWER_SOURCE) for c in CLAIMS]
 
 # what decides each claim besides its rule: the functions that compute its value (with the
 # memlib functions and constants they name) and the preset values they read, all in the
