@@ -247,8 +247,8 @@ display(Markdown(markdown_table(first_and_last(pilot, "first layer", "last layer
 # whole test split divides that of a paired test-accuracy change by five, and on clean
 # labels the last block's probes read *below* the frozen initialisation (−4.0 points after 20
 # epochs, −1.7 after 60; early blocks +1 to +2), so the rows that presuppose memorization
-# there read *precondition failed* at this scale. `pilots/rlp_power.py` turns its spread into
-# each rule's confirmatory number of seeds.
+# there read *precondition failed* at this scale. `pilots/power.py` turns the spread of a pilot
+# run of the registered code into each rule's confirmatory number of seeds.
 
 # %%
 pd.read_csv(paths.repo_root() / "pilots" / "01_random_label_heads_sweep.csv")
