@@ -677,6 +677,6 @@ CLAIMS = with_margins(CLAIMS, {
 # minimum (5), or could not be planned (their precondition failed in the pilot, or the pilot did
 # not run them): they get the minimum. A rule measured on fewer replicates than its n reads "not
 # run at this scale".
-CONFIRMATORY_N: dict[str, int] = {}
+CONFIRMATORY_N: dict[str, int] = {"monotone_peak": 7}
 POWER_SOURCE = "pilots/power.py"
 CLAIMS = [powered(c, CONFIRMATORY_N.get(c.id, MIN_REPLICATES), POWER_SOURCE) for c in CLAIMS]

@@ -51,12 +51,12 @@ class Config:
     cnn_channels: Annotated[tuple[int, ...], NonEmpty, Positive, AtMost(2**14)] = (8, 16, 32)
     corruptions: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.0, 0.2, 0.4, 0.6)
     # the confirmatory seeds registered in register/03_fisher_rank_inflation.yaml
-    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
-        500, 501, 502, 503, 504, 505)
+    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = tuple(
+        range(600, 607))
     # the attribution arm: seeds of its own that run only the clean run and the run at
     # attribution_corruption, read only by the first_order and difficulty_control rules
     attribution_seeds: Annotated[tuple[int, ...], Distinct, NonNegative,
-                                 AtMost(SEED_MAX)] = tuple(range(506, 520))
+                                 AtMost(SEED_MAX)] = tuple(range(607, 621))
     epochs: Annotated[int, AtLeast(2), AtMost(10**4)] = 100
     batch_size: Annotated[int, Positive, AtMost(2**20)] = 32
     optimizer: Literal["sgd", "adam", "adamw"] = "adam"

@@ -51,7 +51,7 @@ class Config:
     noise_rates: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.4,)
     # study 1's confirmatory seeds
     seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
-        300, 301, 302, 303, 304)
+        600, 601, 602, 603, 604)
     # training examples scored and forming the gradient scatter (a fixed class-stratified
     # subset); None: every training example
     scatter_samples: Annotated[int | None, AtLeast(10), AtMost(10**7)] = None
