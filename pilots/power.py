@@ -33,8 +33,8 @@ N_MAX = 200  # beyond this a rule reads "not run at this scale" at any budget
 # within its notebook's 15 minutes on 2 cores and `make figures`' 45 at the pilot's timings
 # (pilots/power.md): a rule's budget is its pilot n (the seeds of the arm it reads) plus
 # these. Study 3's main arm affords one seed more (about 35 s of compute per seed), study 4 one
-# run per pair more (about 16 s)
-EXTRA_SEEDS = {"rlp": 0, "modarith": 0, "fisher": 1, "probes": 1, "lens": 0}
+# run per pair more (about 16 s), the lens four seeds more (about 70 s each)
+EXTRA_SEEDS = {"rlp": 0, "modarith": 0, "fisher": 1, "probes": 1, "lens": 4}
 
 
 def analyse(study: str):

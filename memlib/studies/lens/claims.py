@@ -325,7 +325,12 @@ def _with_first_words(claims: list[Claim]) -> list[Claim]:
 # either way or inside the rule's margin δ. Rules not listed reach that at the registered
 # minimum (5), or could not be planned (their precondition failed in the pilot): they get the
 # minimum. A rule measured on fewer replicates than its n reads "not run at this scale".
-CONFIRMATORY_N: dict[str, int] = {}
+CONFIRMATORY_N: dict[str, int] = {
+    "measures_agree_fashion_mnist": 9, "memorizing_layer_breaks_first_mnist": 9,
+    # beyond the nine seeds the small run affords: not run at this scale
+    "fisher_matches_loss_fashion_mnist": 42, "measures_agree_mnist": 59,
+    # its margin sits on the threshold (no n up to 200 decides it at the pilot's spread)
+    "er_peaks_first_mnist": 201}
 POWER_SOURCE = "pilots/power.py"
 
 
