@@ -252,7 +252,8 @@ def explanations(table, why: dict[str, str]) -> str:
     """A paragraph for every claim of `table` (memlib.claims.evaluate) that does not hold or
     whose precondition failed, and every other claim `why` names: the paper's statement, our
     number against the rule, the verdict with its reason, then `why[id]` filled with the
-    row's measured values (`{name}` as claim_values names them)."""
+    row's measured values (`{name}` as claim_values names them); a sentence saying so when
+    there is none."""
     paragraphs = []
     for row in table.itertuples(index=False):
         kind = row.verdict.split(":")[0].strip()
@@ -267,7 +268,10 @@ def explanations(table, why: dict[str, str]) -> str:
                 f"{ours}" + (f"; what failed: {reason}." if reason else "."))
         extra = fill(why.get(row.id, ""), values)
         paragraphs.append(text + (f" {extra}" if extra else ""))
-    return "\n\n".join(["### Why these verdicts", *paragraphs]) if paragraphs else ""
+    if not paragraphs:  # said, so that the page never shows an empty output in its place
+        return ("### Why these verdicts\n\nNo claim of this run reads *does not hold* or "
+                "*precondition failed*: none needs explaining.")
+    return "\n\n".join(["### Why these verdicts", *paragraphs])
 
 
 # ---- what an exercise costs, from the cache entries this kernel used -----------------------

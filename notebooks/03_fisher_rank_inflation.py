@@ -157,8 +157,9 @@ reference_line(axes[1], 0.1, "chance")
 axes[1].set(xlabel="epoch", ylabel="accuracy / fraction", title="fit of noisy labels and test")
 # Legends under the panels, never on the curves.
 axes[0].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-axes[1].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
-fig.set_figheight(4.2)
+axes[1].legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+# tall enough for the legends' rows under the panels: a shorter figure collapses its axes
+fig.set_figheight(5.6)
 savefig(fig, "fig1_inflation_collapse", STUDY, scale, data=config.dataset)
 
 # %% [markdown]

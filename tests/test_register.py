@@ -67,11 +67,15 @@ def test_earlier_versions_stay_in_the_claim(study, monkeypatch):
         # an earlier version stays in view: kept in previous (by any fingerprint the register
         # records for it), or shown by the confirmatory run that judged it
         judged = {v for (i, v) in judged_versions(study) if i == claim.id}
-        # a version newer than every version a run judged was replaced before any run used
-        # it (a run judges the latest version): it has no verdict to keep in view
-        unrun = max(judged, default=0)
+        # a version that no run judged, replaced by one a run did judge, was registered and
+        # replaced between runs (each run judges the latest version, and every run's
+        # verdicts are kept, frozen under register/earlier/): it has no verdict to keep in
+        # view. The register does not order its entries against the runs, so this cannot
+        # tell such a version from one whose run's verdicts were overwritten; the seed
+        # ledger and the refusal to rerun judged versions guard that.
+        superseded = {v for v in versions.values() if any(j > v for j in judged)}
         dropped = {v for fp, v in versions.items() if v < last and v not in same
-                   and v not in judged and v <= unrun
+                   and v not in judged and v not in superseded
                    and not any(f in kept for f, w in versions.items() if w == v)}
         assert not dropped, f"{study}.{claim.id}: earlier versions {sorted(dropped)} dropped " \
                             "from previous and judged by no run"
