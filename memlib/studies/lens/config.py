@@ -49,7 +49,8 @@ class Config:
     # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
     datasets: Annotated[tuple[str, ...], NonEmpty, Distinct] = ("fashion_mnist", "mnist")
     noise_rates: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.4,)
-    # study 1's confirmatory seeds and four more (two rules need nine: pilots/power.py)
+    # the seeds of study 1's confirmatory run it was registered with (study 1's replication
+    # runs on fresh ones) and four more (two rules need nine: pilots/power.py)
     seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = tuple(
         range(600, 609))
     # training examples scored and forming the gradient scatter (a fixed class-stratified
