@@ -70,8 +70,9 @@
 # Both arms run at full scale: `params/full/01_random_label_heads.yaml` holds the CIFAR-100
 # arm, and `--params params/full/01_random_label_heads.imagenet.yaml` switches to the
 # ImageNet arm. The default (small) scale must run on two CPU cores in well under an hour
-# (the book's Scales page gives what it cost) and must still *memorize*: a study of memorization on a network that has not fitted its
-# training set measures nothing. A pilot (`pilots/rlp_pilot.py`, its table below) chose:
+# (the book's Scales page gives what it cost) and must still *memorize*: a study of
+# memorization on a network that has not fitted its training set measures nothing. A pilot
+# (`pilots/rlp_pilot.py`, its table below) chose:
 # - **Data:** 1,000 class-stratified Fashion-MNIST training samples (offline) on **clean
 #   labels**, the regime of the paper's depth, time-course, regularizer, shift and all-layer
 #   claims; the label-noise rows run at their own rate (40% symmetric noise, so that fitting
