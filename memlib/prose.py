@@ -15,7 +15,7 @@ import numpy as np
 
 from memlib import STUDIES, cache
 from memlib.claims import Estimate
-from memlib.claims.register import _span, read_register
+from memlib.claims.register import read_register, seed_span
 from memlib.config import confirmatory_seeds
 from memlib.tables import readable_row
 
@@ -130,7 +130,7 @@ def count_word(n: int) -> str:
 def seeds_phrase(seeds: Iterable[int]) -> str:
     """'five seeds (300-304)', 'one seed (0)': a count of seeds and their span."""
     seeds = list(seeds)
-    return f"{count_word(len(seeds))} seed{'' if len(seeds) == 1 else 's'} ({_span(seeds)})"
+    return f"{count_word(len(seeds))} seed{'' if len(seeds) == 1 else 's'} ({seed_span(seeds)})"
 
 
 def seed_history(study: str, config=None) -> dict[str, str]:
@@ -158,10 +158,10 @@ def seed_history(study: str, config=None) -> dict[str, str]:
     registered = [int(s) for s in data.get("seeds") or []]
     pilots = [int(s) for s in data.get("pilot_seeds") or []]
     earlier = [[int(s) for s in run["seeds"]] for run in data.get("earlier_runs") or []]
-    spans = [_span(seeds) for seeds in earlier]
+    spans = [seed_span(seeds) for seeds in earlier]
     phrases = {
-        "registered": _span(registered), "registered_count": count_word(len(registered)),
-        "pilots": _span(pilots), "pilot_count": count_word(len(pilots)),
+        "registered": seed_span(registered), "registered_count": count_word(len(registered)),
+        "pilots": seed_span(pilots), "pilot_count": count_word(len(pilots)),
         "earlier": listing(spans), "earlier_count": count_word(len(spans)),
         "earlier_runs": ("no earlier confirmatory run" if not spans else
                          f"an earlier confirmatory run on seeds {spans[0]}" if len(spans) == 1
@@ -172,9 +172,9 @@ def seed_history(study: str, config=None) -> dict[str, str]:
     }
     if config is None:
         return phrases
-    phrases.update(seeds=_span(config.seeds), count=count_word(len(config.seeds)))
+    phrases.update(seeds=seed_span(config.seeds), count=count_word(len(config.seeds)))
     for arm in getattr(type(config), "ARM_SEEDS", ()):
-        phrases[arm] = _span(getattr(config, arm))
+        phrases[arm] = seed_span(getattr(config, arm))
         phrases[f"{arm}_count"] = count_word(len(getattr(config, arm)))
     ran = sorted(int(s) for s in confirmatory_seeds(config))
     confirmatory = bool(registered) and ran == sorted(registered)

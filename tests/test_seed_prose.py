@@ -12,7 +12,7 @@ from book_render import source_cells
 
 from memlib import STUDIES
 from memlib.claims import read_register
-from memlib.claims.register import _span
+from memlib.claims.register import seed_span
 from memlib.prose import count_word, seed_history, seeds_phrase
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def test_the_check_finds_typed_seeds_and_nothing_else():
 def _typed(text: str, seeds: list[int]) -> list[str]:
     """The confirmatory seeds' span (either dash) typed in `text`, or their first seed as a
     word after "seed" in the same clause ("seeds 300 and 301"; "500 per class" is no seed)."""
-    span = re.escape(_span(seeds)).replace(r"\-", "[-–]")
+    span = re.escape(seed_span(seeds)).replace(r"\-", "[-–]")
     first = rf"\bseeds?\b[^.;:]{{0,40}}?(?<![\d.,]){seeds[0]}(?![\d.,%])"
     return [m[0] for m in re.finditer(span, text)] + [m[0] for m in re.finditer(first, text)]
 

@@ -314,7 +314,7 @@ def judged_versions(study: str, data: Mapping | None = None) -> dict[tuple[str, 
                 continue
             number = int(str(version)[1:])
             for v in (number, *(w for w, _ in same_rule_chain(data, claim_id, number))):
-                judged.setdefault((claim_id, v), _span(seeds))
+                judged.setdefault((claim_id, v), seed_span(seeds))
     return judged
 
 
@@ -356,7 +356,7 @@ def new_confirmatory_run(study: str, seeds: Sequence[int], reason: str, today: s
     if not current.exists():
         raise ValueError(f"no verdicts to keep: {current} is missing")
     old = [int(s) for s in data["seeds"]]
-    frozen = register_path(study).parent / "earlier" / f"{notebook}-seeds-{_span(old)}.csv"
+    frozen = register_path(study).parent / "earlier" / f"{notebook}-seeds-{seed_span(old)}.csv"
     table = read_results(current)
     kept = [c for c in ("id", "version", "verdict", "headline", "ours", "note", "p")
             if c in table]
@@ -380,7 +380,7 @@ def new_confirmatory_run(study: str, seeds: Sequence[int], reason: str, today: s
     return frozen
 
 
-def _span(seeds: Sequence[int]) -> str:
+def seed_span(seeds: Sequence[int]) -> str:
     """100-102 for consecutive seeds, else 100,105."""
     seeds = sorted(int(s) for s in seeds)
     if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 1:
@@ -418,7 +418,7 @@ def earlier_runs(register: dict) -> list[tuple[str, str, dict[str, str]]]:
         verdicts = {} if table is None else {
             i: f"{verdict} ({version})" for i, verdict, version
             in zip(table["id"], table["verdict"], table["version"], strict=True)}
-        out.append((_span(run["seeds"]), run["reason"], verdicts))
+        out.append((seed_span(run["seeds"]), run["reason"], verdicts))
     return out
 
 

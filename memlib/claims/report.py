@@ -12,12 +12,12 @@ from memlib import DEFAULT_SCALE, STUDIES, paths
 from memlib.claims.register import (
     CLAIMS_TABLE,
     DamagedFileError,
-    _span,
     _versions,
     check,
     earlier_runs,
     read_register,
     read_results,
+    seed_span,
 )
 from memlib.claims.rules import (
     FAILS,
@@ -247,7 +247,7 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
             verdict_cell(row.counted), _cell(row.holm or "—"), claim_cell(row),
             _cell(row.paper or "qualitative"), ours, _p_cell(row), note.strip())) + " |"))
     earlier = earlier_runs(reg)
-    pilot_seeds = _span(reg.get("pilot_seeds", []))
+    pilot_seeds = seed_span(reg.get("pilot_seeds", []))
     details = ["| id | rule version | register check | pilot"
                + (f" (seeds {pilot_seeds})" if pilot_seeds else "") + " | "
                + "".join(f"earlier run (seeds {seeds}) | " for seeds, _, _ in earlier)
@@ -278,7 +278,7 @@ def run_history(seeds: Sequence[int], earlier: Sequence[tuple[str, str, Mapping]
     run's history (often hundreds of words) is one click away; "" without registered seeds."""
     if not seeds:
         return ""
-    line = f"Confirmatory seeds {_span(seeds)}."
+    line = f"Confirmatory seeds {seed_span(seeds)}."
     if not earlier:
         return f"{line}\n\n"
     spans = ", ".join(span for span, _, _ in earlier)
