@@ -75,9 +75,10 @@
 # (`pilots/rlp_pilot.py`, its table below) chose:
 # - **Data:** 1,000 class-stratified Fashion-MNIST training samples (offline) on **clean
 #   labels**, the regime of the paper's depth, time-course, regularizer, shift and all-layer
-#   claims; the label-noise rows run at their own rate (40% symmetric noise, so that fitting
-#   the training set requires memorizing 400 wrong labels). Test accuracy at a run's last
-#   epoch reads the whole 10,000-image test split (a fixed 1,000 of them at earlier epochs).
+#   claims; the label-noise rows run at their own rates (20% and 40% symmetric noise, so
+#   that fitting the training set requires memorizing about 200 or 400 wrong labels). Test
+#   accuracy at a run's last epoch reads the whole 10,000-image test split (a fixed 1,000 of
+#   them at earlier epochs).
 # - **Measure:** the claims read **post-hoc random-label probes**: after training, 8 linear
 #   probes per layer, each with its own random-label draw and initialisation, are trained on
 #   the layer's stored, globally pooled features, on the trained network and on its frozen
