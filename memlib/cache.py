@@ -9,7 +9,9 @@ A computed entry also stores how many seconds its computation took on a cold cac
 own time plus the cold time of the entries it used), so that a run that only loads can
 still report what its results cost: every cached() call outside another computation is
 noted in `ledger`, and in the file MEMLIB_COMPUTE_LEDGER names, when set (the notebook
-runner sets it for a kernel and sums it into the manifest).
+runner sets it for a kernel and sums it into the manifest). So that an entry used both
+inside a computation and on its own is counted once, each entry also stores its own seconds
+and every entry it used, with theirs (`ledger_seconds` sums each entry once).
 
 Keys include the CPU dispatch (memlib.process): results computed with the pinned
 instruction set are never mixed with results computed with another.
@@ -40,9 +42,10 @@ _FRAME = "__dataframe__"
 _TIMED = "__timed_entry__"  # {value, seconds}: an entry that knows its cold compute time
 LEDGER_VARIABLE = "MEMLIB_COMPUTE_LEDGER"
 _ONLY_CACHED: list[str] = []  # the command that computes missing entries, inside only_cached()
-_NESTED: list[list[float]] = []  # per computation in progress: [wall, cold] seconds of its
-# cached() calls, so that its own cold time counts what they cost, not what they took now
-_UNWRITTEN: dict[Path, tuple[Any, float]] = {}  # results whose entry could not be written
+_NESTED: list[list] = []  # per computation in progress: [wall, cold] seconds of its cached()
+# calls, so that its own cold time counts what they cost, not what they took now, and
+# {entry: own seconds} of every entry they used, however deep
+_UNWRITTEN: dict[Path, tuple] = {}  # (value, seconds, own, used) whose entry was not written
 # entries "loaded" / "computed" so far, and of those computed how many were "not written"
 activity: collections.Counter = collections.Counter()
 ledger: dict[str, float | None] = {}  # entry -> cold compute seconds, of top-level calls
@@ -84,16 +87,20 @@ def _decode(value):
     return value
 
 
-def save(path: Path, value: Any, seconds: float | None = None) -> None:
-    """Store `value` (and, for a cache entry, the seconds its computation took)."""
-    atomic_write_bytes(path, _entry_bytes(path, value, seconds))
+def save(path: Path, value: Any, seconds: float | None = None, own: float | None = None,
+         used: dict[str, float] | None = None) -> None:
+    """Store `value` (and, for a cache entry, the seconds its computation took: in all, its
+    own, and those of each entry it used)."""
+    atomic_write_bytes(path, _entry_bytes(path, value, seconds, own, used))
 
 
-def _entry_bytes(path: Path, value: Any, seconds: float | None) -> bytes:
+def _entry_bytes(path: Path, value: Any, seconds: float | None, own: float | None = None,
+                 used: dict[str, float] | None = None) -> bytes:
     """What the file of entry `path` holds: the torch-saved payload, then its digest."""
     # an entry names itself: a file copied or renamed over another key's entry is refused
     payload = _encode(value) if seconds is None else {
-        _TIMED: {"value": _encode(value), "seconds": float(seconds), "entry": Path(path).name}}
+        _TIMED: {"value": _encode(value), "seconds": float(seconds), "entry": Path(path).name,
+                 "own": float(seconds if own is None else own), "used": dict(used or {})}}
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     payload = buffer.getvalue()
@@ -103,11 +110,12 @@ def _entry_bytes(path: Path, value: Any, seconds: float | None) -> bytes:
 def load_timed(path: Path) -> tuple[Any, float | None]:
     """(the stored value, its cold compute seconds or None when not recorded); ValueError if
     the entry is corrupted."""
-    return _read_entry(Path(path), Path(path).read_bytes())
+    return _read_entry(Path(path), Path(path).read_bytes())[:2]
 
 
-def _read_entry(path: Path, data: bytes) -> tuple[Any, float | None]:
-    """`load_timed` of the bytes `data` of entry `path`."""
+def _read_entry(path: Path, data: bytes) -> tuple[Any, float | None, float | None, dict]:
+    """(value, cold seconds, own seconds, {entry it used: own seconds}) of the bytes `data` of
+    entry `path` (entries stored before own seconds were: own = all, nothing used)."""
     payload, digest = data[:-_DIGEST], data[-_DIGEST:]
     if len(data) <= _DIGEST or hashlib.sha256(payload).digest() != digest:
         raise ValueError(f"cache entry {path} is corrupted")
@@ -119,8 +127,10 @@ def _read_entry(path: Path, data: bytes) -> tuple[Any, float | None]:
         if named != Path(path).name:
             raise ValueError(f"it holds the result stored as {named}, another computation's or "
                              "another configuration's")
-        return _decode(stored[_TIMED]["value"]), stored[_TIMED]["seconds"]
-    return _decode(stored), None
+        timed = stored[_TIMED]
+        return (_decode(timed["value"]), timed["seconds"], timed.get("own", timed["seconds"]),
+                dict(timed.get("used", {})))
+    return _decode(stored), None, None, {}
 
 
 def load(path: Path) -> Any:
@@ -150,50 +160,51 @@ def cached(name: str, config: Any, compute: Callable[[], Any], refresh: bool = F
     """
     path = entry_path(name, config)
     start = time.monotonic()
-    value, seconds = _load_or_compute(path, compute, refresh)
-    _note(path, seconds, time.monotonic() - start)
+    value, *cost = _load_or_compute(path, compute, refresh)
+    _note(path, time.monotonic() - start, *cost)
     return value
 
 
 def _load_or_compute(path: Path, compute: Callable[[], Any],
-                     refresh: bool) -> tuple[Any, float | None]:
+                     refresh: bool) -> tuple[Any, float | None, float | None, dict]:
     if path in _UNWRITTEN and not refresh and not distributed.active():
         activity["kept in memory"] += 1
         return _UNWRITTEN[path]
-    value, seconds, found = None, None, False
+    entry, found = (None, None, None, {}), False
     if path.exists() and not refresh and distributed.is_main():
         try:
-            (value, seconds), found = load_timed(path), True
+            entry, found = _read_entry(path, path.read_bytes()), True
         except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed
             warnings.warn(f"recomputing {path.name}: {_why_unusable(err)}", stacklevel=3)
     if distributed.broadcast_flag(found):
         activity["loaded"] += 1
-        return (value, seconds) if distributed.is_main() else load_timed(path)
+        return entry if distributed.is_main() else _read_entry(path, path.read_bytes())
     if _ONLY_CACHED:
         raise MissingResultError(
             f"no cached result {path.name} for this configuration; compute it first with: "
             f"{_ONLY_CACHED[-1]}")
-    _NESTED.append([0.0, 0.0])
+    _NESTED.append([0.0, 0.0, {}])
     start = time.monotonic()
     try:
         with computing(path):
             value = compute()
     finally:
-        nested_wall, nested_cold = _NESTED.pop()
-    seconds = time.monotonic() - start - nested_wall + nested_cold
+        nested_wall, nested_cold, used = _NESTED.pop()
+    own = time.monotonic() - start - nested_wall
+    seconds = own + nested_cold
     activity["computed"] += 1
     if distributed.is_main():
         try:
-            save(path, value, seconds)
+            save(path, value, seconds, own, used)
         except OSError as err:  # read-only or full: the result is not lost, only not kept
-            _UNWRITTEN[path] = (value, seconds)
+            _UNWRITTEN[path] = (value, seconds, own, used)
             activity["not written"] += 1
             warn_once("cache", f"could not write the cache entry {path} ({err.strerror or err}); "
                       "results are kept in memory for this run only")
-            return value, seconds
+            return value, seconds, own, used
         for checkpoint in checkpoints_of(path):
             checkpoint.unlink(missing_ok=True)
-    return value, seconds
+    return value, seconds, own, used
 
 
 def unwritten_since(before: Collection[Path]) -> dict[Path, bytes]:
@@ -238,29 +249,51 @@ def _why_unusable(err: Exception) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
-def _note(path: Path, seconds: float | None, wall: float) -> None:
-    """Count an entry's cold seconds towards the computation that used it, or, outside any,
-    note it in the ledger (the file's lines are appended whole: workers may share it)."""
+def _note(path: Path, wall: float, seconds: float | None, own: float | None,
+          used: dict[str, float]) -> None:
+    """Count an entry's cold seconds towards the computation that used it (with the entries it
+    used in turn), or, outside any, note it in the ledger (the file's lines are appended
+    whole: workers may share it)."""
     if _NESTED:
         _NESTED[-1][0] += wall
         _NESTED[-1][1] += wall if seconds is None else seconds
+        _NESTED[-1][2].update(used)
+        _NESTED[-1][2][path.name] = wall if own is None else own
         return
     ledger[path.name] = seconds
     target = os.environ.get(LEDGER_VARIABLE)
     if target and distributed.is_main():
+        record = {"entry": path.name, "seconds": seconds, "own": own, "used": used}
         with contextlib.suppress(OSError), open(target, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"entry": path.name, "seconds": seconds}) + "\n")
+            f.write(json.dumps(record) + "\n")
 
 
-def read_ledger(path: Path) -> dict[str, float | None]:
-    """Entry -> cold compute seconds (None: not recorded) of a ledger file, each entry once."""
-    entries: dict[str, float | None] = {}
+def _ledger_records(path: Path) -> list[dict]:
+    records = []
     with contextlib.suppress(OSError):
         for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
             with contextlib.suppress(ValueError, KeyError, TypeError):
                 record = json.loads(line)
-                entries[record["entry"]] = record["seconds"]
-    return entries
+                records.append({"entry": record["entry"], "seconds": record["seconds"],
+                                "own": record.get("own", record["seconds"]),
+                                "used": dict(record.get("used") or {})})
+    return records
+
+
+def read_ledger(path: Path) -> dict[str, float | None]:
+    """Entry -> cold compute seconds (None: not recorded) of a ledger file, each entry once."""
+    return {r["entry"]: r["seconds"] for r in _ledger_records(path)}
+
+
+def ledger_seconds(path: Path) -> dict[str, float | None]:
+    """Entry -> its own cold compute seconds, for every entry a ledger file's entries are or
+    used, each once: what they cost together, however often one was used (a run read on its
+    own and by its probes counts once). None: not recorded."""
+    own: dict[str, float | None] = {}
+    for r in _ledger_records(path):
+        own.update(r["used"])
+        own[r["entry"]] = r["own"]
+    return own
 
 
 def reading_only() -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memlib import paths
-from memlib.cache import read_ledger
+from memlib.cache import ledger_seconds
 from memlib.process import atomic_write_bytes, dispatch_record
 
 PACKAGES = ("memlib", "torch", "torchvision", "timm", "transformers", "numpy", "pandas",
@@ -88,8 +88,10 @@ def data_sources(names: list[str]) -> dict[str, str]:
 def compute_cost(ledger: Path | None) -> dict[str, Any]:
     """What the cache entries a run used cost to compute on a cold cache, summed from the
     seconds each entry stored when it was computed (so a run that only loaded them reports
-    the same), with the number of entries and of those that stored no time."""
-    entries = read_ledger(ledger) if ledger is not None else {}
+    the same), each entry once, with those it used inside its own computation (a run and the
+    probes computed from it: the run counts once); with the number of entries and of those
+    that stored no time."""
+    entries = ledger_seconds(ledger) if ledger is not None else {}
     timed = [s for s in entries.values() if s is not None]
     return {"compute_seconds": round(sum(timed), 1), "cache_entries": len(entries),
             "cache_entries_without_time": len(entries) - len(timed)}

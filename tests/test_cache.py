@@ -163,6 +163,45 @@ def test_entries_keep_their_cold_compute_seconds(tmp_path, monkeypatch):
     assert cache.ledger[outer_name] == 3.0
 
 
+def test_an_entry_used_alone_and_inside_another_costs_once(tmp_path, monkeypatch):
+    """A run read on its own and by the probes computed from it: the ledger's cost counts the
+    run once, and the probes' own seconds beside it; each entry keeps its full cold cost."""
+    import types
+
+    from memlib.provenance import compute_cost
+
+    clock = [0.0]
+    monkeypatch.setattr(cache, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    ledger = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv(cache.LEDGER_VARIABLE, str(ledger))
+
+    def run():
+        clock[0] += 5.0
+        return torch.ones(1)
+
+    def probes():
+        clock[0] += 1.0
+        return cache.cached("run", {}, run) * 2
+
+    def report():  # a computation two levels up: what it used, it used however deep
+        clock[0] += 0.5
+        return cache.cached("probes", {}, probes) + 1
+
+    cache.cached("run", {}, run)  # read on its own, then by its probes (computed, not loaded)
+    cache.cached("probes", {}, probes)
+    name = {n: cache.entry_path(n, {}).name for n in ("run", "probes", "report")}
+    assert cache.read_ledger(ledger) == {name["run"]: 5.0, name["probes"]: 6.0}
+    assert cache.ledger_seconds(ledger) == {name["run"]: 5.0, name["probes"]: 1.0}
+    assert compute_cost(ledger)["compute_seconds"] == 6.0  # not 11: the run counts once
+    cache.cached("report", {}, report)
+    assert cache.ledger_seconds(ledger) == {name["run"]: 5.0, name["probes"]: 1.0,
+                                            name["report"]: 0.5}
+    assert cache.load_timed(cache.entry_path("report", {}))[1] == 6.5  # its full cold cost
+    # an entry stored before own seconds were recorded counts all its seconds, as before
+    (tmp_path / "old").write_text('{"entry": "x", "seconds": 3.0}\n')
+    assert cache.ledger_seconds(tmp_path / "old") == {"x": 3.0}
+
+
 def test_entries_without_a_time_load_with_none(tmp_path):
     cache.save(tmp_path / "plain.pt", {"a": torch.ones(2)})
     value, seconds = cache.load_timed(tmp_path / "plain.pt")
