@@ -39,7 +39,7 @@ from memlib.process import atomic_write_bytes, cache_key_tag, checkpoints_of, co
 
 _DIGEST = hashlib.sha256().digest_size
 _FRAME = "__dataframe__"
-_TIMED = "__timed_entry__"  # {value, seconds}: an entry that knows its cold compute time
+_TIMED = "__timed_entry__"  # {value, seconds, own, used}: an entry that knows its cold cost
 LEDGER_VARIABLE = "MEMLIB_COMPUTE_LEDGER"
 _ONLY_CACHED: list[str] = []  # the command that computes missing entries, inside only_cached()
 _NESTED: list[list] = []  # per computation in progress: [wall, cold] seconds of its cached()

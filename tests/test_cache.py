@@ -136,13 +136,21 @@ def test_prefetch_starts_no_workers_where_nothing_may_be_computed():
         assert not can_prefetch(2)  # the workers would compute what only_cached forbids
 
 
-def test_entries_keep_their_cold_compute_seconds(tmp_path, monkeypatch):
+@pytest.fixture
+def timed(tmp_path, monkeypatch):
+    """(clock, ledger): a clock that only the computations advance (exact seconds) and the
+    ledger file the cache notes its top-level entries in."""
     import types
 
-    clock = [0.0]  # a clock that only the computations advance: exact seconds
+    clock = [0.0]
     monkeypatch.setattr(cache, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
     ledger = tmp_path / "ledger.jsonl"
     monkeypatch.setenv(cache.LEDGER_VARIABLE, str(ledger))
+    return clock, ledger
+
+
+def test_entries_keep_their_cold_compute_seconds(timed):
+    clock, ledger = timed
 
     def inner():
         clock[0] += 2.0
@@ -163,17 +171,12 @@ def test_entries_keep_their_cold_compute_seconds(tmp_path, monkeypatch):
     assert cache.ledger[outer_name] == 3.0
 
 
-def test_an_entry_used_alone_and_inside_another_costs_once(tmp_path, monkeypatch):
+def test_an_entry_used_alone_and_inside_another_costs_once(timed, tmp_path):
     """A run read on its own and by the probes computed from it: the ledger's cost counts the
     run once, and the probes' own seconds beside it; each entry keeps its full cold cost."""
-    import types
-
     from memlib.provenance import compute_cost
 
-    clock = [0.0]
-    monkeypatch.setattr(cache, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
-    ledger = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv(cache.LEDGER_VARIABLE, str(ledger))
+    clock, ledger = timed
 
     def run():
         clock[0] += 5.0
