@@ -35,6 +35,13 @@ from pathlib import Path, PurePath
 from typing import Any
 
 _DOCSTRING_OWNERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+# memlib's modules that store, key and schedule results, never compute them: the cache (and
+# the checkpoint files training writes through it, which resume a run bit for bit), the
+# registry, fingerprints, the process's bookkeeping, the folders and the worker pool. A
+# closure does not follow into them, so a change to how an entry or a checkpoint is stored
+# re-keys nothing (tests/test_trace.py checks that nothing else goes unkeyed).
+MACHINERY = ("memlib.cache", "memlib.runs", "memlib.fingerprint", "memlib.process",
+             "memlib.paths", "memlib.parallel")
 _SOURCES: dict[str, str] = {}  # file -> its text, as read once (at `capture`, or first use)
 
 
@@ -387,7 +394,8 @@ def closure(fn: Any, package: str = "memlib", deep: bool = False,
         if callable(value) and hasattr(value, "__wrapped__"):  # functools.cache, lru_cache
             value = inspect.unwrap(value)
         if isinstance(value, (types.FunctionType, type)) and _in(value, package):
-            todo.append(value)
+            if value.__module__ not in MACHINERY:
+                todo.append(value)
         elif isinstance(value, types.ModuleType) and not _library(value, package):
             return
         elif isinstance(value, PurePath):  # where this checkout is, not what computes

@@ -157,6 +157,13 @@ def test_editing_a_claim_re_keys_no_run(tmp_path, original_keys):
     assert keys_of(edited) == original_keys
 
 
+def test_editing_how_entries_and_checkpoints_are_stored_re_keys_no_run(tmp_path, original_keys):
+    # training writes its checkpoints through the cache: the cache is still no part of a key
+    edited = copy_of_memlib(tmp_path, with_statement_in("cache", "save"))
+    assert "_ = None" in (edited / "cache.py").read_text()
+    assert keys_of(edited) == original_keys
+
+
 @runs.computation("test-double", 1)
 def double(n: int) -> torch.Tensor:
     return 2 * torch.arange(float(n))

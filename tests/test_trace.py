@@ -48,10 +48,8 @@ SMALLEST = {
 }
 
 
-# what stores results and keys them, never what computes them: the cache, the registry,
-# fingerprints, the process's bookkeeping (checkpoint files, warnings) and the folders
-MACHINERY = {str(Path(PACKAGE) / f"{m}.py")
-             for m in ("cache", "runs", "fingerprint", "process", "paths", "parallel")}
+# what stores results and keys them, never what computes them (no fingerprint follows into it)
+MACHINERY = {str(Path(PACKAGE) / f"{m.removeprefix('memlib.')}.py") for m in fingerprint.MACHINERY}
 
 
 def _code_objects(code: types.CodeType):
