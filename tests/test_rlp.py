@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tiny import tiny
+from torch import nn
 
 from memlib.config import ConfigError, build
 from memlib.models import MLP, SmallCNN, taps
@@ -363,6 +364,17 @@ def test_spec_uses_layer_model_epochs_for_other_models():
     assert dataclasses.asdict(rlp.spec(c))["long_tail_ratio"] == 1.0
 
 
+def test_a_run_is_keyed_by_the_sizes_of_the_model_it_trains_alone():
+    c = tiny(rlp.Config)
+    mlp, cnn = rlp.spec(c, model="mlp"), rlp.spec(c, model="smallcnn")
+    assert mlp.widths == c.widths and mlp.cnn_channels is None and mlp.wrn_depth is None
+    assert cnn.cnn_channels == c.cnn_channels and cnn.widths is None
+    assert rlp.spec(c, model="vit_tiny").vit_depth == c.vit_depth
+    wider = dataclasses.replace(c, cnn_channels=tuple(2 * n for n in c.cnn_channels))
+    assert rlp.cached_run.key(rlp.spec(wider, model="mlp")) == rlp.cached_run.key(mlp)
+    assert rlp.cached_run.key(rlp.spec(wider, model="smallcnn")) != rlp.cached_run.key(cnn)
+
+
 def test_train_run_and_frozen_baseline_on_digits():
     config = tiny(rlp.Config, dict(dataset="digits", train_samples=200, test_samples=100,
                                    widths=(16, 16), epochs=2, layer_models=("mlp",)))
@@ -683,6 +695,15 @@ def test_a_run_stores_the_features_and_test_predictions_the_measures_read():
     no_features = rlp.train_run(rlp.spec(config, feature_grid=0))
     assert "features" not in no_features
     pd.testing.assert_frame_equal(no_features["history"], result["history"])  # same training
+
+
+def test_predictions_score_the_test_set_as_measure_does_in_the_same_pass():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(12, 5))
+    x, y = torch.randn(70, 3, 4), torch.randint(0, 5, (70,))
+    predicted, scores = rlp.method.predictions(model, (x, y), batch_size=32)
+    assert torch.equal(predicted, model(x).argmax(1))
+    assert scores == rlp.method.measure(model, None, (x, y), batch_size=32)
 
 
 def test_posthoc_probes_read_frozen_and_trained_features_of_the_run():

@@ -215,10 +215,11 @@ class RunSpec:
     test_samples: int | None
     validation_samples: int
     model: str
-    widths: tuple[int, ...]
-    cnn_channels: tuple[int, ...]
-    wrn_depth: int
-    wrn_width: int
+    # the sizes of the model that runs; another model's are None (`spec`)
+    widths: tuple[int, ...] | None
+    cnn_channels: tuple[int, ...] | None
+    wrn_depth: int | None
+    wrn_width: int | None
     vit_depth: int | None
     n_random: int | None
     head_hidden: int
@@ -269,7 +270,15 @@ class RunSpec:
     labels: Literal["clean", "random"] = "clean"
 
 
+# each model family's size fields in a RunSpec (the families not named read none)
+MODEL_SIZES = {"mlp": ("widths",), "smallcnn": ("cnn_channels",),
+               "wrn": ("wrn_depth", "wrn_width"), "vit": ("vit_depth",)}
+
+
 def spec(config: Config, **overrides) -> RunSpec:
+    """The RunSpec of one run: the config's values, `overrides`, and of the model sizes only
+    those of the model that runs (the others None), so that a size no run of a model reads
+    never moves its key."""
     shared = {f.name: getattr(config, f.name) for f in dataclasses.fields(RunSpec)
               if hasattr(config, f.name) and f.name != "long_tail_ratio"}
     shared["seed"] = config.seeds[0]
@@ -278,7 +287,10 @@ def spec(config: Config, **overrides) -> RunSpec:
         out = dataclasses.replace(out, epochs=config.layer_model_epochs)
     if out.model != config.model:  # no time course: features before and after training
         out = dataclasses.replace(out, feature_curve=False)
-    return out
+    family = "vit" if out.model.startswith("vit") else out.model
+    read = MODEL_SIZES.get(family, ())
+    return dataclasses.replace(out, **{name: None for sizes in MODEL_SIZES.values()
+                                       for name in sizes if name not in read})
 
 
 @dataclass(frozen=True)

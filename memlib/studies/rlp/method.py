@@ -264,16 +264,26 @@ def pooled_features(model: nn.Module, data: EvalData, layers: Sequence[str],
 
 
 @torch.no_grad()
-def predictions(model: nn.Module, data: EvalData, batch_size: int = 2048) -> torch.Tensor:
-    """Every sample's eval-mode predicted class, in order, on every rank (not sharded): the
-    stored test predictions give any subset's accuracy after the fact."""
+def predictions(model: nn.Module, data: EvalData, batch_size: int = 2048
+                ) -> tuple[torch.Tensor, dict[str, float]]:
+    """Every sample's eval-mode predicted class, in order, on every rank (not sharded), and
+    `measure`'s accuracy and mean cross-entropy from the same forward pass (the same sums):
+    the stored test predictions give any subset's accuracy after the fact, and a run's last
+    test row costs no second pass over the test set."""
     was_training = model.training
     model.eval()
     device = _device(model)
-    out = [model(to_device(batch, device)[0]).argmax(1)
-           for batch in eval_batches(data, batch_size, shard=False)]
+    out, sums = [], torch.zeros(3, dtype=torch.float64, device=device)
+    for batch in eval_batches(data, batch_size, shard=False):
+        x, y, _ = to_device(batch, device)
+        logits = model(x)
+        out.append(logits.argmax(1))
+        sums += torch.stack([(out[-1] == y).sum(), torch.tensor(len(y), device=device),
+                             F.cross_entropy(logits.float(), y, reduction="sum")])
     model.train(was_training)
-    return torch.cat(out)
+    correct, n, loss = sums.tolist()
+    n = max(1.0, n)
+    return torch.cat(out), {"acc": correct / n, "loss": loss / n}
 
 
 def class_variance_ratio(features: torch.Tensor, labels: torch.Tensor) -> float:

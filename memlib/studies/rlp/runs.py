@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from memlib import data as datasets
-from memlib import imagenet
+from memlib import distributed, imagenet
 from memlib.models import build
 from memlib.runs import computation
 from memlib.seed import seed_everything
@@ -286,12 +286,20 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
         scores = train_scores(state.epoch)
         return scores["acc"], scores["acc_flipped"] if flipped.any() else None
 
+    # in memory and on one process, the last epoch's test row and the final predictions
+    # come from one pass over the test set (the whole split: the costliest measurement)
+    one_pass = isinstance(d["test"], tuple) and not distributed.active()
+    final: dict = {}
+
     def record(state) -> None:
         if not measured(state.epoch) and not state.stop:
             return
         last = state.epoch == s.epochs or state.stop
         with precision:
-            test = measure(model, None, d["test"] if last else d["test_curve"])
+            if last and one_pass:
+                final["predicted"], test = predictions(model, d["test"])
+            else:
+                test = measure(model, None, d["test"] if last else d["test_curve"])
             validation = measure(model, None, d["validation"])
         state.row.update(test_acc=test["acc"], test_loss=test["loss"])
         scores = dict(train_scores(state.epoch))
@@ -324,7 +332,9 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
     epochs_trained = int(history["epoch"].iloc[-1])
     history = history[history["train_acc"].notna()].reset_index(drop=True)
     # in memory: the final test predictions, stored (int16) for any subset's accuracy
-    predicted = predictions(model, d["test"]) if isinstance(d["test"], tuple) else None
+    predicted = final.get("predicted")
+    if predicted is None and isinstance(d["test"], tuple):
+        predicted = predictions(model, d["test"])[0]
     out = {"history": history, "layers": list(layers), "n_random": d["n_random"],
            "fit_epoch": memo["fit_epoch"], "epochs_trained": epochs_trained,
            "noisy_fit": train_scores(epochs_trained)["acc_flipped"] if flipped.any() else None,
