@@ -134,7 +134,10 @@ DATA = list(dict.fromkeys(runs["dataset"]))
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
 spec = results["specs"][0].run
-setting = [(k, v) for k, v in to_dict(spec).items() if k not in ("dataset", "noise", "seed")]
+# the settings of the run, but not the sizes of the models it does not train
+unread = {f for sizes in rlp.MODEL_SIZES.values() for f in sizes} - {*rlp.model_sizes(spec.model)}
+setting = [(k, v) for k, v in to_dict(spec).items()
+           if k not in ("dataset", "noise", "seed", *unread)]
 display(Markdown(markdown_table(pd.DataFrame(setting, columns=["setting", "value"]))))
 # the seeds this run ran (its Config) and the registers' history, for the prose below
 seed_words = seed_history("lens", config)

@@ -32,7 +32,7 @@ from memlib.train import (
 
 __all__ = [
     "REGULARIZED", "FOLDER_DATASETS", "STANDARD_REGULARIZERS", "Config", "RunSpec", "spec",
-    "ProbeSpec", "probe_spec"
+    "ProbeSpec", "probe_spec", "MODEL_SIZES", "model_sizes"
 ]
 
 
@@ -287,10 +287,14 @@ def spec(config: Config, **overrides) -> RunSpec:
         out = dataclasses.replace(out, epochs=config.layer_model_epochs)
     if out.model != config.model:  # no time course: features before and after training
         out = dataclasses.replace(out, feature_curve=False)
-    family = "vit" if out.model.startswith("vit") else out.model
-    read = MODEL_SIZES.get(family, ())
+    read = model_sizes(out.model)
     return dataclasses.replace(out, **{name: None for sizes in MODEL_SIZES.values()
                                        for name in sizes if name not in read})
+
+
+def model_sizes(model: str) -> tuple[str, ...]:
+    """The RunSpec size fields that `model` reads."""
+    return MODEL_SIZES.get("vit" if model.startswith("vit") else model, ())
 
 
 @dataclass(frozen=True)
