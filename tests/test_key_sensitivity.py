@@ -33,6 +33,9 @@ COMPUTED_FIRST = {"probes"}
 CONDITIONAL = {"image_fallback": "used only when image_dataset is not on disk",
                "human_seeds": "used only with human_label_sets, which need CIFAR-10 and its "
                               "CIFAR-10N label files"}
+# fields that size one model, perturbed where that model is the one trained: a run is keyed
+# by the sizes of its own model alone (study 1's `spec`), so elsewhere they change no key
+TRAINED_BY = {"rlp": {"wrn_depth": "wrn", "wrn_width": "wrn", "vit_depth": "vit_tiny"}}
 # fields read only by what a study computes afresh from loaded results, never cached
 UNCACHED = {"fisher": {"top_k": "ranks the loaded runs' scores each time"},
             "probes": {"fold_below_chance": "folds the loaded heatmap accuracies each time",
@@ -132,17 +135,23 @@ def test_every_field_changes_some_planned_key(study):
         if (field.name in SCHEDULING or field.name in CONDITIONAL
                 or field.name in UNCACHED.get(study, {}) or not field.init):
             continue
+        start, reference, keys = config, params, base
+        model = TRAINED_BY.get(study, {}).get(field.name)
+        if model is not None:
+            reference = {**params, "model": model, "layer_models": (model,)}
+            start = build(module.Config, reference)
+            keys = planned_keys(module, start)
         tried = False
         for value in itertools.islice(variants(getattr(config, field.name), hints[field.name]),
                                       6):
             try:
-                changed = build(module.Config, {**params, field.name: value})
+                changed = build(module.Config, {**reference, field.name: value})
             except (ConfigError, ValueError, TypeError):
                 continue
-            if changed == config:
+            if changed == start:
                 continue
             tried = True
-            if planned_keys(module, changed) != base:
+            if planned_keys(module, changed) != keys:
                 break
         else:
             if tried:
