@@ -113,6 +113,12 @@ def load_timed(path: Path) -> tuple[Any, float | None]:
     return _read_entry(Path(path), Path(path).read_bytes())[:2]
 
 
+def own_seconds(path: Path) -> float | None:
+    """The cold compute seconds of an entry's own computation, the entries it used not
+    counted (None when not recorded); ValueError if the entry is corrupted."""
+    return _read_entry(Path(path), Path(path).read_bytes())[2]
+
+
 def _read_entry(path: Path, data: bytes) -> tuple[Any, float | None, float | None, dict]:
     """(value, cold seconds, own seconds, {entry it used: own seconds}) of the bytes `data` of
     entry `path` (entries stored before own seconds were: own = all, nothing used)."""

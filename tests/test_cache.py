@@ -164,6 +164,7 @@ def test_entries_keep_their_cold_compute_seconds(timed):
     seconds = {name: cache.load_timed(cache.entry_path(name, {}))[1]
                for name in ("inner", "outer")}
     assert seconds == {"inner": 2.0, "outer": 3.0}
+    assert cache.own_seconds(cache.entry_path("outer", {})) == 1.0  # without the inner's 2
     cache.cached("outer", {}, outer, refresh=True)  # the inner entry now loads at once
     assert cache.load_timed(cache.entry_path("outer", {}))[1] == 3.0  # still its cold cost
     outer_name = cache.entry_path("outer", {}).name
