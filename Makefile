@@ -93,6 +93,7 @@ sync: $(STAMP)
 	  for py in $$fresh; do touch -r "$$times/$${py##*/}" "$$py" "$${py%.py}.ipynb"; done; fi
 
 # removes the folders memlib.paths names ($MEMLIB_CACHE, $MEMLIB_BUILD, $MEMLIB_FIGURES/smoke)
+# as far as memlib made them (memlib.kit.clean): what memlib did not make stays, named
 clean:
 	test ! -x $(PY) || $(PY) -m memlib clean
 	rm -rf .pytest_cache .ruff_cache .import_linter_cache .grimp_cache

@@ -774,8 +774,7 @@ def build(scale: str = DEFAULT_SCALE) -> Path:
     """Build the book of `scale` in a private folder and swap it in whole; return the landing
     page. Until the swap the previous book stays as it was, so an interrupted or failed
     build, or two builds at once, leave a complete book."""
-    root = book_dir(scale)
-    root.mkdir(parents=True, exist_ok=True)
+    root = paths.own_dir(book_dir(scale))
     work = Path(tempfile.mkdtemp(prefix=".build.", dir=root))
     try:
         source_tree(scale, work / "src")

@@ -205,8 +205,10 @@ def _kit(command: str) -> int:
     from memlib import kit
 
     if command == "clean":
-        removed = kit.clean()
+        removed, kept = kit.clean()
         print(f"memlib: removed {', '.join(map(str, map(_shown, removed))) or 'nothing'}")
+        if kept:
+            print(f"memlib: kept {'; '.join(kept)}")
         return 0
     try:
         packed = kit.class_kit()

@@ -12,6 +12,9 @@ from pathlib import Path
 from memlib import DEFAULT_SCALE
 
 ROOT = Path(__file__).resolve().parent.parent
+# written in every folder memlib creates for its outputs, so that `memlib clean` removes a
+# folder only when memlib made it (`memlib.kit.clean`)
+MARKER = ".memlib-folder"
 
 
 class NotWritableError(OSError):
@@ -82,7 +85,7 @@ def require_writable(directory: Path, variable: str) -> None:
     checked before any work, so a read-only cache stops a run at once, not after hours."""
     directory = Path(directory)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        own_dir(directory)
         fd, probe = tempfile.mkstemp(dir=directory, prefix=".memlib-probe.")
         os.close(fd)
         os.unlink(probe)
@@ -90,3 +93,14 @@ def require_writable(directory: Path, variable: str) -> None:
         raise NotWritableError(
             f"cannot write to {directory} ({err.strerror or err}); make it writable or set "
             f"{variable} to a writable folder") from None
+
+
+def own_dir(directory: Path) -> Path:
+    """Create `directory` and its missing parents, leaving memlib's MARKER in each folder made
+    here (none in a folder that was already there); return it."""
+    directory = Path(directory)
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    directory.mkdir(parents=True, exist_ok=True)
+    for made in missing:
+        (made / MARKER).touch(exist_ok=True)
+    return directory

@@ -65,9 +65,9 @@ def run_notebook(notebook: Path, scale: str, *, params: dict[str, Any] | None = 
         except ConfigError as err:
             raise NotebookInputError(str(err)) from None
     build_dir = Path(build_dir or paths.build_dir(scale))
-    build_dir.mkdir(parents=True, exist_ok=True)
+    paths.own_dir(build_dir)
     target = paths.figures_dir(notebook.stem, scale)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    paths.own_dir(target.parent)
     with (_own_folder(build_dir, notebook.stem) as work,
           # beside its target, on its file system: publishing is renames, never a copy
           _own_folder(target.parent, target.name) as staging,

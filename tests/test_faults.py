@@ -53,6 +53,11 @@ def wait_for(condition, seconds: float = 120) -> None:
         time.sleep(0.05)
 
 
+def listing(folder: Path) -> list[Path]:
+    """What `folder` holds besides the marker memlib leaves in a folder it made."""
+    return [p for p in folder.iterdir() if p.name != paths.MARKER]
+
+
 def one_line(text: str) -> str:
     assert text.count("\n") == 1 and text.endswith("\n"), text
     return text
@@ -103,8 +108,8 @@ def test_overlapping_runs_of_a_notebook_keep_every_output(tmp_path):
                                               "handshake_notebook.ipynb"}
     assert json.loads((out / "manifest.json").read_text())["parameters"]["n"] == 5
     assert (out / "first.txt").read_text() == (out / "second.txt").read_text() == "5\n"
-    assert sorted(p.name for p in build_dir.iterdir()) == ["handshake_notebook.ipynb"]
-    assert sorted(p.name for p in out.parent.iterdir()) == ["handshake_notebook"]
+    assert sorted(p.name for p in listing(build_dir)) == ["handshake_notebook.ipynb"]
+    assert sorted(p.name for p in listing(out.parent)) == ["handshake_notebook"]
     for err in (first_err, second_err):  # the kernel talks over private Unix sockets
         assert "without encryption" not in err and "IPKernelApp" not in err
 
@@ -159,7 +164,7 @@ def test_full_disk_under_build_is_one_line(monkeypatch, capsys):
     err = one_line(capsys.readouterr().err)
     assert err.startswith("memlib: error: no space left on device; stopped notebook 03_")
     assert "published outputs are unchanged" in err
-    assert list(paths.build_dir("smoke").iterdir()) == []
+    assert list(listing(paths.build_dir("smoke"))) == []
 
 
 @pytest.mark.notebook
@@ -187,12 +192,12 @@ def test_publishing_copies_nothing_and_a_full_disk_keeps_the_outputs(tmp_path, m
     assert err.startswith("memlib: could not publish the outputs of handshake_notebook.py: "
                           "no space left on device; the published outputs were left as")
     assert [p.name for p in out.iterdir()] == ["old.txt"]
-    assert [p.name for p in out.parent.iterdir()] == ["handshake_notebook"]  # no staging left
+    assert [p.name for p in listing(out.parent)] == ["handshake_notebook"]  # no staging left
     monkeypatch.setattr(memlib.provenance, "write_manifest", write_manifest)
     assert cli.main(command) == 0
     assert sorted(p.name for p in out.iterdir()) == ["first.txt", "handshake_notebook.ipynb",
                                                   "manifest.json", "second.txt"]
-    assert [p.name for p in out.parent.iterdir()] == ["handshake_notebook"]
+    assert [p.name for p in listing(out.parent)] == ["handshake_notebook"]
 
 
 @pytest.mark.notebook
@@ -213,11 +218,11 @@ def test_a_killed_run_leaves_nothing_behind_after_the_next_run(tmp_path, monkeyp
         os.killpg(killed.pid, signal.SIGKILL)
         killed.communicate(timeout=60)
         out = paths.figures_dir("handshake_notebook", "smoke")
-        assert list(temp.iterdir()) and len(list(out.parent.iterdir())) == 1
+        assert list(temp.iterdir()) and len(list(listing(out.parent))) == 1
         monkeypatch.setattr(tempfile, "tempdir", str(temp))
         memlib.pipeline.run_notebook(HANDSHAKE, "smoke", build_dir=build_dir, params={"n": 2})
         assert list(temp.iterdir()) == []
-        assert [p.name for p in out.parent.iterdir()] == ["handshake_notebook"]
+        assert [p.name for p in listing(out.parent)] == ["handshake_notebook"]
         assert (out / "first.txt").read_text() == "2\n"
     finally:
         shutil.rmtree(temp, ignore_errors=True)
@@ -615,7 +620,7 @@ def test_ctrl_c_during_a_notebook_is_one_line_and_130():
     code, err = interrupt(run)
     assert code == 130
     assert one_line(err).startswith("memlib: interrupted notebook 03_fisher_rank_inflation.py")
-    assert list(build_dir.iterdir()) == []  # its working folder went with it
+    assert list(listing(build_dir)) == []  # its working folder went with it
     assert not paths.figures_dir("03_fisher_rank_inflation", "smoke").exists()
 
 
