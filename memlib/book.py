@@ -707,8 +707,11 @@ def source_tree(scale: str, src: Path) -> None:
     """Lay out the Sphinx sources for `scale` in the new folder `src`."""
     studies = list(STUDIES.values())
     claims = paths.claims_report(scale)
-    missing = [p for p in [*(published_notebook(s, scale) for s in studies), claims]
-               if not p.is_file()]
+    # a study's claims table is part of what it published: without it the landing page
+    # would leave the study out
+    missing = [p for p in [*(published_notebook(s, scale) for s in studies),
+                           *(paths.figures_dir(s, scale) / "claims.csv" for s in studies),
+                           claims] if not p.is_file()]
     if missing:
         raise BookError(f"no {missing[0]}; run `make figures SCALE={scale}` first (the book "
                         "shows the executed notebooks, it does not run them)")

@@ -159,6 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     reg.add_argument("--replication", action="store_true",
                      help="with --seeds: a second confirmatory run of rule versions that "
                           "already had one, shown beside it")
+    reg.add_argument("--new-register", action="store_true",
+                     help="start an empty register for a study that has none: every rule is "
+                          "registered today as version 1, with no seeds and no earlier runs; "
+                          "the history of a lost register is lost with it (restore that from "
+                          "version control instead)")
     reg.set_defaults(scale=DEFAULT_SCALE)
     sub.add_parser("class-kit", help="pack the results cache for a class into "
                                      "$MEMLIB_BUILD/class-kit.tar.gz").set_defaults(
@@ -296,11 +301,10 @@ def _register_study(args) -> int:
         check_reason,
         new_confirmatory_run,
         parse_seeds,
-        read_register,
         register,
         register_path,
     )
-    from memlib.claims.register import chain_problems
+    from memlib.claims.register import verify_register
 
     study = STUDY_OF.get(args.study, args.study)
     if study not in STUDIES:
@@ -312,11 +316,15 @@ def _register_study(args) -> int:
         raise UsageError(f"{err}") from None
     if args.replication and seeds is None:
         raise UsageError("--replication names a new confirmatory run: give its --seeds")
-    problems = chain_problems(read_register(study))
-    if problems:
-        print(f"memlib: error: {_shown(register_path(study))} was rewritten: {problems[0]}; "
-              "restore it from version control and append instead", file=sys.stderr)
-        return 1
+    starting = args.new_register and not register_path(study).exists()
+    if args.new_register and not starting:
+        raise UsageError(f"--new-register: {_shown(register_path(study))} exists; it is "
+                         "appended to, never started again")
+    if starting and (seeds is not None or args.moved or args.rekeyed_from):
+        raise UsageError("--new-register starts an empty register: register its rules first, "
+                         "then --seeds, --moved or --rekeyed-from")
+    if not starting:
+        verify_register(study)  # intact, and extending the claims report's anchor
     today = datetime.date.today().isoformat()
     claims = studies.study_claims(study)
     if args.moved:
@@ -332,7 +340,10 @@ def _register_study(args) -> int:
               f"are kept in {_shown(frozen)}")
     if args.rekeyed_from:
         _rekey(study, claims, args.rekeyed_from, args.reason, today)
-    added = register(study, claims, args.reason, today, moved=args.moved)
+    added = register(study, claims, args.reason, today, moved=args.moved, new=starting)
+    if starting:
+        print(f"memlib: started {_shown(register_path(study))} empty: no seeds, no earlier "
+              "runs, every rule version 1 as of today")
     print(f"memlib: registered {len(added)} rule(s) of {study} in "
           f"{_shown(register_path(study))}: {', '.join(added) or 'none changed'}")
     return 0

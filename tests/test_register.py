@@ -9,6 +9,7 @@ from memlib import STUDIES
 from memlib.claims import (
     Cases,
     Claim,
+    DamagedFileError,
     Estimate,
     chain_genesis,
     chain_problems,
@@ -100,7 +101,7 @@ def _claim(rule="> 0", previous=()):
 def test_a_changed_rule_shows_both_versions(tmp_path, monkeypatch):
     monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
     old = _claim()
-    assert register("demo", [old], "first", "2026-01-01") == ["x"]
+    assert register("demo", [old], "first", "2026-01-01", new=True) == ["x"]
     assert register("demo", [old], "again", "2026-01-02") == []  # unchanged: nothing new
     new = Claim("x", old.statement, "", old.measure, "> 0.5", lambda v: v.mean > 0.5,
                 previous=(old,))
@@ -316,7 +317,7 @@ def _results(tmp_path, monkeypatch):
     # the real claims' fingerprints read their presets, in whatever order the tests ran
     (tmp_path / "params").symlink_to(ROOT / "params")
     claim = _claim()
-    register("rlp", [claim], "first", "2026-01-01")
+    register("rlp", [claim], "first", "2026-01-01", new=True)
     write(evaluate([claim], {"x": Estimate(1.0, 0.1, 5)}), STUDIES["rlp"])
     return claim
 
@@ -332,9 +333,11 @@ def test_the_register_check_agrees_with_an_untouched_register(tmp_path, monkeypa
     assert "Register check" not in collect()
 
 
-def test_a_deleted_register_reads_unregistered(tmp_path, monkeypatch):
+def test_a_register_without_an_entry_for_a_rule_reads_unregistered(tmp_path, monkeypatch):
     claim = _results(tmp_path, monkeypatch)
     register_path("rlp").unlink()
+    register("rlp", [dataclasses.replace(claim, id="y")], "another rule", "2026-01-01",
+             new=True)
     assert _checked(claim) == ["unregistered"]
     text = collect()
     assert "**Register check: 1 of 1 rules are unregistered or changed since registration**" \
@@ -346,7 +349,8 @@ def test_an_edited_fingerprint_reads_changed_since_registration(tmp_path, monkey
     path = register_path("rlp")
     path.write_text(path.read_text().replace(claim.fingerprint, "0123456789abcdef"))
     assert _checked(claim)[0].startswith("changed since registration: the results' rule")
-    assert "changed since registration" in collect()
+    with pytest.raises(DamagedFileError, match="was rewritten"):  # the report refuses it
+        collect()
 
 
 def test_code_changed_after_the_results_reads_changed_since_registration(tmp_path,
@@ -619,11 +623,13 @@ OLD_TABLE_COLUMNS = ("id", "statement", "paper", "measure", "rule", "headline", 
 
 def _old_claims_table(tmp_path, monkeypatch, rows):
     """A study's claims.csv with only the columns of a table written before p-values, δ and
-    the unit of replication existed, and no register, under tmp_path."""
+    the unit of replication existed, and an empty register, under tmp_path."""
     import pandas as pd
 
     monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
     monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path / "figures"))
+    register_path("rlp").parent.mkdir(exist_ok=True)
+    register_path("rlp").write_text("seeds: []\npilot_seeds: []\nclaims: []\n")
     folder = figures_dir(STUDIES["rlp"])
     folder.mkdir(parents=True)
     pd.DataFrame([dict(zip(OLD_TABLE_COLUMNS, r, strict=True)) for r in rows]).to_csv(
@@ -670,12 +676,13 @@ def test_a_section_opens_with_its_table_and_folds_its_run_history(tmp_path, monk
         ("short", "A short claim.", "qualitative", "m", "> 0", "1 (n=5)", "x=1", "holds", "",
          "")])
     reason = "the recipe trains longer, " * 40
-    (tmp_path / "register").mkdir()
+    (tmp_path / "register").mkdir(exist_ok=True)
     (tmp_path / "register" / "earlier.csv").write_text("id,verdict,version\nshort,holds,v1\n")
     (tmp_path / "register" / f"{STUDIES['rlp']}.yaml").write_text(
         "seeds: [300, 301]\npilot_seeds: [0]\nclaims: []\nearlier_runs:\n"
         f"- {{seeds: [100, 101], replaced: 2026-01-02, reason: '{reason}', "
         "verdicts: register/earlier.csv}\n")
+    chain_genesis("rlp")  # chained as the register command writes it
     text = collect()
     section = text.split(f"## {STUDIES['rlp']}\n\n")[1].split("\n## ")[0]
     paragraphs = section.split("\n\n")
@@ -721,7 +728,7 @@ def test_kept_versions_are_found_by_their_words_after_shared_code_moved(tmp_path
 
     monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
     old = _claim()
-    register("demo", [old], "first", "2026-01-01")
+    register("demo", [old], "first", "2026-01-01", new=True)
     # the same words decided by other code (as when the verdict order every rule shares
     # changed): a new fingerprint, the same text fingerprint
     kept = dataclasses.replace(old, holds=lambda v: v.mean >= 0)

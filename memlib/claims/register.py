@@ -12,15 +12,25 @@ so its verdict is version N's, and the report says so.
 The register cannot be rewritten unseen: its rule entries (`claims`) and its replaced runs
 (`earlier_runs`) are each a hash chain, every entry carrying `chain`, a hash of its own
 content and of the previous entry's `chain` (the first entry's previous is "genesis"), so an
-edit of a committed entry breaks its hash and every later one (`chain_problems`; the test
-suite checks every register). Entries are only appended. A new confirmatory run of rule
-versions that already had one is refused unless it is a replication, and so is a seed any
-earlier run, pilot or benchmark used (`register/seed-ledger.yaml`)."""
+edit of a committed entry breaks its hash and every later one; and the register's `head`
+hashes everything else that decides a verdict (the seeds, the planned n, the replication
+flag, every other setting) with both chains' last hashes and lengths, so an edited seed or a
+removed last entry breaks it too (`chain_problems`). A register rewritten whole, its hashes
+recomputed, is caught by its anchor outside the file: the claims report records each
+register's anchor (`anchor_of`: the settings' hash and each chain's length and last hash),
+and `memlib claims` and `memlib register` refuse a register that does not extend the anchor
+the report holds (`verify_register`): entries are only appended, and the settings change only
+with a new confirmatory run; the test suite checks every committed version of every register
+against the one before it in git's history. A missing register is refused in one line.
+A new confirmatory run of rule versions that already had one is refused unless it is a
+replication, and so is a seed any earlier run, pilot or benchmark used
+(`register/seed-ledger.yaml`)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -37,11 +47,16 @@ ENTRY_KEYS = ("id", "version", "fingerprint")
 CHAIN = "chain"  # an entry's hash, chained to the previous entry's
 CHAINED = ("claims", "earlier_runs")  # the register's append-only lists
 GENESIS = "genesis"
+HEAD = "head"  # the hash of the settings and of both chains' ends: the register's own check
 SEED_LEDGER = "seed-ledger.yaml"
 
 
 class DamagedFileError(RuntimeError):
     """A register file or a claims table cannot be read as written: one line naming it."""
+
+
+class MissingRegisterError(DamagedFileError):
+    """A study has no register: one line saying how to restore it."""
 
 
 def register_path(study: str) -> Path:
@@ -55,15 +70,22 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def read_register(study: str) -> dict:
+def read_register(study: str, missing_ok: bool = False) -> dict:
     """The study's register: confirmatory and pilot seeds, and one entry per registered rule
-    version (id, version, fingerprint, registered date, reason). Empty if there is none;
-    DamagedFileError if it is not the YAML mapping the register command writes."""
+    version (id, version, fingerprint, registered date, reason). MissingRegisterError if there
+    is none (an empty register with `missing_ok`); DamagedFileError if it is not the YAML
+    mapping the register command writes."""
     import yaml
 
     path = register_path(study)
-    if not path.exists():
+    if not path.exists() and missing_ok:
         return {"seeds": [], "pilot_seeds": [], "claims": []}
+    if not path.exists():
+        raise MissingRegisterError(
+            f"{_shown(path)} is missing; restore it from version control (git checkout -- "
+            f"{_shown(path)}), or start an empty one with `memlib register {study} "
+            "--new-register --reason ...`, which loses every earlier registration, seed and "
+            "replaced run")
     damaged = f"{_shown(path)} is damaged"
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -92,10 +114,53 @@ def entry_hash(entry: Mapping, previous: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def settings_hash(data: Mapping) -> str:
+    """The hash of every setting of a register outside its chains and head (the seeds, the
+    pilot seeds, when they were registered, the replication flag, the planned n)."""
+    settings = {k: v for k, v in data.items() if k not in (*CHAINED, HEAD)}
+    text = json.dumps(settings, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def anchor_of(data: Mapping) -> dict:
+    """What an anchor outside the register records of it: its settings' hash and each
+    chain's length and last hash."""
+    ends = {name: [len(data.get(name) or []),
+                   str((data.get(name) or [{}])[-1].get(CHAIN, GENESIS))] for name in CHAINED}
+    return {"settings": settings_hash(data), **ends}
+
+
+def head_hash(data: Mapping) -> str:
+    """The register's head: a hash of its anchor (settings, chains' lengths and ends)."""
+    text = json.dumps(anchor_of(data), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def extends(data: Mapping, anchor: Mapping) -> str:
+    """Why the register `data` is not the one `anchor` (`anchor_of`) recorded or one appended
+    to since, or "": each chain still holds the anchored entries (its entry at the anchored
+    length has the anchored hash, which chains every entry before it), and the settings are
+    the anchored ones unless a confirmatory run was replaced since."""
+    for name in CHAINED:
+        count, last = anchor[name]
+        entries = data.get(name) or []
+        if len(entries) < count:
+            return (f"its {name} has {len(entries)} entries where {count} were recorded "
+                    "(entries were removed)")
+        if count and str(entries[count - 1].get(CHAIN)) != last:
+            return f"its {name} were rewritten (entry {count - 1} no longer has its recorded hash)"
+    if (settings_hash(data) != anchor["settings"]
+            and len(data.get("earlier_runs") or []) == anchor["earlier_runs"][0]):
+        return ("its seeds, planned n or other settings changed without a new confirmatory "
+                "run")
+    return ""
+
+
 def chain_problems(data: Mapping) -> list[str]:
-    """Every break in a register's hash chains, one line each: an entry without its hash, or
-    one whose content or predecessor no longer gives the hash it recorded (edited in place,
-    removed or reordered); empty for an intact register."""
+    """Every break in a register's hash chains and head, one line each: an entry without its
+    hash, or one whose content or predecessor no longer gives the hash it recorded (edited in
+    place, removed or reordered), a register without its head (unless it holds no entry yet)
+    or whose settings or chains' ends no longer give it; empty for an intact register."""
     problems = []
     for name in CHAINED:
         previous = GENESIS
@@ -108,7 +173,59 @@ def chain_problems(data: Mapping) -> list[str]:
                 problems.append(f"{what} was changed after it was appended (its {CHAIN} hash "
                                 "no longer matches)")
             previous = str(entry.get(CHAIN, ""))
+    if HEAD not in data:
+        if any(data.get(name) for name in CHAINED):
+            problems.append(f"it has no {HEAD} hash")
+    elif str(data[HEAD]) != head_hash(data):
+        problems.append(f"its {HEAD} hash no longer matches its seeds, settings and entries "
+                        "(a setting was edited, or entries removed)")
     return problems
+
+
+ANCHOR_LINE = re.compile(r"^register (?P<file>[\w.-]+\.yaml) settings=(?P<settings>\w+) "
+                         r"claims=(?P<claims>\d+):(?P<claims_end>\w+) "
+                         r"earlier_runs=(?P<earlier>\d+):(?P<earlier_end>\w+)$", re.M)
+
+
+def anchor_line(study: str, data: Mapping) -> str:
+    """The line the claims report records a register's anchor in (`read_anchors`)."""
+    anchor = anchor_of(data)
+    return (f"register {register_path(study).name} settings={anchor['settings']} "
+            f"claims={anchor['claims'][0]}:{anchor['claims'][1]} "
+            f"earlier_runs={anchor['earlier_runs'][0]}:{anchor['earlier_runs'][1]}")
+
+
+def read_anchors(text: str) -> dict[str, dict]:
+    """register file name -> its anchor, from the lines `anchor_line` wrote in `text`."""
+    return {m["file"]: {"settings": m["settings"],
+                        "claims": [int(m["claims"]), m["claims_end"]],
+                        "earlier_runs": [int(m["earlier"]), m["earlier_end"]]}
+            for m in ANCHOR_LINE.finditer(text)}
+
+
+def recorded_anchors() -> dict[str, dict]:
+    """The anchors the claims report of the default scale holds (none before its first)."""
+    report = paths.claims_report(DEFAULT_SCALE)
+    try:
+        return read_anchors(report.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return {}
+
+
+def verify_register(study: str, anchors: Mapping[str, Mapping] | None = None) -> dict:
+    """The study's register, once it is found intact (`chain_problems`) and extending its
+    anchor in `anchors` (default: the claims report's); else one line: MissingRegisterError
+    or DamagedFileError."""
+    data = read_register(study)
+    _intact(study, data)
+    anchors = recorded_anchors() if anchors is None else anchors
+    anchor = anchors.get(register_path(study).name)
+    problem = extends(data, anchor) if anchor else ""
+    if problem:
+        raise DamagedFileError(
+            f"{_shown(register_path(study))} was rewritten since the claims report recorded "
+            f"it: {problem}; restore it from version control and append instead")
+    return data
 
 
 def _append(data: dict, name: str, entry: dict) -> None:
@@ -152,7 +269,9 @@ def _write_register(study: str, data: Mapping) -> None:
     ordered = {k: data[k] for k in ("seeds", "pilot_seeds", "seeds_registered",
                                     "seeds_replication", "planned_n", "earlier_runs", "claims")
                if k in data}
-    text = yaml.safe_dump({**ordered, **data}, sort_keys=False, allow_unicode=True, width=100)
+    ordered = {**ordered, **{k: v for k, v in data.items() if k != HEAD}}
+    ordered[HEAD] = head_hash(ordered)
+    text = yaml.safe_dump(ordered, sort_keys=False, allow_unicode=True, width=100)
     atomic_write_bytes(register_path(study), text.encode())
 
 
@@ -220,17 +339,23 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def _read_or_start(study: str, new: bool) -> dict:
+    """The study's register; with `new`, an empty one where there is none."""
+    return read_register(study, missing_ok=new)
+
+
 def register(study: str, claims: Sequence[Claim], reason: str, today: str,
-             moved: bool = False) -> list[str]:
+             moved: bool = False, new: bool = False) -> list[str]:
     """Append a register entry for every claim whose fingerprint differs from its latest
     registration (version 1 for a new claim); return the ids registered. A changed rule
     must keep its earlier versions in `Claim.previous` so the report shows both verdicts;
     a rule registered by its words only whose words did not change is marked `same_rule_as`
     that version, and so is every rule when `moved` says that only where its code (or the
     preset values it reads) lives changed (the registrant's statement, recorded with its
-    reason, which the command line verifies first: `memlib.claims.moved`)."""
+    reason, which the command line verifies first: `memlib.claims.moved`). A study without a
+    register is refused (MissingRegisterError) unless `new` starts an empty one."""
     reason = check_reason(reason)
-    data = read_register(study)
+    data = _read_or_start(study, new)
     _intact(study, data)
     data.setdefault("claims", [])
     latest = _latest(data)
@@ -432,8 +557,9 @@ def _version_of(versions: dict[str, int], *fingerprints: str) -> str:
 def with_versions(table: pd.DataFrame, study: str) -> pd.DataFrame:
     """Name each row's registered rule version ("v2") from the register; a rule whose
     fingerprint was never registered reads "unregistered", so an unrecorded change shows.
-    Earlier versions are found by either fingerprint (one registered by its words only)."""
-    data = read_register(study)
+    Earlier versions are found by either fingerprint (one registered by its words only).
+    Without a register every row reads "unregistered" (the report then refuses the study)."""
+    data = read_register(study, missing_ok=True)
     known = _versions(data)
     table = table.copy()
     table["version"] = [_version_of(known.get(i, {}), fp)

@@ -13,11 +13,15 @@ from memlib.claims.register import (
     CLAIMS_TABLE,
     DamagedFileError,
     _versions,
+    anchor_line,
     check,
     earlier_runs,
     read_register,
     read_results,
+    recorded_anchors,
+    register_path,
     seed_span,
+    verify_register,
 )
 from memlib.claims.rules import (
     FAILS,
@@ -85,8 +89,19 @@ def pilot_verdicts(study: str) -> dict[str, str]:
     return dict(zip(pilot["id"], pilot["verdict"]))
 
 
+# what would open HTML in Markdown: a tag, a closing tag, a comment or a declaration
+_MARKUP = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def escaped(text: str) -> str:
+    """`text` with every `<` that could open HTML written as `&lt;`, so that a note, a
+    statement or a value reads as text in CLAIMS.md and the book, never as markup (a `<`
+    before a space or a digit, as in "p < 0.05", is text already and stays)."""
+    return _MARKUP.sub("&lt;", str(text))
+
+
 def _cell(text: str, limit: int = 10_000) -> str:
-    text = " ".join(str(text).split()).replace("|", "\\|")
+    text = escaped(" ".join(str(text).split()).replace("|", "\\|"))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -100,7 +115,8 @@ def verdict_cell(verdict: str) -> str:
     """The verdict's kind alone, coloured by the book's style sheet (a code host shows the
     word); the reason of a failed precondition goes to the note."""
     kind = verdict.split(":")[0].strip()
-    return f'<span class="verdict verdict-{VERDICT_CSS.get(kind, "notrun")}">{kind}</span>'
+    return (f'<span class="verdict verdict-{VERDICT_CSS.get(kind, "notrun")}">'
+            f"{escaped(kind)}</span>")
 
 
 def claim_dataset(claim_id: str, ours: str) -> str:
@@ -219,7 +235,7 @@ def _runs_disagree(current: str, others: list[str]) -> str:
 
 
 def _p_cell(row) -> str:
-    p, adjusted = str(getattr(row, "p", "")), str(getattr(row, "p_holm", ""))
+    p, adjusted = escaped(getattr(row, "p", "")), escaped(getattr(row, "p_holm", ""))
     if p in ("", "n/a"):
         return "—"
     return f"{p} (Holm {adjusted})" if adjusted and adjusted != NOT_COMPUTED else \
@@ -239,8 +255,8 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
             ours += f" · {_cell(row.replicates)}"
         note = note_cell(row, notebook, scale)
         if row.judged_by_run:
-            note = (f"counted as the run judged it: {row.judged_by_run} (relabelled since: "
-                    f"{row.verdict}). {note}")
+            note = (f"counted as the run judged it: {_cell(row.judged_by_run)} (relabelled "
+                    f"since: {_cell(row.verdict)}). {note}")
         if row.delta and row.delta != NOT_COMPUTED:
             note += f" δ = {_cell(row.delta)}."
         lines.append(readable_row("| " + " | ".join((
@@ -262,9 +278,10 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
     flagged = table[table["register"] != ""]
     warning = "" if flagged.empty else (
         f"**Register check: {len(flagged)} of {len(table)} rules are unregistered or changed "
-        f"since registration** ({', '.join(flagged['id'])}); see the details.\n\n")
-    rules = "\n".join(measured(f"- **{row.id}**: measure: {row.measure}. Rule: {row.rule}. "
-                               f"Ours: {row.ours or 'not run'}.") for row in table.itertuples())
+        f"since registration** ({_cell(', '.join(flagged['id']))}); see the details.\n\n")
+    rules = "\n".join(measured(escaped(f"- **{row.id}**: measure: {row.measure}. Rule: "
+                                       f"{row.rule}. Ours: {row.ours or 'not run'}."))
+                      for row in table.itertuples())
     return (f"**{counts(table)}.**\n\n{warning}" + "\n".join(lines) + "\n\n"
             + run_history(reg.get("seeds", []), earlier)
             + "<details><summary>Rule versions, register check, pilot and earlier "
@@ -283,7 +300,7 @@ def run_history(seeds: Sequence[int], earlier: Sequence[tuple[str, str, Mapping]
         return f"{line}\n\n"
     spans = ", ".join(span for span, _, _ in earlier)
     replaced = "\n\n".join(f"It replaces an earlier confirmatory run on seeds {span}, whose "
-                            f"verdicts stay in the details: {reason.rstrip('.')}."
+                            f"verdicts stay in the details: {escaped(reason).rstrip('.')}."
                             for span, reason, _ in earlier)
     return (f"<details><summary>{line} Why it replaces the earlier "
             f"run{'s' if len(earlier) > 1 else ''} on seeds {spans}</summary>\n\n{replaced}"
@@ -302,9 +319,17 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
     """Write CLAIMS.md from every study's claims.csv at `scale`; return its text. `code`
     (study -> {claim id: fingerprint}) adds the code's fingerprints to the register check."""
     sections, tables = [], []
+    # every register intact and extending its anchor in the report, before anything is read
+    # (a study without results yet needs none)
+    anchors, registers = recorded_anchors(), {}
+    for key, study in STUDIES.items():
+        csv = paths.figures_dir(study, scale) / f"{CLAIMS_TABLE}.csv"
+        if csv.exists() or register_path(key).exists():
+            registers[key] = verify_register(key, anchors)
     for key, study in STUDIES.items():
         csv = paths.figures_dir(study, scale) / f"{CLAIMS_TABLE}.csv"
         if not csv.exists():
+            _require_table(csv)
             sections.append(f"## {study}\n\nNo results yet: run `make figures SCALE={scale}`.\n")
             continue
         found = code(key) if code else None
@@ -363,7 +388,31 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
         "adjustment over every tested row of each study, which holds the chance of any wrong "
         f"decision to {P_LEVEL:.0%} per study, keeps {holm_kept} of them decided.\n\n"
         + "\n".join(sections)
+        + anchors_block(registers)
     )
     atomic_write_bytes(paths.claims_report(scale), text.encode())
     return text
+
+
+def anchors_block(registers: Mapping[str, Mapping]) -> str:
+    """The registers' anchors (`register.anchor_line`), in a comment a reader does not see:
+    the next `memlib claims` refuses a register that does not extend its anchor here."""
+    lines = [anchor_line(key, data) for key, data in registers.items()]
+    return ("\n<!-- the registers as this report read them; `memlib claims` refuses a register "
+            "that does not extend its line here\n" + "\n".join(lines) + "\n-->\n")
+
+
+def _require_table(csv) -> None:
+    """MissingTableError when a study's claims table is missing beside its other outputs."""
+    others = [p.name for p in csv.parent.iterdir()
+              if p.is_file() and not p.name.startswith(".")] if csv.parent.is_dir() else []
+    if others:
+        raise MissingTableError(
+            f"{csv} is missing beside the study's other outputs ({', '.join(sorted(others)[:3])}"
+            f"{', …' if len(others) > 3 else ''}); rerun its notebook or restore it from "
+            "version control")
+
+
+class MissingTableError(DamagedFileError):
+    """A study's claims.csv is missing where its other outputs are."""
 
