@@ -7,16 +7,20 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 # The folders memlib writes, as memlib.paths reads them: $MEMLIB_BUILD and $MEMLIB_FIGURES
-# when set, else build/ and figures/ here.
-BUILD := $(or $(MEMLIB_BUILD),build)
-FIGURES := $(or $(MEMLIB_FIGURES),figures)
-# make cannot take a space in a file name: `make figures` stops with one line instead of a
-# cryptic error (the other targets read the folders through memlib.paths and take spaces)
-SPACED := $(strip $(foreach v,MEMLIB_BUILD MEMLIB_FIGURES,$(if $(word 2,$($(v))),$(v))))
+# when set, else build/ and figures/ here. Read with $(value ...): make would expand a `$(...)`
+# in a variable from the environment, and run a `$(shell ...)` there even under `make -n`.
+BUILD := $(or $(value MEMLIB_BUILD),build)
+FIGURES := $(or $(value MEMLIB_FIGURES),figures)
+# make cannot take a space or a `$` in a file name: `make figures` stops with one line instead
+# of a cryptic error (the other targets read the folders through memlib.paths and take them)
+SPACED := $(strip $(foreach v,MEMLIB_BUILD MEMLIB_FIGURES,$(if $(or $(word 2,$(value $(v))),$(findstring $$,$(value $(v)))),$(v))))
 ifneq ($(SPACED),)
 ifneq ($(filter figures,$(or $(MAKECMDGOALS),figures)),)
-$(error memlib: $(firstword $(SPACED))="$($(firstword $(SPACED)))" has a space, which make cannot take in file names; choose a folder without spaces for `make figures`)
+$(error memlib: $(firstword $(SPACED))="$(value $(firstword $(SPACED)))" has a space or a $$, which make cannot take in file names; choose another folder for `make figures`)
 endif
+# the other targets never name these folders in a rule: they must not become rules' names
+BUILD := build
+FIGURES := figures
 endif
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.py))

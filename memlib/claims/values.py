@@ -2,7 +2,8 @@
 check that a rule registered as moved (`memlib register --moved`) still gives the same
 verdict and value: the committed code and the working tree's each evaluate the stored values
 (or, where a study has none stored yet, the rules' own Cases), the committed code in a
-process of its own."""
+process of its own. A stored value names its type, which must be one of memlib's: the file
+never chooses what is imported."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memlib import DEFAULT_SCALE, STUDIES, paths
+from memlib.claims.register import DamagedFileError
 from memlib.claims.rules import Claim, evaluate
 from memlib.process import atomic_write_bytes
 
@@ -57,7 +59,9 @@ def decode(data):
         return {(tuple(k) if isinstance(k, list) else decode(k)): decode(v)
                 for k, v in data["__map__"]}
     if "__type__" in data:
-        module, _, name = data["__type__"].rpartition(".")
+        module, _, name = str(data["__type__"]).rpartition(".")
+        if module != "memlib" and not module.startswith("memlib."):
+            raise ValueError(f"a value names the type {data['__type__']!r}, outside memlib")
         try:
             kind = getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError):
@@ -88,7 +92,11 @@ def read_values(study: str, scale: str = DEFAULT_SCALE) -> dict[str, Any] | None
     path = paths.figures_dir(STUDIES.get(study, study), scale) / VALUES_FILE
     if not path.exists():
         return None
-    return {k: decode(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
+    try:  # a value names only memlib's own types: a data file never chooses an import
+        return {k: decode(v) for k, v in json.loads(path.read_text(encoding="utf-8")).items()}
+    except (ValueError, TypeError, AttributeError) as err:
+        raise DamagedFileError(f"{path} is damaged: {str(err).splitlines()[0]}; rerun its "
+                               "notebook or restore it from version control") from None
 
 
 def outcomes(claims: Sequence[Claim], values: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -134,10 +142,15 @@ def case_values(claims: Sequence[Claim]) -> dict[str, Any]:
 
 
 def committed_tree(into: Path, ref: str = "HEAD") -> Path:
-    """The committed code (`ref`'s memlib/ and params/) unpacked under `into`."""
+    """The committed code (`ref`'s memlib/ and params/) unpacked under `into`. `ref` reaches
+    git only after `--end-of-options`, as a revision, and `git archive` only as the commit it
+    names: a value such as `--output=x` is never an option (CalledProcessError: no commit)."""
     root = paths.repo_root()
-    archive = subprocess.run(["git", "-C", str(root), "archive", ref, "memlib", "params"],
-                             capture_output=True, check=True).stdout
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "--quiet",
+                             "--end-of-options", f"{ref}^{{commit}}"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    archive = subprocess.run(["git", "-C", str(root), "archive", commit, "--", "memlib",
+                              "params"], capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into
 
