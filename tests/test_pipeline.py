@@ -37,8 +37,8 @@ def test_success_writes_everything_and_failure_writes_nothing(tmp_path):
     with pytest.raises(NotebookError, match="failed in cell.*asked to fail"):
         run_notebook(FIXTURE, "smoke", params={"n": 9, "fail": True}, build_dir=build)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
-    assert sorted(p.name for p in build.iterdir()) == ["tiny_notebook.failed.ipynb",
-                                                       "tiny_notebook.ipynb"]
+    assert sorted(p.name for p in build.iterdir() if p.name != paths.MARKER) == [
+        "tiny_notebook.failed.ipynb", "tiny_notebook.ipynb"]
 
 
 def test_missing_params_file_is_one_sentence(tmp_path):
