@@ -35,15 +35,18 @@ class KitError(RuntimeError):
     """Nothing to pack; the message says what to run first."""
 
 
+def _starts_with(path: Path, magic: bytes) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(magic)) == magic
+    except OSError:
+        return False
+
+
 def is_entry(path: Path) -> bool:
     """Whether `path` holds a cache entry by its content: a torch archive whose bytes match
     the digest after them (an ELF or a script named like an entry is not one)."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(len(ARCHIVE))
-    except OSError:
-        return False
-    return head == ARCHIVE and cache.intact(path)
+    return _starts_with(path, ARCHIVE) and cache.intact(path)
 
 
 def packable(path: Path, root: Path) -> bool:
@@ -93,7 +96,7 @@ def clean() -> tuple[list[Path], list[str]]:
         if why:
             kept.append(f"{target} ({why}; memlib never removes it)")
         elif target.is_symlink() or not target.is_dir():
-            if target.is_symlink() or target.read_bytes()[:2] == GZIP:
+            if target.is_symlink() or _starts_with(target, GZIP):
                 target.unlink()
                 removed.append(target)
             else:
