@@ -4,6 +4,10 @@ Entries are torch-saved payloads followed by a SHA-256 digest of those bytes and
 written atomically (temp file + rename), so an interrupted run never leaves a
 half-written entry and a corrupted one is detected and recomputed. Loading uses
 `weights_only=True`; pandas DataFrames are stored as column dicts for that reason.
+Every entry (and every training checkpoint, stored the same way) names its file, hence its
+key, and the version of its layout (`FORMAT`): an entry copied over another key's, one of
+an older layout that does not name its key, or one of another layout is never served; it is
+recomputed, with one warning.
 
 A computed entry also stores how many seconds its computation took on a cold cache (its
 own time plus the cold time of the entries it used), so that a run that only loads can
@@ -39,7 +43,11 @@ from memlib.process import atomic_write_bytes, cache_key_tag, checkpoints_of, co
 
 _DIGEST = hashlib.sha256().digest_size
 _FRAME = "__dataframe__"
-_TIMED = "__timed_entry__"  # {value, seconds, own, used}: an entry that knows its cold cost
+_TIMED = "__timed_entry__"  # {format, entry, value, seconds, own, used}
+# the layout of an entry: 1 had no `format` field, 2 also stores values without a time (a
+# checkpoint's); both name their entry, and both read the same way
+FORMAT = 2
+_READABLE_FORMATS = (1, FORMAT)
 LEDGER_VARIABLE = "MEMLIB_COMPUTE_LEDGER"
 _ONLY_CACHED: list[str] = []  # the command that computes missing entries, inside only_cached()
 _NESTED: list[list] = []  # per computation in progress: [wall, cold] seconds of its cached()
@@ -98,9 +106,11 @@ def _entry_bytes(path: Path, value: Any, seconds: float | None, own: float | Non
                  used: dict[str, float] | None = None) -> bytes:
     """What the file of entry `path` holds: the torch-saved payload, then its digest."""
     # an entry names itself: a file copied or renamed over another key's entry is refused
-    payload = _encode(value) if seconds is None else {
-        _TIMED: {"value": _encode(value), "seconds": float(seconds), "entry": Path(path).name,
-                 "own": float(seconds if own is None else own), "used": dict(used or {})}}
+    payload = {_TIMED: {"format": FORMAT, "value": _encode(value), "entry": Path(path).name,
+                        "seconds": None if seconds is None else float(seconds),
+                        "own": None if seconds is None else float(seconds if own is None
+                                                                  else own),
+                        "used": dict(used or {})}}
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     payload = buffer.getvalue()
@@ -128,15 +138,31 @@ def _read_entry(path: Path, data: bytes) -> tuple[Any, float | None, float | Non
     with warnings.catch_warnings():  # a foreign pickle's protocol is no news: it is refused
         warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
         stored = torch.load(io.BytesIO(payload), weights_only=True)
-    if isinstance(stored, dict) and set(stored) == {_TIMED}:
-        named = stored[_TIMED].get("entry", Path(path).name)  # entries before names: trusted
-        if named != Path(path).name:
-            raise ValueError(f"it holds the result stored as {named}, another computation's or "
-                             "another configuration's")
-        timed = stored[_TIMED]
-        return (_decode(timed["value"]), timed["seconds"], timed.get("own", timed["seconds"]),
-                dict(timed.get("used", {})))
-    return _decode(stored), None, None, {}
+    return _unwrap(Path(path).name, stored)
+
+
+def _unwrap(name: str, stored: Any) -> tuple[Any, float | None, float | None, dict]:
+    """The (value, seconds, own, used) of the payload `stored` of the entry file `name`;
+    ValueError, in one line, for any payload that does not say it is that entry's, in a
+    layout this version reads."""
+    timed = stored.get(_TIMED) if isinstance(stored, dict) and set(stored) == {_TIMED} else None
+    if not isinstance(timed, dict) or "entry" not in timed:
+        raise ValueError("it is of an older layout that does not name its key, so it may hold "
+                         "another configuration's result")
+    layout = timed.get("format", 1)
+    if layout not in _READABLE_FORMATS:
+        raise ValueError(f"it is of layout {layout!r}, which this version does not read "
+                         f"(it reads {', '.join(map(str, _READABLE_FORMATS))})")
+    if timed["entry"] != name:
+        raise ValueError(f"it holds the result stored as {timed['entry']}, another "
+                         "computation's or another configuration's")
+    try:
+        seconds = timed["seconds"]
+        own = timed.get("own", seconds)
+        used = dict(timed.get("used") or {})
+        return _decode(timed["value"]), seconds, own, used
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ValueError(f"its layout is damaged ({type(err).__name__}: {err})") from None
 
 
 def load(path: Path) -> Any:
