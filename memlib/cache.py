@@ -57,6 +57,8 @@ _UNWRITTEN: dict[Path, tuple] = {}  # (value, seconds, own, used) whose entry wa
 # entries "loaded" / "computed" so far, and of those computed how many were "not written"
 activity: collections.Counter = collections.Counter()
 ledger: dict[str, float | None] = {}  # entry -> cold compute seconds, of top-level calls
+_COMPUTED_HERE: list[str] = []  # the entries this process computed, in order
+_COMPUTED_ELSEWHERE: set[str] = set()  # computed for this run by a worker, not yet loaded here
 
 
 class MissingResultError(RuntimeError):
@@ -200,7 +202,10 @@ def cached(name: str, config: Any, compute: Callable[[], Any], refresh: bool = F
 def _load_or_compute(path: Path, compute: Callable[[], Any],
                      refresh: bool) -> tuple[Any, float | None, float | None, dict]:
     if path in _UNWRITTEN and not refresh and not distributed.active():
-        activity["kept in memory"] += 1
+        if path.name in _COMPUTED_ELSEWHERE:
+            _COMPUTED_ELSEWHERE.discard(path.name)
+        else:
+            activity["kept in memory"] += 1
         return _UNWRITTEN[path]
     entry, found = (None, None, None, {}), False
     if path.exists() and not refresh and distributed.is_main():
@@ -209,7 +214,10 @@ def _load_or_compute(path: Path, compute: Callable[[], Any],
         except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed
             warnings.warn(f"recomputing {path.name}: {_why_unusable(err)}", stacklevel=3)
     if distributed.broadcast_flag(found):
-        activity["loaded"] += 1
+        if path.name in _COMPUTED_ELSEWHERE:  # counted as computed when its worker was done
+            _COMPUTED_ELSEWHERE.discard(path.name)
+        else:
+            activity["loaded"] += 1
         return entry if distributed.is_main() else _read_entry(path, path.read_bytes())
     if _ONLY_CACHED:
         raise MissingResultError(
@@ -225,6 +233,7 @@ def _load_or_compute(path: Path, compute: Callable[[], Any],
     own = time.monotonic() - start - nested_wall
     seconds = own + nested_cold
     activity["computed"] += 1
+    _COMPUTED_HERE.append(path.name)
     if distributed.is_main():
         try:
             save(path, value, seconds, own, used)
@@ -245,6 +254,25 @@ def unwritten_since(before: Collection[Path]) -> dict[Path, bytes]:
     (`keep_unwritten`) instead of discarding it."""
     return {path: _entry_bytes(path, *kept) for path, kept in _UNWRITTEN.items()
             if path not in before}
+
+
+def computed_count() -> int:
+    """How many entries this process has computed so far (`computed_since` takes it)."""
+    return len(_COMPUTED_HERE)
+
+
+def computed_since(count: int) -> list[str]:
+    """The entries this process computed after `computed_count()` was `count`: what a worker
+    process hands to its parent (`note_computed_elsewhere`)."""
+    return _COMPUTED_HERE[count:]
+
+
+def note_computed_elsewhere(names: Collection[str]) -> None:
+    """Count entries another process computed for this run as computed here, and the first
+    load of each here not as loaded: a run whose workers computed everything says so."""
+    fresh = set(names) - _COMPUTED_ELSEWHERE
+    activity["computed"] += len(fresh)
+    _COMPUTED_ELSEWHERE.update(fresh)
 
 
 def unwritten() -> set[Path]:

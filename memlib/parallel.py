@@ -40,17 +40,17 @@ def _start_worker(parent: int, sources: dict) -> None:
     fingerprint.adopt(sources)
 
 
-def _compute_in_worker(function: Callable[[Any], Any],
-                       argument: Any) -> tuple[dict[Path, bytes], list[tuple[str, str]]]:
+def _compute_in_worker(function: Callable[[Any], Any], argument: Any
+                       ) -> tuple[dict[Path, bytes], list[tuple[str, str]], list[str]]:
     """Fill the cache with `function(argument)`'s entries (the caller loads them from there);
     return the entries that could not be written (a full disk), for the caller to keep in
-    memory instead of computing them again, and the warnings given once, for the caller to
-    give once for all its workers."""
+    memory instead of computing them again, the warnings given once, for the caller to
+    give once for all its workers, and the entries computed, for the caller to count."""
     one_cpu_thread()
-    before = cache.unwritten()
+    before, count = cache.unwritten(), cache.computed_count()
     with holding_warnings() as warned:
         function(argument)
-    return cache.unwritten_since(before), warned
+    return cache.unwritten_since(before), warned, cache.computed_since(count)
 
 
 def can_prefetch(processes: int) -> bool:
@@ -90,7 +90,8 @@ def prefetch(calls: list[Call], processes: int, desc: str = "runs") -> None:
             futures = [pool.submit(_compute_in_worker, f, a) for f, a in calls]
             for future in tqdm(as_completed(futures), total=len(futures), desc=desc,
                                disable=not show_progress()):
-                unwritten, warned = future.result()
+                unwritten, warned, computed = future.result()
+                cache.note_computed_elsewhere(computed)
                 cache.keep_unwritten(unwritten)
                 for topic, message in warned:
                     warn_once(topic, message)

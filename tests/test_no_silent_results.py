@@ -92,3 +92,24 @@ def test_entries_of_the_layout_before_the_version_field_still_load():
                                                      "entry": path.name}}))
     assert cache.cached("exp", {"n": 1}, lambda: [1.0]) == [3.0]
     assert cache.load_timed(path) == ([3.0], 2.0)
+
+
+def test_results_computed_by_workers_are_counted_as_computed_not_loaded():
+    from tiny import tiny
+
+    from memlib import cli
+    from memlib.parallel import prefetch
+    from memlib.studies import rlp
+
+    config = tiny(rlp.Config, dict(dataset="digits", train_samples=100, test_samples=50,
+                                   widths=(8, 8), epochs=1, layer_models=("mlp",)))
+    specs = [rlp.spec(config, seed=k) for k in (0, 1)]
+    cache.activity.clear()
+    prefetch([(rlp.cached_run, s) for s in specs], processes=2)  # a cold cache, two workers
+    for s in specs:
+        rlp.cached_run(s)  # what the study then does: read the workers' results
+    assert cache.activity["computed"] == 2 and "loaded" not in cache.activity, cache.activity
+    assert "results (2 computed) are in" in cli._where_results_are(cache.activity)
+    for s in specs:
+        rlp.cached_run(s)  # read again: loaded now
+    assert cache.activity["loaded"] == 2
