@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import hashlib
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -113,3 +114,15 @@ def test_results_computed_by_workers_are_counted_as_computed_not_loaded():
     for s in specs:
         rlp.cached_run(s)  # read again: loaded now
     assert cache.activity["loaded"] == 2
+
+
+def test_a_relative_memlib_folder_is_taken_from_the_repository_root(monkeypatch, tmp_path):
+    from memlib import paths
+
+    monkeypatch.chdir(tmp_path)  # as a kernel working in notebooks/ would be elsewhere
+    monkeypatch.setenv("MEMLIB_CACHE", "results/my-cache")
+    monkeypatch.setenv("MEMLIB_BUILD", "~/memlib-build")
+    assert paths.cache_dir() == paths.repo_root() / "results" / "my-cache"
+    assert paths.build_root() == Path("~/memlib-build").expanduser().resolve()
+    monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path / "figs"))
+    assert paths.figures_root() == tmp_path / "figs"
