@@ -5,8 +5,8 @@ run's closing line says how many results were computed and how many loaded."""
 
 from __future__ import annotations
 
-import io
 import hashlib
+import io
 import shutil
 from pathlib import Path
 
