@@ -70,3 +70,45 @@ def test_ctrl_c_while_the_book_loads_ends_in_one_line(tmp_path):
     out, err = book.communicate(timeout=120)
     assert book.returncode == 130, err
     assert one_line(err).startswith("memlib: interrupted") and "Traceback" not in err
+
+
+KERNEL_NOTEBOOK = '''# %% tags=["parameters"]
+scale = "smoke"
+
+# %%
+import warnings
+
+import pandas as pd
+
+import memlib
+from memlib.tables import save_table
+
+save_table(pd.DataFrame({"memlib": [memlib.__file__]}), "imported", "kernel_check", scale)
+warnings.warn("could not write the cache entry x.pt (No space left on device); results are "
+              "kept in memory for this run only", RuntimeWarning)
+'''
+
+
+def test_the_kernel_runs_this_checkouts_memlib_and_its_warnings_are_said_outside(
+        tmp_path, monkeypatch, recwarn):
+    from memlib import paths
+    from memlib.pipeline import run_notebook
+
+    notebook = tmp_path / "kernel_check.py"
+    notebook.write_text(KERNEL_NOTEBOOK)
+    # the environment's own memlib may be an editable install of another checkout
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    run_notebook(notebook, "smoke", params={})
+    (message,) = [str(w.message) for w in recwarn]
+    assert message.startswith("kernel_check.py: could not write the cache entry x.pt")
+    table = paths.figures_dir("kernel_check", "smoke") / "imported.csv"
+    assert str(ROOT / "memlib" / "__init__.py") in table.read_text()
+
+
+def test_a_kernel_importing_another_checkouts_memlib_stops_in_one_line(monkeypatch, tmp_path):
+    from memlib.pipeline import RUN_BY_PIPELINE, NotebookStop, notebook_config
+
+    monkeypatch.setenv(RUN_BY_PIPELINE, str(tmp_path))  # the checkout that runs the notebook
+    with pytest.raises(NotebookStop, match="this kernel imports memlib from") as stop:
+        notebook_config("modarith", {"scale": "smoke"})
+    assert "\n" not in str(stop.value)
