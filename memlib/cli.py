@@ -90,6 +90,7 @@ def run_study(study: str, scale: str, sets: dict[str, str], overrides: Path | No
     distributed.init_from_env()  # no-op unless launched by torchrun
     config = study_config(study, preset(STUDIES[study], scale, overrides, sets))
     check_environment((paths.cache_dir(), "MEMLIB_CACHE"))
+    studies.check_before_a_run(study, config)
     if scale != "full":
         from memlib.process import one_cpu_thread
 
@@ -433,11 +434,22 @@ def _verify_moved(study: str, claims) -> None:
 
 
 def _notebook(args) -> int:
+    from memlib.config import ConfigError
+    from memlib.data import DataError, DataRequestError
     from memlib.pipeline import NotebookError, NotebookInputError, run_notebook
 
     path = find_notebook(args.path)
     params = check_params(path.stem, preset(path.stem, args.scale, args.params,
                                             parse_sets(args.set)))
+    if path.stem in STUDY_OF:  # what only the data can refuse, before the kernel starts
+        try:
+            studies.check_before_a_run(STUDY_OF[path.stem],
+                                       study_config(STUDY_OF[path.stem], params))
+        except DataError as err:
+            print(f"memlib: error: {err}", file=sys.stderr)
+            return 1
+        except (ConfigError, DataRequestError) as err:
+            raise UsageError(" ".join(str(err).split())) from None
     check_environment((paths.cache_dir(), "MEMLIB_CACHE"),
                       (paths.figures_root(), "MEMLIB_FIGURES"),
                       (paths.build_dir(args.scale), "MEMLIB_BUILD"))

@@ -112,3 +112,74 @@ def test_a_kernel_importing_another_checkouts_memlib_stops_in_one_line(monkeypat
     with pytest.raises(NotebookStop, match="this kernel imports memlib from") as stop:
         notebook_config("modarith", {"scale": "smoke"})
     assert "\n" not in str(stop.value)
+
+
+def write_idx(folder: Path, split: str, images, labels) -> None:
+    """Fashion-MNIST's two IDX files of `split` (uint8 images N x 28 x 28, labels N)."""
+    import numpy as np
+
+    names = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+             "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}[split]
+    images, labels = np.asarray(images, np.uint8), np.asarray(labels, np.uint8)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, array in zip(names, (images, labels), strict=True):
+        header = bytes([0, 0, 8, array.ndim]) + b"".join(
+            int(n).to_bytes(4, "big") for n in array.shape)
+        (folder / name).write_bytes(header + array.tobytes())
+
+
+@pytest.fixture
+def fake_fashion_mnist(tmp_path, monkeypatch):
+    """A Fashion-MNIST folder under MEMLIB_DATA; the test writes its files."""
+    import numpy as np
+
+    from memlib import data
+
+    monkeypatch.setenv("MEMLIB_DATA", str(tmp_path / "data"))
+    data.clear_cache()
+    folder = tmp_path / "data" / "fashion_mnist"
+    rng = np.random.default_rng(0)
+    write_idx(folder, "test", rng.integers(0, 255, (50, 28, 28)), np.arange(50) % 10)
+    yield folder, rng
+    data.clear_cache()
+
+
+def test_an_idx_file_of_no_images_stops_in_one_line(fake_fashion_mnist, capsys):
+    import numpy as np
+
+    folder, _ = fake_fashion_mnist
+    write_idx(folder, "train", np.zeros((0, 28, 28)), [])
+    assert cli.main(["run", "rlp", "--scale", "smoke"]) == 1
+    err = one_line(capsys.readouterr().err)
+    assert "the train split of fashion_mnist holds no images" in err
+
+
+def test_training_labels_of_one_class_stop_in_one_line(fake_fashion_mnist, capsys):
+    folder, rng = fake_fashion_mnist
+    write_idx(folder, "train", rng.integers(0, 255, (500, 28, 28)), [3] * 500)
+    assert cli.main(["run", "rlp", "--scale", "smoke"]) == 2
+    err = one_line(capsys.readouterr().err)
+    assert "the training labels of fashion_mnist are all of one class (3) of its 10" in err
+
+
+@pytest.mark.parametrize("command, fragment", [
+    (["run", "rlp", "--set", "noise_rates=[0.0]"], "noise_rates=[0.0] has no rate above 0"),
+    (["notebook", "notebooks/01_random_label_heads.py", "--set", "noise_rates=[0.0]"],
+     "noise_rates=[0.0] has no rate above 0"),
+    (["run", "probes", "--set", "train_per_class=6001"],
+     "train_per_class=6001 asks for more than the 6000 training images of the smallest class "
+     "of fashion_mnist"),
+    (["run", "probes", "--set", "heatmap_train_per_class=7000", "--set", "datasets=[mnist]"],
+     "heatmap_train_per_class=7000 asks for more than the"),
+    (["run", "lens", "--set", "scatter_samples=301"],
+     "scatter_samples=301 asks for more than the 300 training examples of each run on "
+     "fashion_mnist"),
+])
+def test_a_setting_only_the_data_or_the_analysis_can_refuse_stops_before_any_work(
+        command, fragment, capsys):
+    from memlib import paths
+
+    assert cli.main([*command, "--scale", "smoke"]) == 2
+    captured = capsys.readouterr()
+    assert one_line(captured.err).startswith("memlib: error: ") and fragment in captured.err
+    assert not list(paths.cache_dir().rglob("*.pt"))  # nothing was computed
