@@ -320,8 +320,10 @@ def _claims(args) -> int:
 
     paths.require_writable(paths.figures_root(), "MEMLIB_FIGURES")
     try:
-        collect(args.scale, code=lambda study: {c.id: c.fingerprint
-                                                for c in studies.study_claims(study)})
+        # the rows the scale's presets produce: the fingerprints of the registered rules
+        collect(args.scale, code=lambda study: {
+            c.id: c.fingerprint for c in studies.study_claims(study)
+            if c.id in studies.claims_at(study, args.scale)})
     except DamagedFileError as err:
         print(f"memlib: error: {err}", file=sys.stderr)
         return 1

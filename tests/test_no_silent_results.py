@@ -126,3 +126,13 @@ def test_a_relative_memlib_folder_is_taken_from_the_repository_root(monkeypatch,
     assert paths.build_root() == Path("~/memlib-build").expanduser().resolve()
     monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path / "figs"))
     assert paths.figures_root() == tmp_path / "figs"
+
+
+def test_the_claims_report_at_a_scale_expects_the_rows_of_that_scales_presets():
+    from memlib import studies
+
+    small, smoke = studies.claims_at("lens", "small"), studies.claims_at("lens", "smoke")
+    assert {c.id for c in studies.study_claims("lens")} == small  # the registered rows
+    assert smoke and smoke < small  # the smoke preset runs Fashion-MNIST alone
+    assert not any(c.endswith("_mnist") for c in smoke)
+    assert any(c.endswith("_mnist") for c in small)
