@@ -169,7 +169,8 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
         with folder_lock(build_dir):
             os.replace(executed, failed)
         raise NotebookError(
-            f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue} "
+            f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: "
+            f"{' '.join(str(err.evalue).split())} "
             f"(see {failed})"
         ) from None
     finally:

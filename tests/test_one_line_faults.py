@@ -183,3 +183,17 @@ def test_a_setting_only_the_data_or_the_analysis_can_refuse_stops_before_any_wor
     captured = capsys.readouterr()
     assert one_line(captured.err).startswith("memlib: error: ") and fragment in captured.err
     assert not list(paths.cache_dir().rglob("*.pt"))  # nothing was computed
+
+
+def test_a_cell_that_runs_out_of_memory_fails_the_notebook_in_one_line(tmp_path):
+    from memlib.pipeline import NotebookError, run_notebook
+
+    notebook = tmp_path / "too_wide.py"
+    notebook.write_text('# %% tags=["parameters"]\nscale = "smoke"\n\n# %%\nraise RuntimeError('
+                        '"CUDA out of memory. Tried to allocate 20.00 GiB.\\nIncluding '
+                        'non-PyTorch memory, this process has 1 GiB in use.")\n')
+    with pytest.raises(NotebookError) as failed:
+        run_notebook(notebook, "smoke", params={})
+    assert "\n" not in str(failed.value)
+    assert "RuntimeError: CUDA out of memory. Tried to allocate 20.00 GiB. Including" in str(
+        failed.value)
