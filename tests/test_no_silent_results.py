@@ -136,3 +136,11 @@ def test_the_claims_report_at_a_scale_expects_the_rows_of_that_scales_presets():
     assert smoke and smoke < small  # the smoke preset runs Fashion-MNIST alone
     mnist = {c for c in small if c.endswith("_mnist") and not c.endswith("_fashion_mnist")}
     assert mnist and not mnist & smoke
+
+
+@pytest.mark.parametrize("scale", ["smoke", "small"])
+@pytest.mark.parametrize("study", ["rlp", "modarith", "fisher", "probes", "lens"])
+def test_every_preset_passes_the_checks_before_a_run(study, scale):
+    from memlib import studies
+
+    studies.check_before_a_run(study, studies.preset_config(study, scale))
