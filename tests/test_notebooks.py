@@ -44,7 +44,7 @@ def test_the_documented_smoke_pipeline_finishes_from_a_clean_copy(smoke_runs):
     assert report.is_file() and "No results yet" not in report.read_text(encoding="utf-8")
     book = smoke_runs.make("book")
     assert book.returncode == 0, book.stderr[-3000:]
-    assert (smoke_runs.build / "book" / "html" / "index.html").is_file()
+    assert (smoke_runs.build / "book" / "smoke" / "html" / "index.html").is_file()
     assert not (smoke_runs.clone / ".venv").exists()  # nothing was installed
 
 
