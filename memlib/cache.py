@@ -356,6 +356,20 @@ def ledger_seconds(path: Path) -> dict[str, float | None]:
     return own
 
 
+@contextlib.contextmanager
+def uncounted():
+    """Inside the block `cached` counts nothing (`activity`, and the first reads of entries
+    other processes computed stay to come): what only tries whether entries are there."""
+    counts, elsewhere = activity.copy(), set(_COMPUTED_ELSEWHERE)
+    try:
+        yield
+    finally:
+        activity.clear()
+        activity.update(counts)
+        _COMPUTED_ELSEWHERE.clear()
+        _COMPUTED_ELSEWHERE.update(elsewhere)
+
+
 def reading_only() -> bool:
     """Whether this is inside `only_cached`, where nothing may be computed."""
     return bool(_ONLY_CACHED)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memlib import cache, distributed, fingerprint
-from memlib.cache import MissingResultError, activity, only_cached, reading_only
+from memlib.cache import MissingResultError, only_cached, reading_only
 from memlib.process import holding_warnings, one_cpu_thread, warn_once
 from memlib.train import show_progress
 
@@ -105,15 +105,12 @@ def uncached(calls: list[Call]) -> list[Call]:
     (`cache.only_cached`) and is kept when it reaches a missing entry. What it finds loads,
     so a call may make several cached computations, a later one using an earlier result
     (`cache.activity` counts these loads only when the caller makes them)."""
-    counts, kept = activity.copy(), []
-    try:
+    kept = []
+    with cache.uncounted():
         for function, argument in calls:
             try:
                 with only_cached("memlib.parallel.prefetch"):
                     function(argument)
             except MissingResultError:
                 kept.append((function, argument))
-    finally:
-        activity.clear()
-        activity.update(counts)
     return kept
