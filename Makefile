@@ -61,7 +61,7 @@ $(BUILD)/$(SCALE)/05_memorization_lens.ipynb: params/$(SCALE)/01_random_label_he
 # A static HTML book of the executed notebooks as published under figures/ (nothing is
 # executed; run `make figures` first for fresh outputs): $(BUILD)/book/html/index.html.
 book: | $(STAMP)
-	$(PY) -m memlib.book --scale $(SCALE)
+	$(PY) -m memlib book --scale $(SCALE)
 
 # A class starts from computed results: `make class-kit` packs the results cache that
 # `make figures` filled ($MEMLIB_CACHE, else results/cache) into

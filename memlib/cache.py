@@ -4,6 +4,10 @@ Entries are torch-saved payloads followed by a SHA-256 digest of those bytes and
 written atomically (temp file + rename), so an interrupted run never leaves a
 half-written entry and a corrupted one is detected and recomputed. Loading uses
 `weights_only=True`; pandas DataFrames are stored as column dicts for that reason.
+Every entry (and every training checkpoint, stored the same way) names its file, hence its
+key, and the version of its layout (`FORMAT`): an entry copied over another key's, one of
+an older layout that does not name its key, or one of another layout is never served; it is
+recomputed, with one warning.
 
 A computed entry also stores how many seconds its computation took on a cold cache (its
 own time plus the cold time of the entries it used), so that a run that only loads can
@@ -39,7 +43,11 @@ from memlib.process import atomic_write_bytes, cache_key_tag, checkpoints_of, co
 
 _DIGEST = hashlib.sha256().digest_size
 _FRAME = "__dataframe__"
-_TIMED = "__timed_entry__"  # {value, seconds, own, used}: an entry that knows its cold cost
+_TIMED = "__timed_entry__"  # {format, entry, value, seconds, own, used}
+# the layout of an entry: 1 had no `format` field, 2 also stores values without a time (a
+# checkpoint's); both name their entry, and both read the same way
+FORMAT = 2
+_READABLE_FORMATS = (1, FORMAT)
 LEDGER_VARIABLE = "MEMLIB_COMPUTE_LEDGER"
 _ONLY_CACHED: list[str] = []  # the command that computes missing entries, inside only_cached()
 _NESTED: list[list] = []  # per computation in progress: [wall, cold] seconds of its cached()
@@ -49,6 +57,8 @@ _UNWRITTEN: dict[Path, tuple] = {}  # (value, seconds, own, used) whose entry wa
 # entries "loaded" / "computed" so far, and of those computed how many were "not written"
 activity: collections.Counter = collections.Counter()
 ledger: dict[str, float | None] = {}  # entry -> cold compute seconds, of top-level calls
+_COMPUTED_HERE: list[str] = []  # the entries this process computed, in order
+_COMPUTED_ELSEWHERE: set[str] = set()  # computed for this run by a worker, not yet loaded here
 
 
 class MissingResultError(RuntimeError):
@@ -98,9 +108,11 @@ def _entry_bytes(path: Path, value: Any, seconds: float | None, own: float | Non
                  used: dict[str, float] | None = None) -> bytes:
     """What the file of entry `path` holds: the torch-saved payload, then its digest."""
     # an entry names itself: a file copied or renamed over another key's entry is refused
-    payload = _encode(value) if seconds is None else {
-        _TIMED: {"value": _encode(value), "seconds": float(seconds), "entry": Path(path).name,
-                 "own": float(seconds if own is None else own), "used": dict(used or {})}}
+    payload = {_TIMED: {"format": FORMAT, "value": _encode(value), "entry": Path(path).name,
+                        "seconds": None if seconds is None else float(seconds),
+                        "own": None if seconds is None else float(seconds if own is None
+                                                                  else own),
+                        "used": dict(used or {})}}
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     payload = buffer.getvalue()
@@ -128,15 +140,31 @@ def _read_entry(path: Path, data: bytes) -> tuple[Any, float | None, float | Non
     with warnings.catch_warnings():  # a foreign pickle's protocol is no news: it is refused
         warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
         stored = torch.load(io.BytesIO(payload), weights_only=True)
-    if isinstance(stored, dict) and set(stored) == {_TIMED}:
-        named = stored[_TIMED].get("entry", Path(path).name)  # entries before names: trusted
-        if named != Path(path).name:
-            raise ValueError(f"it holds the result stored as {named}, another computation's or "
-                             "another configuration's")
-        timed = stored[_TIMED]
-        return (_decode(timed["value"]), timed["seconds"], timed.get("own", timed["seconds"]),
-                dict(timed.get("used", {})))
-    return _decode(stored), None, None, {}
+    return _unwrap(Path(path).name, stored)
+
+
+def _unwrap(name: str, stored: Any) -> tuple[Any, float | None, float | None, dict]:
+    """The (value, seconds, own, used) of the payload `stored` of the entry file `name`;
+    ValueError, in one line, for any payload that does not say it is that entry's, in a
+    layout this version reads."""
+    timed = stored.get(_TIMED) if isinstance(stored, dict) and set(stored) == {_TIMED} else None
+    if not isinstance(timed, dict) or "entry" not in timed:
+        raise ValueError("it is of an older layout that does not name its key, so it may hold "
+                         "another configuration's result")
+    layout = timed.get("format", 1)
+    if layout not in _READABLE_FORMATS:
+        raise ValueError(f"it is of layout {layout!r}, which this version does not read "
+                         f"(it reads {', '.join(map(str, _READABLE_FORMATS))})")
+    if timed["entry"] != name:
+        raise ValueError(f"it holds the result stored as {timed['entry']}, another "
+                         "computation's or another configuration's")
+    try:
+        seconds = timed["seconds"]
+        own = timed.get("own", seconds)
+        used = dict(timed.get("used") or {})
+        return _decode(timed["value"]), seconds, own, used
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise ValueError(f"its layout is damaged ({type(err).__name__}: {err})") from None
 
 
 def load(path: Path) -> Any:
@@ -174,7 +202,10 @@ def cached(name: str, config: Any, compute: Callable[[], Any], refresh: bool = F
 def _load_or_compute(path: Path, compute: Callable[[], Any],
                      refresh: bool) -> tuple[Any, float | None, float | None, dict]:
     if path in _UNWRITTEN and not refresh and not distributed.active():
-        activity["kept in memory"] += 1
+        if path.name in _COMPUTED_ELSEWHERE:
+            _COMPUTED_ELSEWHERE.discard(path.name)
+        else:
+            activity["kept in memory"] += 1
         return _UNWRITTEN[path]
     entry, found = (None, None, None, {}), False
     if path.exists() and not refresh and distributed.is_main():
@@ -183,7 +214,10 @@ def _load_or_compute(path: Path, compute: Callable[[], Any],
         except Exception as err:  # noqa: BLE001 - any unreadable entry is recomputed
             warnings.warn(f"recomputing {path.name}: {_why_unusable(err)}", stacklevel=3)
     if distributed.broadcast_flag(found):
-        activity["loaded"] += 1
+        if path.name in _COMPUTED_ELSEWHERE:  # counted as computed when its worker was done
+            _COMPUTED_ELSEWHERE.discard(path.name)
+        else:
+            activity["loaded"] += 1
         return entry if distributed.is_main() else _read_entry(path, path.read_bytes())
     if _ONLY_CACHED:
         raise MissingResultError(
@@ -199,6 +233,7 @@ def _load_or_compute(path: Path, compute: Callable[[], Any],
     own = time.monotonic() - start - nested_wall
     seconds = own + nested_cold
     activity["computed"] += 1
+    _COMPUTED_HERE.append(path.name)
     if distributed.is_main():
         try:
             save(path, value, seconds, own, used)
@@ -219,6 +254,25 @@ def unwritten_since(before: Collection[Path]) -> dict[Path, bytes]:
     (`keep_unwritten`) instead of discarding it."""
     return {path: _entry_bytes(path, *kept) for path, kept in _UNWRITTEN.items()
             if path not in before}
+
+
+def computed_count() -> int:
+    """How many entries this process has computed so far (`computed_since` takes it)."""
+    return len(_COMPUTED_HERE)
+
+
+def computed_since(count: int) -> list[str]:
+    """The entries this process computed after `computed_count()` was `count`: what a worker
+    process hands to its parent (`note_computed_elsewhere`)."""
+    return _COMPUTED_HERE[count:]
+
+
+def note_computed_elsewhere(names: Collection[str]) -> None:
+    """Count entries another process computed for this run as computed here, and the first
+    load of each here not as loaded: a run whose workers computed everything says so."""
+    fresh = set(names) - _COMPUTED_ELSEWHERE
+    activity["computed"] += len(fresh)
+    _COMPUTED_ELSEWHERE.update(fresh)
 
 
 def unwritten() -> set[Path]:
@@ -300,6 +354,20 @@ def ledger_seconds(path: Path) -> dict[str, float | None]:
         own.update(r["used"])
         own[r["entry"]] = r["own"]
     return own
+
+
+@contextlib.contextmanager
+def uncounted():
+    """Inside the block `cached` counts nothing (`activity`, and the first reads of entries
+    other processes computed stay to come): what only tries whether entries are there."""
+    counts, elsewhere = activity.copy(), set(_COMPUTED_ELSEWHERE)
+    try:
+        yield
+    finally:
+        activity.clear()
+        activity.update(counts)
+        _COMPUTED_ELSEWHERE.clear()
+        _COMPUTED_ELSEWHERE.update(elsewhere)
 
 
 def reading_only() -> bool:

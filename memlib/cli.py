@@ -11,6 +11,7 @@ MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 import warnings
@@ -89,6 +90,7 @@ def run_study(study: str, scale: str, sets: dict[str, str], overrides: Path | No
     distributed.init_from_env()  # no-op unless launched by torchrun
     config = study_config(study, preset(STUDIES[study], scale, overrides, sets))
     check_environment((paths.cache_dir(), "MEMLIB_CACHE"))
+    studies.check_before_a_run(study, config)
     if scale != "full":
         from memlib.process import one_cpu_thread
 
@@ -170,8 +172,12 @@ def main(argv: list[str] | None = None) -> int:
         scale=DEFAULT_SCALE)
     sub.add_parser("clean", help="remove the cache, the executed notebooks and the book"
                    ).set_defaults(scale=DEFAULT_SCALE)
+    book = sub.add_parser("book", help="build the static HTML book of the published notebooks "
+                                       "(python -m memlib.book)")
+    book.add_argument("--scale", default=DEFAULT_SCALE)
 
     warnings.formatwarning = one_line_warning
+    _tolerant_output()
     running = "memlib"
     try:
         args = parser.parse_args(argv)
@@ -189,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
             return _register(args)
         if args.command in ("class-kit", "clean"):
             return _kit(args.command)
+        if args.command == "book":
+            return _book(args.scale)
         return _claims(args)
     except UsageError as err:
         print(f"memlib: error: {err}", file=sys.stderr)
@@ -204,6 +212,28 @@ def main(argv: list[str] | None = None) -> int:
               "last checkpoint", file=sys.stderr)
         return INTERRUPTED
     return 0
+
+
+def _tolerant_output() -> None:
+    """A line naming a folder is printed whatever the terminal's encoding (an ASCII-only
+    stdout and a non-ASCII cache path): a character it cannot show is escaped, never the
+    end of a run that has done all its work."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
+def _book(scale: str) -> int:
+    """`python -m memlib.book`, behind this command line: a Ctrl-C while its libraries load
+    (the first seconds) ends in one line, as one later does."""
+    try:
+        from memlib.book import main as build_book
+    except KeyboardInterrupt:
+        print("memlib: interrupted; the book was left as it was", file=sys.stderr)
+        return INTERRUPTED
+    return build_book(["--scale", scale])
 
 
 def _kit(command: str) -> int:
@@ -252,10 +282,32 @@ def _run(args) -> int:
         return 1
     except (ConfigError, DataRequestError) as err:  # a value only the data could refuse
         raise UsageError(" ".join(str(err).split())) from None
+    except (MemoryError, RuntimeError) as err:
+        if not _out_of_memory(err):
+            raise
+        print(f"memlib: error: {args.study} at {args.scale} scale ran out of memory "
+              f"({_first_line(err)}); choose smaller sizes (widths, batch_size, "
+              "parallel_runs) or a machine with more memory; finished results are in the "
+              "cache", file=sys.stderr)
+        return 1
     if distributed.is_main():
         print(f"memlib: {args.study} at {args.scale} scale done in "
               f"{time.monotonic() - start:.1f} s; {_where_results_are(cache.activity)}")
     return 0
+
+
+def _out_of_memory(err: BaseException) -> bool:
+    """Whether `err` is an allocation that failed: Python's MemoryError, or torch's
+    RuntimeError for the CPU ("not enough memory") or a GPU ("out of memory")."""
+    if isinstance(err, MemoryError):
+        return True
+    text = str(err).lower()
+    return "not enough memory" in text or "out of memory" in text
+
+
+def _first_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return (text[:200] + "...") if len(text) > 200 else (text or type(err).__name__)
 
 
 def _where_results_are(activity) -> str:
@@ -275,8 +327,10 @@ def _claims(args) -> int:
 
     paths.require_writable(paths.figures_root(), "MEMLIB_FIGURES")
     try:
-        collect(args.scale, code=lambda study: {c.id: c.fingerprint
-                                                for c in studies.study_claims(study)})
+        # the rows the scale's presets produce: the fingerprints of the registered rules
+        collect(args.scale, code=lambda study: {
+            c.id: c.fingerprint for c in studies.study_claims(study)
+            if c.id in studies.claims_at(study, args.scale)})
     except DamagedFileError as err:
         print(f"memlib: error: {err}", file=sys.stderr)
         return 1
@@ -395,11 +449,22 @@ def _verify_moved(study: str, claims) -> None:
 
 
 def _notebook(args) -> int:
+    from memlib.config import ConfigError
+    from memlib.data import DataError, DataRequestError
     from memlib.pipeline import NotebookError, NotebookInputError, run_notebook
 
     path = find_notebook(args.path)
     params = check_params(path.stem, preset(path.stem, args.scale, args.params,
                                             parse_sets(args.set)))
+    if path.stem in STUDY_OF:  # what only the data can refuse, before the kernel starts
+        try:
+            studies.check_before_a_run(STUDY_OF[path.stem],
+                                       study_config(STUDY_OF[path.stem], params))
+        except DataError as err:
+            print(f"memlib: error: {err}", file=sys.stderr)
+            return 1
+        except (ConfigError, DataRequestError) as err:
+            raise UsageError(" ".join(str(err).split())) from None
     check_environment((paths.cache_dir(), "MEMLIB_CACHE"),
                       (paths.figures_root(), "MEMLIB_FIGURES"),
                       (paths.build_dir(args.scale), "MEMLIB_BUILD"))

@@ -360,6 +360,28 @@ def _read_digits(split: str) -> Split:
                        "sklearn digits")
 
 
+def check_before_a_run(name: str) -> None:
+    """What a run of dataset `name` needs of its files, checked before any work (no
+    computation reads this): CorruptDataError when a split holds no image, DataRequestError
+    when the training labels are all of one class (nothing to tell apart; a class-stratified
+    subset names any class it lacks as it is drawn). Files not on disk, or damaged, are left
+    to the run, whose first read says how to get them."""
+    try:
+        splits = {split: load(name, split, download=False) for split in SPLITS}
+    except DataError:
+        return
+    for split, part in splits.items():
+        if len(part) == 0:
+            raise CorruptDataError(f"the {split} split of {name} holds no images ({source(name)})"
+                                   "; its files are empty or cut: get them again")
+    present = splits["train"].y.unique()
+    if len(present) < 2:
+        raise DataRequestError(
+            f"the training labels of {name} are all of one class ({int(present[0])}) of its "
+            f"{splits['train'].num_classes}; every study tells classes apart: its label file "
+            f"({source(name)}) is damaged or of another dataset")
+
+
 def resolve(name: str, root=None) -> str:
     """The dataset to load for `name`: `name` itself, except that "mnist" becomes "mnist-5k"
     (the bundled subset) when the full set's IDX files are not on disk (in `root`, else

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memlib import cache, distributed, fingerprint
-from memlib.cache import MissingResultError, activity, only_cached, reading_only
+from memlib.cache import MissingResultError, only_cached, reading_only
 from memlib.process import holding_warnings, one_cpu_thread, warn_once
 from memlib.train import show_progress
 
@@ -40,17 +40,17 @@ def _start_worker(parent: int, sources: dict) -> None:
     fingerprint.adopt(sources)
 
 
-def _compute_in_worker(function: Callable[[Any], Any],
-                       argument: Any) -> tuple[dict[Path, bytes], list[tuple[str, str]]]:
+def _compute_in_worker(function: Callable[[Any], Any], argument: Any
+                       ) -> tuple[dict[Path, bytes], list[tuple[str, str]], list[str]]:
     """Fill the cache with `function(argument)`'s entries (the caller loads them from there);
     return the entries that could not be written (a full disk), for the caller to keep in
-    memory instead of computing them again, and the warnings given once, for the caller to
-    give once for all its workers."""
+    memory instead of computing them again, the warnings given once, for the caller to
+    give once for all its workers, and the entries computed, for the caller to count."""
     one_cpu_thread()
-    before = cache.unwritten()
+    before, count = cache.unwritten(), cache.computed_count()
     with holding_warnings() as warned:
         function(argument)
-    return cache.unwritten_since(before), warned
+    return cache.unwritten_since(before), warned, cache.computed_since(count)
 
 
 def can_prefetch(processes: int) -> bool:
@@ -90,7 +90,8 @@ def prefetch(calls: list[Call], processes: int, desc: str = "runs") -> None:
             futures = [pool.submit(_compute_in_worker, f, a) for f, a in calls]
             for future in tqdm(as_completed(futures), total=len(futures), desc=desc,
                                disable=not show_progress()):
-                unwritten, warned = future.result()
+                unwritten, warned, computed = future.result()
+                cache.note_computed_elsewhere(computed)
                 cache.keep_unwritten(unwritten)
                 for topic, message in warned:
                     warn_once(topic, message)
@@ -104,15 +105,12 @@ def uncached(calls: list[Call]) -> list[Call]:
     (`cache.only_cached`) and is kept when it reaches a missing entry. What it finds loads,
     so a call may make several cached computations, a later one using an earlier result
     (`cache.activity` counts these loads only when the caller makes them)."""
-    counts, kept = activity.copy(), []
-    try:
+    kept = []
+    with cache.uncounted():
         for function, argument in calls:
             try:
                 with only_cached("memlib.parallel.prefetch"):
                     function(argument)
             except MissingResultError:
                 kept.append((function, argument))
-    finally:
-        activity.clear()
-        activity.update(counts)
     return kept

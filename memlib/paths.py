@@ -1,6 +1,7 @@
 """Every directory memlib reads or writes, with MEMLIB_* environment overrides.
 
-Paths never depend on the working directory: papermill runs kernels from elsewhere.
+Paths never depend on the working directory: papermill runs kernels from elsewhere, so a
+relative MEMLIB_* path is taken relative to the repository root, wherever memlib runs.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ class NotWritableError(OSError):
 
 def _env_dir(var: str, default: Path) -> Path:
     value = os.environ.get(var)
-    return Path(value).expanduser().resolve() if value else default
+    # relative to the repository, not to the working folder: a notebook's kernel works in
+    # notebooks/, and would otherwise read and write another folder than `make` does
+    return (ROOT / Path(value).expanduser()).resolve() if value else default
 
 
 def repo_root() -> Path:

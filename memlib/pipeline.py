@@ -20,12 +20,14 @@ import fcntl
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -133,9 +135,16 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
 
     progress_bar = show_progress()  # decided before the kernel's environment is quietened
     saved_env = {k: os.environ.get(k) for k in ("MEMLIB_FIGURES", "MEMLIB_PROGRESS",
-                                                 LEDGER_VARIABLE, RUN_BY_PIPELINE)}
+                                                 LEDGER_VARIABLE, RUN_BY_PIPELINE,
+                                                 "PYTHONPATH")}
     os.environ["MEMLIB_FIGURES"] = str(staging)
-    os.environ[RUN_BY_PIPELINE] = "1"  # the kernel's notebook_config reads every setting given
+    # the kernel's notebook_config reads every setting given, and checks that it imports
+    # memlib from this checkout, whose code the manifest names
+    os.environ[RUN_BY_PIPELINE] = str(paths.repo_root())
+    # ... which it does even where the environment's memlib is another checkout's (an
+    # editable install elsewhere): this checkout comes first on the kernel's path
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(paths.repo_root()), *filter(None, [saved_env["PYTHONPATH"]])])
     os.environ[LEDGER_VARIABLE] = str(work / "compute.jsonl")  # the cache entries it used
     os.environ["MEMLIB_PROGRESS"] = "0"  # the kernel inherits this: no bars in saved outputs
     pin_cpu_dispatch()  # whatever changed os.environ since: the kernel inherits the pins
@@ -160,7 +169,8 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
         with folder_lock(build_dir):
             os.replace(executed, failed)
         raise NotebookError(
-            f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: {err.evalue} "
+            f"{notebook.name} failed in cell {err.exec_count}: {err.ename}: "
+            f"{' '.join(str(err.evalue).split())} "
             f"(see {failed})"
         ) from None
     finally:
@@ -190,7 +200,34 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
         raise NotebookError(f"could not publish the outputs of {notebook.name}: "
                             f"{(err.strerror or str(err)).lower()}; the published outputs were "
                             "left as they were") from None
+    for message in kernel_warnings(final):  # said here too, not only inside the notebook
+        warnings.warn(f"{notebook.name}: {message}", RuntimeWarning, stacklevel=2)
     return final
+
+
+_WARNING_LINE = re.compile(r"^(?:memlib: warning: |.*?:\d+: \w*Warning: )(?P<message>.+)$")
+
+
+def kernel_warnings(executed: Path) -> list[str]:
+    """The warnings an executed notebook's cells gave (its stderr outputs), each once, in
+    order: a result that could not be written to the cache (a full disk), a checkpoint or an
+    entry discarded, ... They are in the published notebook, and the command that ran it
+    says them too."""
+    try:
+        cells = json.loads(Path(executed).read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError):
+        return []
+    found: dict[str, None] = {}
+    for cell in cells:
+        for output in cell.get("outputs", ()):
+            if output.get("output_type") != "stream" or output.get("name") != "stderr":
+                continue
+            text = output.get("text", "")
+            for line in ("".join(text) if isinstance(text, list) else text).splitlines():
+                match = _WARNING_LINE.match(line.strip())
+                if match:
+                    found[match["message"].strip()] = None
+    return list(found)
 
 
 def _data_used(notebook: str, params: dict[str, Any]) -> list[str]:
@@ -358,6 +395,12 @@ def notebook_config(study: str, namespace: dict):
     from memlib.config import build, to_dict
     from memlib.studies import module
 
+    checkout = os.environ.get(RUN_BY_PIPELINE)
+    if checkout and Path(checkout).resolve() != paths.repo_root():
+        raise NotebookStop(f"this kernel imports memlib from {paths.repo_root()}, not from the "
+                           f"checkout {checkout} that runs the notebook and whose code its "
+                           "manifest names; install memlib from that checkout (pip install -e) "
+                           "or put it first on PYTHONPATH")
     scale = namespace.get("scale")
     if scale not in SCALES:
         raise NotebookStop(f"scale = {scale!r} in the parameters cell is no scale; set it to "

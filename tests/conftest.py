@@ -44,58 +44,82 @@ def figures_root(root: Path):
 
 
 class SmokeRuns:
-    """The smoke runs of the study notebooks, each executed at most once per session and
-    published into one figures root, so the book test builds from the notebook tests' outputs
-    instead of executing them again. A run uses the cache of the test that asks for it first.
+    """The smoke runs of the study notebooks, made once per session as the README documents
+    them, `make -j2 figures SCALE=smoke` then `make book SCALE=smoke`, in a clean copy of the
+    checkout (its tracked and unignored files: no .venv, results, build or figures of earlier
+    runs), and published into one figures root, so the notebook and book tests read their
+    outputs instead of executing the notebooks again. The runs use the cache of the test that
+    asks for them first.
 
-    The notebooks in `in_ascii_locale` run as a user runs them, through the command line, in
-    an ASCII locale: there any file read or written without encoding="utf-8" fails on the
-    first non-ASCII character, after the run it was to publish."""
+    make runs in an ASCII locale: there any file read or written without encoding="utf-8"
+    fails on the first non-ASCII character, after the run it was to publish. It runs with the
+    environment's Python (`VENV=`), the copy's memlib first on the path, and a stamp of its own
+    (`STAMP=`), so that it never installs anything into that environment."""
 
     ASCII_LOCALE = {"LC_ALL": "C", "PYTHONUTF8": "0"}  # Python's UTF-8 mode would hide it
-    in_ascii_locale = frozenset({"05_memorization_lens"})
+    in_ascii_locale = frozenset({"05_memorization_lens"})  # every one, under make
 
     def __init__(self, root: Path):
         self.figures = root / "figures"
         self.build = root / "build"
-        self.outcomes: dict[str, Path | BaseException] = {}
+        self.clone = root / "clone"
+        self.made: dict[str, object] = {}  # target -> the finished make process
 
     def run(self, notebook: Path) -> Path:
-        """The folder of `notebook`'s published smoke outputs (run now if no test ran it
-        yet); a run that failed fails every test that asks for it."""
+        """The folder of `notebook`'s published smoke outputs (the pipeline made now if no
+        test made it yet); a notebook the pipeline did not publish fails every test that asks
+        for it, with make's last lines."""
         from memlib import paths
-        from memlib.pipeline import run_notebook
 
-        if notebook.stem not in self.outcomes:
-            with figures_root(self.figures):
-                try:
-                    if notebook.stem in self.in_ascii_locale:
-                        self._run_from_the_command_line(notebook)
-                    else:
-                        run_notebook(notebook, "smoke", build_dir=self.build)
-                    self.outcomes[notebook.stem] = paths.figures_dir(notebook.stem, "smoke")
-                except Exception as err:
-                    self.outcomes[notebook.stem] = err
-        outcome = self.outcomes[notebook.stem]
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
+        figures = self.make("figures")
+        with figures_root(self.figures):
+            published = paths.figures_dir(notebook.stem, "smoke")
+        if not (published / "manifest.json").is_file():
+            raise RuntimeError(f"make -j2 figures SCALE=smoke published no {notebook.stem} "
+                               f"(exit {figures.returncode}): {figures.stderr[-3000:]}")
+        return published
 
-    def _run_from_the_command_line(self, notebook: Path) -> None:
-        """`python -m memlib notebook NOTEBOOK --scale smoke` in the ASCII locale."""
+    def make(self, target: str):
+        """`make TARGET SCALE=smoke` in the clean copy (figures first), made once."""
         import subprocess
         import sys
 
+        if target != "figures":
+            self.make("figures")
+        if target not in self.made:
+            if not self.clone.exists():
+                self._copy_checkout()
+            stamp = self.clone / ".smoke-stamp"  # newer than pyproject.toml: nothing installs
+            stamp.touch()
+            root = Path(__file__).resolve().parent.parent
+            env = {**os.environ, **self.ASCII_LOCALE, "MEMLIB_FIGURES": str(self.figures),
+                   "MEMLIB_BUILD": str(self.build), "PYTHONPATH": str(self.clone),
+                   # the datasets this checkout reads (the copy has no data/)
+                   "MEMLIB_DATA": os.environ.get("MEMLIB_DATA") or str(root / "data")}
+            env.pop("MAKEFLAGS", None)
+            env.pop("MFLAGS", None)
+            venv = Path(sys.executable).parent.parent
+            self.made[target] = subprocess.run(
+                ["make", *(["-j2"] if target == "figures" else []), target, "SCALE=smoke",
+                 f"VENV={venv}", f"STAMP={stamp}"], cwd=self.clone, env=env,
+                capture_output=True, text=True, encoding="utf-8", errors="replace")
+        return self.made[target]
+
+    def _copy_checkout(self) -> None:
+        """The checkout's tracked and unignored files, as a fresh clone with this working
+        tree's changes would hold them."""
+        import shutil
+        import subprocess
+
         root = Path(__file__).resolve().parent.parent
-        env = {**os.environ, **self.ASCII_LOCALE, "MEMLIB_BUILD": str(self.build),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(root),
-                                                           os.environ.get("PYTHONPATH")]))}
-        done = subprocess.run([sys.executable, "-m", "memlib", "notebook", str(notebook),
-                               "--scale", "smoke"], env=env, cwd=root, capture_output=True,
-                              text=True, encoding="utf-8", errors="replace")
-        if done.returncode != 0:
-            raise RuntimeError(f"memlib notebook {notebook.name} in the ASCII locale exited "
-                               f"{done.returncode}: {done.stderr.strip()}")
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], cwd=root, capture_output=True,
+                                check=True).stdout.decode().split("\0")
+        for name in filter(None, listed):
+            source = root / name
+            if source.is_file() and not source.is_symlink():
+                (self.clone / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, self.clone / name)
 
 
 @pytest.fixture(scope="session")

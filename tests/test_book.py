@@ -172,7 +172,8 @@ def test_the_book_of_the_smoke_runs_opens_in_a_browser(smoke_runs, tmp_path):
         index = book.build("smoke")
     html = index.parent
     root = str(Path(__file__).resolve().parent.parent)
-    machine = [root, str(smoke_runs.figures), str(smoke_runs.build), str(Path.home())]
+    machine = [root, str(smoke_runs.clone), str(smoke_runs.figures), str(smoke_runs.build),
+               str(Path.home())]
     driver = browser(tmp_path / "profile")
     try:
         every = pages(html)

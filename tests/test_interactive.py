@@ -106,7 +106,7 @@ def test_a_scale_or_setting_that_cannot_run_stops_with_one_line(kernel):
 def test_under_the_pipeline_every_injected_setting_counts_and_stays(monkeypatch):
     from memlib.pipeline import notebook_config
 
-    monkeypatch.setenv(RUN_BY_PIPELINE, "1")
+    monkeypatch.setenv(RUN_BY_PIPELINE, str(ROOT))  # the checkout whose memlib runs
     namespace = {"scale": "smoke", "seeds": [3]}
     assert list(notebook_config("modarith", namespace).seeds) == [3]
     assert namespace["seeds"] == [3]  # papermill's injected cell is not a line to forget

@@ -1,4 +1,6 @@
-"""Smoke run of every study notebook through the real pipeline (papermill, smoke params)."""
+"""Smoke run of every study notebook through the documented pipeline: `make -j2 figures
+SCALE=smoke` and `make book SCALE=smoke` in a clean copy of the checkout (papermill, smoke
+params), once per session (conftest.SmokeRuns)."""
 
 import json
 from pathlib import Path
@@ -32,9 +34,24 @@ def test_notebook_smoke(notebook, smoke_runs):
 
 
 @pytest.mark.notebook
+def test_the_documented_smoke_pipeline_finishes_from_a_clean_copy(smoke_runs):
+    """`make -j2 figures SCALE=smoke` runs every notebook and writes the claims report (every
+    registered row of each study that its smoke preset runs), then `make book SCALE=smoke`
+    builds the book from them."""
+    figures = smoke_runs.make("figures")
+    assert figures.returncode == 0, figures.stderr[-3000:]
+    report = smoke_runs.figures / "smoke" / "CLAIMS.md"
+    assert report.is_file() and "No results yet" not in report.read_text(encoding="utf-8")
+    book = smoke_runs.make("book")
+    assert book.returncode == 0, book.stderr[-3000:]
+    assert (smoke_runs.build / "book" / "smoke" / "html" / "index.html").is_file()
+    assert not (smoke_runs.clone / ".venv").exists()  # nothing was installed
+
+
+@pytest.mark.notebook
 def test_a_notebook_runs_and_publishes_in_an_ascii_locale(smoke_runs):
-    """The smoke run of one notebook (shared with test_notebook_smoke) goes through the
-    command line with LC_ALL=C and PYTHONUTF8=0, and publishes its non-ASCII text."""
+    """The smoke runs (shared with test_notebook_smoke) go through the command line with
+    LC_ALL=C and PYTHONUTF8=0, and publish their non-ASCII text."""
     import codecs
     import os
     import subprocess

@@ -44,9 +44,14 @@ def data_used(study: str, params: dict) -> list[str]:
     """The in-memory datasets a run of `study` with `params` reads, as its Config resolved them
     when it was built (the fields it names in DATASET_FIELDS; for the lens, also study 1's)."""
     from memlib.config import from_namespace
+
+    return datasets_of(from_namespace(module(study).Config, params))
+
+
+def datasets_of(config) -> list[str]:
+    """The in-memory datasets a run of `config` reads (`data_used`)."""
     from memlib.data import DATASETS
 
-    config = from_namespace(module(study).Config, params)
     names = []
     for found in (config, getattr(config, "study1", None)):
         for field in getattr(type(found), "DATASET_FIELDS", ()):
@@ -55,12 +60,39 @@ def data_used(study: str, params: dict) -> list[str]:
     return [n for n in dict.fromkeys(names) if n in DATASETS]
 
 
+def check_before_a_run(study: str, config) -> None:
+    """What only the data, or the study's analysis, can refuse, checked before any work, in
+    one line: every dataset the run reads has images, of more than one class
+    (`data.check_before_a_run`: CorruptDataError, DataRequestError), and the study's own
+    checks (`check_before_a_run` in its config module, where it has one: ConfigError), such as
+    a size the data cannot give, which would otherwise be cut to the data unseen."""
+    import importlib
+
+    from memlib.data import check_before_a_run as check_data
+
+    for name in datasets_of(config):
+        check_data(name)
+    own = importlib.import_module(f"memlib.studies.{study}.config")
+    if hasattr(own, "check_before_a_run"):
+        own.check_before_a_run(config)
+
+
 def study_claims(study: str) -> list[Claim]:
     """The study's claims (the lens's depend on the datasets its small preset runs)."""
     found = module(study)
     if hasattr(found, "CLAIMS"):
         return list(found.CLAIMS)
     return found.claims_for(preset_config(study, "small"))
+
+
+def claims_at(study: str, scale: str) -> set[str]:
+    """The ids of the claims a run of the study's preset at `scale` judges: the lens judges
+    only the datasets its preset runs (Fashion-MNIST alone at the smoke scale), so a report at
+    that scale expects no row of the others."""
+    found = module(study)
+    if hasattr(found, "CLAIMS"):
+        return {c.id for c in found.CLAIMS}
+    return {c.id for c in found.claims_for(preset_config(study, scale))}
 
 
 def every_claim() -> list[tuple[str, Claim]]:

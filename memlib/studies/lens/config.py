@@ -165,4 +165,20 @@ def frozen_spec(s: rlp.RunSpec, study1: rlp.Config) -> rlp.RunSpec:
                                **{k: getattr(study1, k) for k in LENS_OWN})
 
 
+def check_before_a_run(config: Config) -> None:
+    """ConfigError when `scatter_samples` asks for more examples than a run of the lens
+    trains on (study 1's training samples of that dataset): every example would be scored
+    unseen, and the key and the manifest would record a size never used."""
+    if config.scatter_samples is None:
+        return
+    for name in config.datasets:
+        study1 = config.study1
+        trained = study1.train_samples or (datasets.TRAIN_SIZES[name]
+                                           - study1.validation_samples)
+        check(config.scatter_samples <= trained,
+              f"scatter_samples={config.scatter_samples} asks for more than the {trained} "
+              f"training examples of each run on {name}; ask for at most {trained}, or null "
+              "for every one")
+
+
 declare_defaults("lens", Config)

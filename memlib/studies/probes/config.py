@@ -147,4 +147,25 @@ class Config:
         return self.seeds[0]
 
 
+def check_before_a_run(config: Config) -> None:
+    """ConfigError when `train_per_class` or `heatmap_train_per_class` asks for more training
+    images of a class than a dataset the run reads holds (the smallest class counts): the
+    subset would be every image unseen, and the key and the manifest would record a size never
+    used. The bundled MNIST subset's sizes are those of the full set it stands in for
+    (`runs.pair_epochs` trains as many steps), so its bound is the full set's."""
+    from memlib import data
+
+    for name in config.datasets:
+        if name == MNIST_5K:
+            most, where = MNIST_PER_CLASS, "the full MNIST set the bundled subset stands in for"
+        else:
+            counts = data.load(name, "train", download=False).y.bincount()
+            most, where = int(counts.min()), f"the smallest class of {name}"
+        for field in ("train_per_class", "heatmap_train_per_class"):
+            wanted = getattr(config, field)
+            check(wanted is None or wanted <= most,
+                  f"{field}={wanted} asks for more than the {most} training images of {where}; "
+                  f"ask for at most {most}, or null for every image")
+
+
 declare_defaults("probes", Config)

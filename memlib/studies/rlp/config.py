@@ -314,4 +314,12 @@ def probe_spec(config: Config, run: RunSpec) -> ProbeSpec:
                      config.probe_batch)
 
 
+def check_before_a_run(config: Config) -> None:
+    """ConfigError unless the label-noise arm has a rate to judge: it compares each rate
+    above 0 with clean labels, and a run of `noise_rates` [0.0] alone has none."""
+    check(any(rate > 0 for rate in config.noise_rates),
+          f"noise_rates={list(config.noise_rates)} has no rate above 0; the label-noise arm "
+          "compares each noisy rate with clean labels: give at least one (e.g. [0.2, 0.4])")
+
+
 declare_defaults("rlp", Config)
