@@ -11,6 +11,8 @@ MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 import warnings
@@ -53,6 +55,30 @@ def preset(stem: str, scale: str, overrides: Path | None, sets: dict[str, str]) 
         return {**read_params(params_file(Path(stem), scale)), **extra, **sets}
     except PresetError as err:
         raise UsageError(str(err)) from None
+
+
+@contextlib.contextmanager
+def workers_set(value: str | None):
+    """`--workers N` as MEMLIB_WORKERS for the command (the notebook's kernel and every worker
+    process inherit it), as it was again after; a bad value, or a bad MEMLIB_WORKERS, is a
+    UsageError before any work."""
+    from memlib.process import WORKERS_VARIABLE, parse_workers
+
+    before = os.environ.get(WORKERS_VARIABLE)
+    try:
+        if value is not None:
+            os.environ[WORKERS_VARIABLE] = str(parse_workers(value, "--workers"))
+        elif before is not None and before.strip():
+            parse_workers(before, WORKERS_VARIABLE)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(WORKERS_VARIABLE, None)
+        else:
+            os.environ[WORKERS_VARIABLE] = before
 
 
 def study_config(study: str, params: dict):
@@ -131,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--params", type=Path, metavar="FILE",
                      help="a YAML file of overrides, applied before --set")
+    run.add_argument("--workers", metavar="N",
+                     help="runs computed at once (default: $MEMLIB_WORKERS, else the study's "
+                          "parallel_runs, else the cores this process may use)")
     nb = sub.add_parser("notebook", help="execute a notebook headlessly (papermill)")
     nb.add_argument("path", type=Path)
     nb.add_argument("--scale", default=DEFAULT_SCALE)
@@ -138,6 +167,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="override a parameter of the scale's preset")
     nb.add_argument("--params", type=Path, metavar="FILE",
                     help="a YAML file of overrides, applied before --set")
+    nb.add_argument("--workers", metavar="N",
+                    help="runs computed at once (default: $MEMLIB_WORKERS, else the study's "
+                         "parallel_runs, else the cores this process may use)")
     claims = sub.add_parser("claims", help="collect the claims tables into CLAIMS.md")
     claims.add_argument("--scale", default=DEFAULT_SCALE)
     reg = sub.add_parser("register", help="record the fingerprint of every changed claim rule")
@@ -175,11 +207,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             running = (f"run {args.study} at {args.scale} scale (finished results are in "
                            "the cache)")
-            return _run(args)
+            with workers_set(args.workers):
+                return _run(args)
         if args.command == "notebook":
             running = (f"notebook {args.path.name} at {args.scale} scale (its published "
                            "outputs are unchanged)")
-            return _notebook(args)
+            with workers_set(args.workers):
+                return _notebook(args)
         if args.command == "register":
             return _register(args)
         if args.command in ("class-kit", "clean"):

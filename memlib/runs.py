@@ -219,8 +219,10 @@ def missing(plan: Iterable[Call]) -> list[Call]:
     return [call for call in dict.fromkeys(plan) if not has(call)]
 
 
-def compute_missing(plan: Iterable[Call], processes: int, desc: str = "runs") -> None:
+def compute_missing(plan: Iterable[Call], processes: int | None,
+                    desc: str = "runs") -> None:
     """Compute the missing calls of `plan` in `processes` worker processes (one CPU thread
-    each; nothing where `parallel.can_prefetch` says no), for the caller to load."""
+    each; None: as many as `process.workers` gives; nothing where `parallel.can_prefetch`
+    says no), for the caller to load."""
     if parallel.can_prefetch(processes):
         parallel.prefetch(missing(plan), processes, desc)
