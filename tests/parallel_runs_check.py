@@ -4,6 +4,7 @@ alone: the check that the studies' tests share."""
 import dataclasses
 import io
 import math
+import struct
 
 import pandas as pd
 import torch
@@ -39,16 +40,30 @@ def entries(folder) -> set[str]:
     return {p.name for p in folder.glob("*.pt")}
 
 
+def bits(value) -> bytes:
+    """Every leaf of a stored value as its bits, in order: a tensor's dtype, shape and memory,
+    a float's IEEE bytes (NaN's sign and payload included), any other leaf its type and repr.
+    Not torch's serialisation itself: pickle shares one object met twice, and which objects
+    are one depends on how the process built them, not on what they hold."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous()
+        return (f"T{t.dtype}{tuple(t.shape)}".encode()
+                + t.view(-1).view(torch.uint8).numpy().tobytes())
+    if isinstance(value, float):
+        return b"F" + struct.pack("<d", value)
+    if isinstance(value, dict):
+        return b"D" + b"".join(bits(k) + bits(v) for k, v in value.items()) + b"E"
+    if isinstance(value, (list, tuple)):
+        return type(value).__name__[0].encode() + b"".join(map(bits, value)) + b"E"
+    return f"{type(value).__name__}:{value!r}".encode()
+
+
 def stored_bytes(path) -> bytes:
-    """The bytes of what cache entry `path` stores, as torch serialises them, without the
-    seconds its computation took (which differ from one computation to the next)."""
-    data = path.read_bytes()[:-32]  # the payload without its SHA-256
+    """The bits of what cache entry `path` stores, without the seconds its computation took
+    (which differ from one computation to the next)."""
     assert cache.intact(path), path
-    stored = torch.load(io.BytesIO(data), weights_only=True)
-    stored = stored.get(cache._TIMED, {}).get("value", stored)
-    buffer = io.BytesIO()
-    torch.save(stored, buffer)
-    return buffer.getvalue()
+    stored = torch.load(io.BytesIO(path.read_bytes()[:-32]), weights_only=True)
+    return bits(stored.get(cache._TIMED, {}).get("value", stored))
 
 
 def assert_same_entries(a, b) -> None:
