@@ -81,6 +81,26 @@ def workers_set(value: str | None):
             os.environ[WORKERS_VARIABLE] = before
 
 
+@contextlib.contextmanager
+def scheduler_set(address: str | None):
+    """`--scheduler ADDRESS` as MEMLIB_SCHEDULER for the command, as it was again after."""
+    from memlib.cluster import SCHEDULER_VARIABLE
+
+    before = os.environ.get(SCHEDULER_VARIABLE)
+    if address is not None:
+        if not address.strip() or any(c.isspace() for c in address.strip()):
+            raise UsageError(f"--scheduler takes a Dask scheduler's address such as "
+                             f"tcp://HOST:8786, got {address!r}")
+        os.environ[SCHEDULER_VARIABLE] = address.strip()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(SCHEDULER_VARIABLE, None)
+        else:
+            os.environ[SCHEDULER_VARIABLE] = before
+
+
 def study_config(study: str, params: dict):
     """The study's Config built from `params`; bad values are a UsageError."""
     from memlib.config import ConfigError, build
@@ -160,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--workers", metavar="N",
                      help="runs computed at once (default: $MEMLIB_WORKERS, else the study's "
                           "parallel_runs, else the cores this process may use)")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="compute the missing runs on the Dask cluster whose scheduler is "
+                          "at ADDRESS, e.g. tcp://HOST:8786 (default: $MEMLIB_SCHEDULER)")
     nb = sub.add_parser("notebook", help="execute a notebook headlessly (papermill)")
     nb.add_argument("path", type=Path)
     nb.add_argument("--scale", default=DEFAULT_SCALE)
@@ -207,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             running = (f"run {args.study} at {args.scale} scale (finished results are in "
                            "the cache)")
-            with workers_set(args.workers):
+            with workers_set(args.workers), scheduler_set(args.scheduler):
                 return _run(args)
         if args.command == "notebook":
             running = (f"notebook {args.path.name} at {args.scale} scale (its published "
@@ -267,6 +290,7 @@ def _shown(path: Path) -> Path:
 
 def _run(args) -> int:
     from memlib import cache, distributed
+    from memlib.cluster import ClusterError
     from memlib.config import ConfigError
     from memlib.data import DataError, DataRequestError
 
@@ -274,7 +298,7 @@ def _run(args) -> int:
     cache.activity.clear()
     try:
         run_study(args.study, args.scale, parse_sets(args.set), args.params)
-    except DataError as err:  # one actionable sentence, not a traceback
+    except (DataError, ClusterError) as err:  # one actionable sentence, not a traceback
         print(f"memlib: error: {err}", file=sys.stderr)
         return 1
     except (ConfigError, DataRequestError) as err:  # a value only the data could refuse

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from memlib import cache, fingerprint, parallel
+from memlib import cache, cluster, distributed, fingerprint, parallel
 
 REGISTRY: dict[str, Computation] = {}
 # the libraries whose version can change a result's bits (their distribution's name): torch
@@ -223,6 +223,9 @@ def compute_missing(plan: Iterable[Call], processes: int | None,
                     desc: str = "runs") -> None:
     """Compute the missing calls of `plan` in `processes` worker processes (one CPU thread
     each; None: as many as `process.workers` gives; nothing where `parallel.can_prefetch`
-    says no), for the caller to load."""
-    if parallel.can_prefetch(processes):
+    says no), or on the Dask cluster MEMLIB_SCHEDULER names (`memlib.cluster`), for the
+    caller to load."""
+    if cluster.scheduler() and not distributed.active() and not cache.reading_only():
+        cluster.compute(missing(plan), desc)  # on the Dask cluster MEMLIB_SCHEDULER names
+    elif parallel.can_prefetch(processes):
         parallel.prefetch(missing(plan), processes, desc)
