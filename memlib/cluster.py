@@ -101,10 +101,12 @@ def difference(client: dict[str, Any], worker: dict[str, Any]) -> str | None:
 
 
 def compute_remote(function: Callable[[Any], Any], argument: Any, expected: dict[str, Any],
-                   inputs: dict[str, bytes]) -> tuple[dict[str, bytes], list]:
+                   inputs: dict[str, bytes], one_thread: bool = True
+                   ) -> tuple[dict[str, bytes], list]:
     """A Dask task: `function(argument)` computed into a fresh cache folder holding `inputs`
-    (entry name -> bytes); the bytes of every entry it made, and the warnings given once.
-    Refused (RefusedWorker) where this worker's `environment` differs from `expected`."""
+    (entry name -> bytes), on one CPU thread where the client computes on one (below full
+    scale); the bytes of every entry it made, and the warnings given once. Refused
+    (RefusedWorker) where this worker's `environment` differs from `expected`."""
     why = difference(expected, environment())
     if why:
         raise RefusedWorker(f"worker refused, its results could differ ({why})")
@@ -114,7 +116,8 @@ def compute_remote(function: Callable[[Any], Any], argument: Any, expected: dict
             (Path(folder) / name).write_bytes(data)
         os.environ["MEMLIB_CACHE"] = folder
         try:
-            one_cpu_thread()
+            if one_thread:
+                one_cpu_thread()
             with holding_warnings() as warned:
                 function(argument)
         finally:
@@ -184,10 +187,14 @@ def accepted_workers(client, expected: dict[str, Any]) -> list[str]:
     return accepted
 
 
-def compute(calls: list[Call], desc: str = "runs", address: str | None = None) -> None:
+def compute(calls: list[Call], desc: str = "runs", address: str | None = None,
+            on_gpu: Callable[[Call], bool] = lambda call: False) -> None:
     """Compute the missing `calls` on the Dask cluster at `address` (MEMLIB_SCHEDULER's) and
     store their entries in this machine's cache. A call that reads a result another call
-    makes waits for it: the calls go in waves, each with the stored entries it reads."""
+    makes waits for it: the calls go in waves, each with the stored entries it reads. A call
+    `on_gpu` says computes on a GPU asks for a worker's `GPU` resource (`dask worker
+    --resources GPU=1`), one at a time per GPU."""
+    import torch
     from distributed import as_completed
     from tqdm.auto import tqdm
 
@@ -204,9 +211,12 @@ def compute(calls: list[Call], desc: str = "runs", address: str | None = None) -
                 # a call whose first missing entry another call makes waits for that one
                 made_by = {found[call][1]: call for call in todo if _makes(call, found[call][1])}
                 wave = [call for call in todo if made_by.get(found[call][1], call) == call]
+                one_thread = torch.get_num_threads() == 1
                 futures = [client.submit(compute_remote, f, a, expected,
                                          {p.name: p.read_bytes() for p in found[(f, a)][0]},
-                                         workers=workers, allow_other_workers=False, pure=False)
+                                         one_thread, workers=workers, allow_other_workers=False,
+                                         pure=False,
+                                         resources={"GPU": 1} if on_gpu((f, a)) else None)
                            for f, a in wave]
                 with client.as_current():
                     finished = as_completed(futures)

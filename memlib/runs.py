@@ -219,6 +219,17 @@ def missing(plan: Iterable[Call]) -> list[Call]:
     return [call for call in dict.fromkeys(plan) if not has(call)]
 
 
+def on_gpu(call: Call) -> bool:
+    """Whether `call` computes on a GPU: its spec names a CUDA device (a study function's
+    argument, its `device`)."""
+    function, argument = call
+    if isinstance(function, Computation):
+        devices = _devices(function.spec(argument))
+    else:
+        devices = {str(getattr(argument, "device", "cpu"))}
+    return any(d.startswith("cuda") for d in devices)
+
+
 def compute_missing(plan: Iterable[Call], processes: int | None,
                     desc: str = "runs") -> None:
     """Compute the missing calls of `plan` in `processes` worker processes (one CPU thread
@@ -226,6 +237,7 @@ def compute_missing(plan: Iterable[Call], processes: int | None,
     says no), or on the Dask cluster MEMLIB_SCHEDULER names (`memlib.cluster`), for the
     caller to load."""
     if cluster.scheduler() and not distributed.active() and not cache.reading_only():
-        cluster.compute(missing(plan), desc)  # on the Dask cluster MEMLIB_SCHEDULER names
+        # on the Dask cluster MEMLIB_SCHEDULER names
+        cluster.compute(missing(plan), desc, on_gpu=on_gpu)
     elif parallel.can_prefetch(processes):
         parallel.prefetch(missing(plan), processes, desc)

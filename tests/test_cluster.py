@@ -81,9 +81,18 @@ def local_cluster(tmp_path):
 
 
 def compute_on(address: str, plan, cache: Path, monkeypatch) -> None:
+    """The plan computed on the cluster at `address`, from a client on one thread (as `memlib
+    run` below full scale: its workers then compute on one thread too)."""
+    import torch
+
     monkeypatch.setenv("MEMLIB_CACHE", str(cache))
     monkeypatch.setenv(cluster.SCHEDULER_VARIABLE, address)
-    runs.compute_missing(plan, 1, "cluster")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        runs.compute_missing(plan, 1, "cluster")
+    finally:
+        torch.set_num_threads(threads)
     monkeypatch.delenv(cluster.SCHEDULER_VARIABLE)
     assert not runs.missing(plan)
 
@@ -169,3 +178,13 @@ def test_no_scheduler_is_one_line(capsys, monkeypatch, tmp_path):
     err = capsys.readouterr().err
     assert code == 1 and err.startswith("memlib: error: no Dask scheduler answered at")
     assert err.count("\n") == 1
+
+
+def test_runs_on_a_gpu_ask_for_a_gpu_resource():
+    config = tiny(rlp.Config, dict(dataset="digits", model="mlp", layer_models=("mlp",),
+                                   train_samples=200, validation_samples=100))
+    cpu = rlp.spec(config)
+    assert not runs.on_gpu((rlp.cached_run, cpu))
+    import dataclasses
+
+    assert runs.on_gpu((rlp.cached_run, dataclasses.replace(cpu, device="cuda")))
