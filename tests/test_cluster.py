@@ -182,7 +182,8 @@ def test_no_scheduler_is_one_line(capsys, monkeypatch, tmp_path):
 
 def test_runs_on_a_gpu_ask_for_a_gpu_resource():
     config = tiny(rlp.Config, dict(dataset="digits", model="mlp", layer_models=("mlp",),
-                                   train_samples=200, validation_samples=100))
+                                   train_samples=200, validation_samples=100,
+                                   test_samples=100))
     cpu = rlp.spec(config)
     assert not runs.on_gpu((rlp.cached_run, cpu))
     import dataclasses
