@@ -15,6 +15,7 @@ import `distributed` only when a scheduler is named.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import importlib.metadata
 import os
@@ -34,6 +35,8 @@ SCHEDULER_VARIABLE = "MEMLIB_SCHEDULER"
 # computation's code reaches; a worker must match the client in all of them)
 LIBRARIES = ("torch", "numpy", "scipy", "scikit-learn", "torchvision", "timm", "transformers")
 CONNECT_SECONDS = 30
+# entries the cluster's tasks returned: "stored" here, or "already stored" (computed twice)
+activity: collections.Counter = collections.Counter()
 
 Call = tuple[Callable[[Any], Any], Any]
 
@@ -100,33 +103,49 @@ def difference(client: dict[str, Any], worker: dict[str, Any]) -> str | None:
     return None
 
 
+class _Waiting(Exception):
+    """Inside a task: the call reads an entry another task of its wave is computing."""
+
+
 def compute_remote(function: Callable[[Any], Any], argument: Any, expected: dict[str, Any],
-                   inputs: dict[str, bytes], one_thread: bool = True
-                   ) -> tuple[dict[str, bytes], list]:
+                   inputs: dict[str, bytes], one_thread: bool = True,
+                   pending: frozenset[str] = frozenset()
+                   ) -> tuple[dict[str, bytes], list, str | None]:
     """A Dask task: `function(argument)` computed into a fresh cache folder holding `inputs`
     (entry name -> bytes), on one CPU thread where the client computes on one (below full
-    scale); the bytes of every entry it made, and the warnings given once. Refused
-    (RefusedWorker) where this worker's `environment` differs from `expected`."""
+    scale); the bytes of every entry it made, the warnings given once, and the entry of
+    `pending` (those other tasks are computing) it stopped at to wait for, else None.
+    Refused (RefusedWorker) where this worker's `environment` differs from `expected`."""
     why = difference(expected, environment())
     if why:
         raise RefusedWorker(f"worker refused, its results could differ ({why})")
-    before = os.environ.get("MEMLIB_CACHE")
+    before, original, waiting = os.environ.get("MEMLIB_CACHE"), cache._load_or_compute, None
+
+    def unless_pending(path, compute, refresh):
+        if path.name in pending and not path.exists():
+            raise _Waiting(path.name)  # computed by another task: not twice
+        return original(path, compute, refresh)
+
     with tempfile.TemporaryDirectory(prefix="memlib-task-") as folder:
         for name, data in inputs.items():
             (Path(folder) / name).write_bytes(data)
         os.environ["MEMLIB_CACHE"] = folder
+        cache._load_or_compute = unless_pending
         try:
             if one_thread:
                 one_cpu_thread()
             with holding_warnings() as warned:
                 function(argument)
+        except _Waiting as err:
+            waiting = str(err.args[0])
         finally:
+            cache._load_or_compute = original
             if before is None:
                 os.environ.pop("MEMLIB_CACHE", None)
             else:
                 os.environ["MEMLIB_CACHE"] = before
         made = {p.name: p.read_bytes() for p in Path(folder).glob("*.pt") if p.name not in inputs}
-    return made, warned
+    return made, warned, waiting
 
 
 def _reads(call: Call) -> tuple[list[Path], Path | None]:
@@ -191,7 +210,9 @@ def compute(calls: list[Call], desc: str = "runs", address: str | None = None,
             on_gpu: Callable[[Call], bool] = lambda call: False) -> None:
     """Compute the missing `calls` on the Dask cluster at `address` (MEMLIB_SCHEDULER's) and
     store their entries in this machine's cache. A call that reads a result another call
-    makes waits for it: the calls go in waves, each with the stored entries it reads. A call
+    makes waits for it: the calls go in waves, each with the stored entries it reads (and
+    those it stopped at in an earlier wave, waiting for another task), so nothing is
+    computed twice. A call
     `on_gpu` says computes on a GPU asks for a worker's `GPU` resource (`dask worker
     --resources GPU=1`), one at a time per GPU."""
     import torch
@@ -203,7 +224,8 @@ def compute(calls: list[Call], desc: str = "runs", address: str | None = None,
     try:
         expected = environment()
         workers = accepted_workers(client, expected)
-        todo = list(dict.fromkeys(calls))
+        todo, wants = list(dict.fromkeys(calls)), {}
+        one_thread = torch.get_num_threads() == 1
         with tqdm(total=len(todo), desc=desc, disable=not show_progress()) as bar:
             while todo:
                 found = {call: _reads(call) for call in todo}
@@ -211,24 +233,37 @@ def compute(calls: list[Call], desc: str = "runs", address: str | None = None,
                 # a call whose first missing entry another call makes waits for that one
                 made_by = {found[call][1]: call for call in todo if _makes(call, found[call][1])}
                 wave = [call for call in todo if made_by.get(found[call][1], call) == call]
-                one_thread = torch.get_num_threads() == 1
-                futures = [client.submit(compute_remote, f, a, expected,
-                                         {p.name: p.read_bytes() for p in found[(f, a)][0]},
-                                         one_thread, workers=workers, allow_other_workers=False,
-                                         pure=False,
-                                         resources={"GPU": 1} if on_gpu((f, a)) else None)
-                           for f, a in wave]
+                pending = frozenset(found[call][1].name for call in wave
+                                    if _makes(call, found[call][1]))
+                futures = {}
+                for f, a in wave:
+                    inputs = {p.name: p.read_bytes() for p in found[(f, a)][0]}
+                    for name in wants.get((f, a), ()):  # what it waited for last time
+                        inputs[name] = (paths.cache_dir() / name).read_bytes()
+                    futures[client.submit(
+                        compute_remote, f, a, expected, inputs, one_thread,
+                        pending - {found[(f, a)][1].name}, workers=workers,
+                        allow_other_workers=False, pure=False,
+                        resources={"GPU": 1} if on_gpu((f, a)) else None)] = (f, a)
                 with client.as_current():
-                    finished = as_completed(futures)
+                    finished = as_completed(list(futures))
+                done = set()
                 for future in finished:
-                    made, warned = future.result()
+                    made, warned, waiting = future.result()
                     for name, data in made.items():
-                        if not cache.intact(paths.cache_dir() / name):
+                        if cache.intact(paths.cache_dir() / name):
+                            activity["already stored"] += 1
+                        else:
                             cache.store_entry(paths.cache_dir() / name, data)
+                            activity["stored"] += 1
                     for topic, message in warned:
                         warn_once(topic, message)
-                    bar.update(1)
-                todo = [call for call in todo if call not in wave]
+                    if waiting is None:
+                        done.add(futures[future])
+                        bar.update(1)
+                    else:
+                        wants.setdefault(futures[future], set()).add(waiting)
+                todo = [call for call in todo if call not in done]
     finally:
         client.close()
 

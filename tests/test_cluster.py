@@ -124,10 +124,20 @@ def test_a_study_computed_on_the_cluster_stores_the_same_bits(local_cluster, tmp
         local_cluster.add_worker()
     refused = local_cluster.add_worker(MEMLIB_CPU_DISPATCH="native")
     local_cluster.wait_for(3)
-    plan = ma.planned_runs(config)
+    # and a study-1 run with its post-hoc probes, which read the run inside their computation
+    study1 = tiny(rlp.Config, dict(dataset="digits", train_samples=200, test_samples=100,
+                                   validation_samples=100, epochs=2, model="mlp",
+                                   layer_models=("mlp",), widths=(16, 16), probes=2,
+                                   probe_epochs=2))
+    trained = rlp.spec(study1)
+    plan = [*ma.planned_runs(config), (rlp.cached_probes, rlp.probe_spec(study1, trained)),
+            (rlp.cached_run, trained)]
     compute_here(plan, tmp_path / "here", monkeypatch)
+    cluster.activity.clear()
     compute_on(local_cluster.address, plan, tmp_path / "there", monkeypatch)
     assert_same_entries(tmp_path / "there", tmp_path / "here")
+    assert cluster.activity["already stored"] == 0  # nothing computed twice
+    assert cluster.activity["stored"] == len(list((tmp_path / "here").glob("*.pt")))
     lines = [str(w.message) for w in recwarn if "refused" in str(w.message)]
     assert len(lines) == 1 and "\n" not in lines[0], lines
     assert "CPU dispatch: 'native' there, 'avx2' here" in lines[0]
