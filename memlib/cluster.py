@@ -35,6 +35,7 @@ SCHEDULER_VARIABLE = "MEMLIB_SCHEDULER"
 # computation's code reaches; a worker must match the client in all of them)
 LIBRARIES = ("torch", "numpy", "scipy", "scikit-learn", "torchvision", "timm", "transformers")
 CONNECT_SECONDS = 30
+NUMPY_AVX512 = ("AVX512_KNL", "AVX512_KNM", "AVX512_SKX", "AVX512_ICL", "AVX512_SPR")
 # entries the cluster's tasks returned: "stored" here, or "already stored" (computed twice)
 activity: collections.Counter = collections.Counter()
 
@@ -78,9 +79,14 @@ def environment() -> dict[str, Any]:
             continue  # not memlib's own
         code.update(f"{name}\0{text}\0".encode())
     gpu = (torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none")
+    import numpy
+
+    features = numpy._core._multiarray_umath.__cpu_features__  # as numpy dispatches them
     return {"CPU dispatch": dispatch_record()["dispatch"],
             "CPU pins": {k: os.environ.get(k) for k in PINS},
             "torch's instruction set": torch.backends.cpu.get_cpu_capability(),
+            # on for numpy imported before memlib's pins on a CPU with AVX-512 (off when pinned)
+            "numpy's AVX-512 loops": [k for k in NUMPY_AVX512 if features.get(k)],
             "libraries": {name: _version(name) for name in LIBRARIES},
             "Python": platform.python_version(),
             "memlib's code": code.hexdigest()[:16], "GPU": gpu}

@@ -199,3 +199,18 @@ def test_runs_on_a_gpu_ask_for_a_gpu_resource():
     import dataclasses
 
     assert runs.on_gpu((rlp.cached_run, dataclasses.replace(cpu, device="cuda")))
+
+
+def test_what_a_worker_differs_in_is_named_in_one_line():
+    here = cluster.environment()
+    assert cluster.difference(here, here) is None
+    numpy_first = {**here, "numpy's AVX-512 loops": ["AVX512_SKX"]}
+    assert cluster.difference(here, numpy_first).startswith("numpy's AVX-512 loops: ")
+    older = {**here, "libraries": {**here["libraries"], "torch": "0.1"}}
+    assert cluster.difference(here, older) == (
+        f"libraries: torch='0.1' there, {here['libraries']['torch']!r} here")
+    edited = {**here, "memlib's code": "0" * 16}
+    assert cluster.difference(here, edited).startswith("memlib's code: ")
+    # a client without a GPU keys CPU runs: a worker's GPU does not matter to it
+    assert cluster.difference({**here, "GPU": "none"}, {**here, "GPU": "NVIDIA H100"}) is None
+    assert cluster.difference({**here, "GPU": "NVIDIA H100"}, {**here, "GPU": "NVIDIA A100"})
