@@ -275,6 +275,14 @@ def note_computed_elsewhere(names: Collection[str]) -> None:
     _COMPUTED_ELSEWHERE.update(fresh)
 
 
+def store_entry(path: Path, data: bytes) -> None:
+    """Write as entry `path` the bytes of an entry another machine computed
+    (`memlib.cluster`), after checking them: their digest, and that they name themselves as
+    `path` (ValueError otherwise)."""
+    _read_entry(Path(path), data)
+    atomic_write_bytes(path, data)
+
+
 def unwritten() -> set[Path]:
     """The entries this process keeps in memory because they could not be written."""
     return set(_UNWRITTEN)

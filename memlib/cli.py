@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import time
 import warnings
@@ -54,6 +55,50 @@ def preset(stem: str, scale: str, overrides: Path | None, sets: dict[str, str]) 
         return {**read_params(params_file(Path(stem), scale)), **extra, **sets}
     except PresetError as err:
         raise UsageError(str(err)) from None
+
+
+@contextlib.contextmanager
+def workers_set(value: str | None):
+    """`--workers N` as MEMLIB_WORKERS for the command (the notebook's kernel and every worker
+    process inherit it), as it was again after; a bad value, or a bad MEMLIB_WORKERS, is a
+    UsageError before any work."""
+    from memlib.process import WORKERS_VARIABLE, parse_workers
+
+    before = os.environ.get(WORKERS_VARIABLE)
+    try:
+        if value is not None:
+            os.environ[WORKERS_VARIABLE] = str(parse_workers(value, "--workers"))
+        elif before is not None and before.strip():
+            parse_workers(before, WORKERS_VARIABLE)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(WORKERS_VARIABLE, None)
+        else:
+            os.environ[WORKERS_VARIABLE] = before
+
+
+@contextlib.contextmanager
+def scheduler_set(address: str | None):
+    """`--scheduler ADDRESS` as MEMLIB_SCHEDULER for the command, as it was again after."""
+    from memlib.cluster import SCHEDULER_VARIABLE
+
+    before = os.environ.get(SCHEDULER_VARIABLE)
+    if address is not None:
+        if not address.strip() or any(c.isspace() for c in address.strip()):
+            raise UsageError(f"--scheduler takes a Dask scheduler's address such as "
+                             f"tcp://HOST:8786, got {address!r}")
+        os.environ[SCHEDULER_VARIABLE] = address.strip()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(SCHEDULER_VARIABLE, None)
+        else:
+            os.environ[SCHEDULER_VARIABLE] = before
 
 
 def study_config(study: str, params: dict):
@@ -133,6 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--params", type=Path, metavar="FILE",
                      help="a YAML file of overrides, applied before --set")
+    run.add_argument("--workers", metavar="N",
+                     help="runs computed at once (default: $MEMLIB_WORKERS, else the study's "
+                          "parallel_runs, else the cores this process may use)")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="compute the missing runs on the Dask cluster whose scheduler is "
+                          "at ADDRESS, e.g. tcp://HOST:8786 (default: $MEMLIB_SCHEDULER)")
     nb = sub.add_parser("notebook", help="execute a notebook headlessly (papermill)")
     nb.add_argument("path", type=Path)
     nb.add_argument("--scale", default=DEFAULT_SCALE)
@@ -140,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="override a parameter of the scale's preset")
     nb.add_argument("--params", type=Path, metavar="FILE",
                     help="a YAML file of overrides, applied before --set")
+    nb.add_argument("--workers", metavar="N",
+                    help="runs computed at once (default: $MEMLIB_WORKERS, else the study's "
+                         "parallel_runs, else the cores this process may use)")
     claims = sub.add_parser("claims", help="collect the claims tables into CLAIMS.md")
     claims.add_argument("--scale", default=DEFAULT_SCALE)
     reg = sub.add_parser("register", help="record the fingerprint of every changed claim rule")
@@ -186,11 +240,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             running = (f"run {args.study} at {args.scale} scale (finished results are in "
                            "the cache)")
-            return _run(args)
+            with workers_set(args.workers), scheduler_set(args.scheduler):
+                return _run(args)
         if args.command == "notebook":
             running = (f"notebook {args.path.name} at {args.scale} scale (its published "
                            "outputs are unchanged)")
-            return _notebook(args)
+            with workers_set(args.workers):
+                return _notebook(args)
         if args.command == "register":
             return _register(args)
         if args.command in ("class-kit", "clean"):
@@ -270,6 +326,7 @@ def _shown(path: Path) -> Path:
 
 def _run(args) -> int:
     from memlib import cache, distributed
+    from memlib.cluster import ClusterError
     from memlib.config import ConfigError
     from memlib.data import DataError, DataRequestError
 
@@ -277,7 +334,7 @@ def _run(args) -> int:
     cache.activity.clear()
     try:
         run_study(args.study, args.scale, parse_sets(args.set), args.params)
-    except DataError as err:  # one actionable sentence, not a traceback
+    except (DataError, ClusterError) as err:  # one actionable sentence, not a traceback
         print(f"memlib: error: {err}", file=sys.stderr)
         return 1
     except (ConfigError, DataRequestError) as err:  # a value only the data could refuse

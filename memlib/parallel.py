@@ -13,7 +13,7 @@ from typing import Any
 
 from memlib import cache, distributed, fingerprint
 from memlib.cache import MissingResultError, only_cached, reading_only
-from memlib.process import holding_warnings, one_cpu_thread, warn_once
+from memlib.process import holding_warnings, one_cpu_thread, warn_once, workers
 from memlib.train import show_progress
 
 Call = tuple[Callable[[Any], Any], Any]  # (a module-level cached computation, its argument)
@@ -53,16 +53,18 @@ def _compute_in_worker(function: Callable[[Any], Any], argument: Any
     return cache.unwritten_since(before), warned, cache.computed_since(count)
 
 
-def can_prefetch(processes: int) -> bool:
-    """Whether `prefetch` starts workers at all: for more than one process, not under
-    torch.distributed (where runs use every rank) and not inside `cache.only_cached` (where
-    nothing may be computed: the caller's own calls name the command that computes it)."""
-    return processes > 1 and not distributed.active() and not reading_only()
+def can_prefetch(processes: int | None) -> bool:
+    """Whether `prefetch` starts workers at all: for more than one process (`processes`, a
+    study's `parallel_runs`, as `process.workers` resolves it), not under torch.distributed
+    (where runs use every rank) and not inside `cache.only_cached` (where nothing may be
+    computed: the caller's own calls name the command that computes it)."""
+    return workers(processes) > 1 and not distributed.active() and not reading_only()
 
 
-def prefetch(calls: list[Call], processes: int, desc: str = "runs") -> None:
+def prefetch(calls: list[Call], processes: int | None, desc: str = "runs") -> None:
     """Compute the cached computations `function(argument)` in `processes` worker processes
-    (one CPU thread each), so that the caller's own calls then load them from the cache.
+    (one CPU thread each; None: as many as `process.workers` gives), so that the caller's own
+    calls then load them from the cache.
 
     A small model on a CPU keeps one core busy per run: independent runs in parallel use the
     machine's cores far better than threads inside one run, and each result is the same as
@@ -84,7 +86,7 @@ def prefetch(calls: list[Call], processes: int, desc: str = "runs") -> None:
     try:
         # the workers end with this process, and key by the sources it read, not by files
         # edited since
-        with ProcessPoolExecutor(min(processes, len(calls)), mp_context=context,
+        with ProcessPoolExecutor(min(workers(processes), len(calls)), mp_context=context,
                                  initializer=_start_worker,
                                  initargs=(os.getpid(), fingerprint.sources())) as pool:
             futures = [pool.submit(_compute_in_worker, f, a) for f, a in calls]

@@ -202,6 +202,44 @@ def one_cpu_thread() -> None:
     torch.set_num_threads(1)
 
 
+WORKERS_VARIABLE = "MEMLIB_WORKERS"
+MAX_WORKERS = 256  # as the studies' `parallel_runs` allows
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a Slurm job's or a container's
+    share, not the machine's count), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def parse_workers(text: str, source: str) -> int:
+    """A number of runs at once, 1 to MAX_WORKERS, from `text`; ValueError in one line naming
+    `source` (the option or variable it came from) otherwise."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_WORKERS:
+        raise ValueError(f"{source} must be a whole number of runs at once from 1 to "
+                         f"{MAX_WORKERS}, got {text!r}")
+    return value
+
+
+def workers(setting: int | None) -> int:
+    """How many runs compute at once: MEMLIB_WORKERS where set (`memlib run/notebook
+    --workers` sets it), else a study's `parallel_runs` setting where it names one, else the
+    cores this process may use. Each run computes on one thread, and its bits are the same
+    whichever process computes it, so this decides how long a run of runs takes, never what
+    it computes: no cache key holds it."""
+    variable = os.environ.get(WORKERS_VARIABLE)
+    if variable is not None and variable.strip():
+        return parse_workers(variable, WORKERS_VARIABLE)
+    return usable_cores() if setting is None else int(setting)
+
+
 def one_line_warning(message, category, filename, lineno, line=None) -> str:
     """memlib's form of a warning (warnings.formatwarning): one line, without the source line
     Python adds."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from memlib import paths
 from memlib.cache import ledger_seconds
-from memlib.process import atomic_write_bytes, dispatch_record
+from memlib.process import atomic_write_bytes, dispatch_record, workers
 
 PACKAGES = ("memlib", "torch", "torchvision", "timm", "transformers", "numpy", "pandas",
             "scipy", "scikit-learn", "mlxtend", "matplotlib", "papermill", "jupytext")
@@ -123,6 +123,15 @@ def input_scaling(study: str, parameters: dict[str, Any], names: list[str]) -> d
     return out
 
 
+def workers_used(parameters: dict[str, Any]) -> int | str:
+    """How many runs the notebook computed at once (`process.workers`): it decides the wall
+    time, never a result, so it is recorded here and held by no cache key."""
+    try:
+        return workers(parameters.get("parallel_runs"))
+    except (ValueError, TypeError) as err:  # a manifest records what it can
+        return f"unknown ({err})"
+
+
 def manifest(study: str, scale: str, parameters: dict[str, Any], wall_seconds: float,
              ledger: Path | None = None, data_used: list[str] = ()) -> dict:
     """`ledger`: the file in which the run noted the cache entries it loaded or computed;
@@ -138,6 +147,7 @@ def manifest(study: str, scale: str, parameters: dict[str, Any], wall_seconds: f
         "device": device(),
         "gpu": gpu(),
         "cpu": dispatch_record(),
+        "workers": workers_used(parameters),
         "wall_seconds": round(wall_seconds, 1),
         **compute_cost(ledger),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from memlib import cache, fingerprint, parallel
+from memlib import cache, cluster, distributed, fingerprint, parallel
 
 REGISTRY: dict[str, Computation] = {}
 # the libraries whose version can change a result's bits (their distribution's name): torch
@@ -219,8 +219,25 @@ def missing(plan: Iterable[Call]) -> list[Call]:
     return [call for call in dict.fromkeys(plan) if not has(call)]
 
 
-def compute_missing(plan: Iterable[Call], processes: int, desc: str = "runs") -> None:
+def on_gpu(call: Call) -> bool:
+    """Whether `call` computes on a GPU: its spec names a CUDA device (a study function's
+    argument, its `device`)."""
+    function, argument = call
+    if isinstance(function, Computation):
+        devices = _devices(function.spec(argument))
+    else:
+        devices = {str(getattr(argument, "device", "cpu"))}
+    return any(d.startswith("cuda") for d in devices)
+
+
+def compute_missing(plan: Iterable[Call], processes: int | None,
+                    desc: str = "runs") -> None:
     """Compute the missing calls of `plan` in `processes` worker processes (one CPU thread
-    each; nothing where `parallel.can_prefetch` says no), for the caller to load."""
-    if parallel.can_prefetch(processes):
+    each; None: as many as `process.workers` gives; nothing where `parallel.can_prefetch`
+    says no), or on the Dask cluster MEMLIB_SCHEDULER names (`memlib.cluster`), for the
+    caller to load."""
+    if cluster.scheduler() and not distributed.active() and not cache.reading_only():
+        # on the Dask cluster MEMLIB_SCHEDULER names
+        cluster.compute(missing(plan), desc, on_gpu=on_gpu)
+    elif parallel.can_prefetch(processes):
         parallel.prefetch(missing(plan), processes, desc)

@@ -879,6 +879,22 @@ def test_the_plan_trains_the_default_run_on_random_labels_and_probes_it():
             if f is rlp.cached_run and s.labels == "random"} == set(full.seeds)
 
 
+def test_the_plan_probes_only_runs_whose_probes_are_read():
+    """The label-noise and sampling tables read no post-hoc probes: none are planned for their
+    own runs (a noise run that is also another table's run keeps its probes)."""
+    from memlib.studies import preset_config
+
+    config = preset_config("rlp", "smoke")
+    plan = rlp.planned_runs(config)
+    trained = {s for f, s in plan if f is rlp.cached_run}
+    probed = {p.run for f, p in plan if f is rlp.cached_probes}
+    noise = {rlp.noise_spec(config, rate, lam, seed) for rate in config.noise_rates
+             for lam in (0.0, *config.noise_lambdas) for seed in config.seeds}
+    assert trained - noise <= probed <= trained and noise - probed
+    assert config.sampling_experiment
+    assert not [f for f, _ in rlp.planned_runs(config, best=10.0) if f is rlp.cached_probes]
+
+
 def test_random_training_labels_are_uniform_per_index_and_apart_from_the_probes():
     config = tiny(rlp.Config, dict(dataset="digits", train_samples=200, test_samples=50,
                                    validation_samples=100))

@@ -61,8 +61,9 @@ class Config:
     measure_every: Annotated[int, Positive, AtMost(10**4)] = 2
     exact_loo_max: Annotated[int, NonNegative, AtMost(10**7)] = 20000  # exact LOO up to this size
     null_draws: Annotated[int, Positive, AtMost(10**4)] = 3  # null-model B shuffles per layer
-    # training runs computed at once, each in its own process on one CPU thread
-    parallel_runs: Annotated[int, Positive, AtMost(256)] = 2
+    # runs at once, each in its own process on one CPU thread (None: the cores this process
+    # may use; MEMLIB_WORKERS or --workers overrides it: `process.workers`); in no key
+    parallel_runs: Annotated[int | None, Positive, AtMost(256)] = None
     # study 1's config that every run starts from: its preset at `setting` changed by
     # `study1_sets`, read once as this config is built (not a parameter of its own)
     study1: rlp.Config = dataclasses.field(init=False, repr=False, metadata={"derived": True})

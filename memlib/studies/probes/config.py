@@ -108,7 +108,9 @@ class Config:
     # where every run computes: "cpu", "cuda", "cuda:N", "mps", or "auto" (a GPU when there
     # is one), resolved as the config is built: the runs' cache keys name the device
     device: str = "auto"
-    parallel_runs: Annotated[int, Positive, AtMost(256)] = 2  # runs at once: in no key
+    # runs at once, each in its own process on one CPU thread (None: the cores this process
+    # may use; MEMLIB_WORKERS or --workers overrides it: `process.workers`); in no key
+    parallel_runs: Annotated[int | None, Positive, AtMost(256)] = None
 
     # the stand-in's replicates run on seeds of their own, registered with `seeds`
     ARM_SEEDS = ("standin_seeds",)

@@ -87,9 +87,10 @@ class Config:
     epochs: Annotated[int, Positive, AtMost(10**4)] = 60
     # epochs between measurements of train/test/RLP accuracy (and always the last)
     measure_every: Annotated[int, Positive, AtMost(10**4)] = 2
-    # training runs computed at once, each in its own process on one CPU thread (1: all in
-    # this process; ignored under torchrun)
-    parallel_runs: Annotated[int, Positive, AtMost(256)] = 2
+    # runs at once, each in its own process on one CPU thread (None: the cores this process
+    # may use; MEMLIB_WORKERS or --workers overrides it: `process.workers`); in no key;
+    # ignored under torchrun
+    parallel_runs: Annotated[int | None, Positive, AtMost(256)] = None
     batch_size: Annotated[int, Positive, AtMost(2**20)] = 64
     optimizer: Literal["sgd", "adam", "adamw", "muon"] = "adam"
     lr: Annotated[float, Positive] = 2e-3

@@ -89,7 +89,7 @@ def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
                    + [(cached_run, sampling_spec(config, long_tail_ratio=config.long_tail_ratio,
                                                  lam=lam, seed=seed))
                       for lam in (0.0, best) for seed in seeds])
-        return with_probes(config, sampled)
+        return sampled  # the sampling tables read no probes
     layer = [(cached_run, spec(config, model=name, seed=seed)) for name in config.layer_models
              for seed in seeds]
     frozen = [(cached_frozen, s) for _, s in layer]
@@ -104,13 +104,15 @@ def planned_runs(config: Config, best: float | None = None) -> list[tuple]:
     retrain = [(cached_run, retraining_spec(config, seed)) for seed in seeds]
     # noise reuses runs
     runs = list(dict.fromkeys(lams + noise + regs + retrain + layer + frozen))
-    return with_probes(config, runs)
+    return with_probes(config, runs, read=set(lams + regs + retrain + layer))
 
 
-def with_probes(config: Config, plan: list[tuple]) -> list[tuple]:
-    """`plan` followed by the post-hoc probes of each of its training runs (computed after
-    them: a probe reads its run's stored features)."""
-    return plan + [(cached_probes, probe_spec(config, s)) for f, s in plan if f is cached_run]
+def with_probes(config: Config, plan: list[tuple], read: set[tuple]) -> list[tuple]:
+    """`plan` followed by the post-hoc probes of each of its training runs that `run` reads
+    them of, the calls in `read` (computed after them: a probe reads its run's stored
+    features); the label-noise and sampling tables read none."""
+    return plan + [(cached_probes, probe_spec(config, s)) for f, s in plan
+                   if f is cached_run and (f, s) in read]
 
 
 def probed(config: Config, s: RunSpec) -> tuple[dict, dict]:
