@@ -170,7 +170,9 @@ def test_resnet18_on_cifar10_end_to_end_cached_and_readable(tiny_cifar, tmp_path
     out = run_command(tmp_path, ["--model", "resnet18", "--data", "cifar10", "--noise", "0.2"])
     layers = pd.read_csv(out / "layers.csv")
     assert sorted(layers["seed"].unique()) == [0, 1]
-    assert layers["layer"].unique().tolist() == ["layer1", "layer2", "layer3", "layer4"]
+    # at smoke scale three of its five stages, evenly spaced (avgpool has no weights)
+    assert layers["layer"].unique().tolist() == ["layer1", "layer3", "avgpool"]
+    assert layers.loc[layers["layer"] == "layer1", "drop_pruned"].notna().all()
     assert {"excess", "drop_sign", "drop_pruned", "gap_null_b"} <= set(layers.columns)
     curves = pd.read_csv(out / "curves.csv")
     assert {"er", "noisy_fit", "noisy_true", "clean_fit"} <= set(curves.columns)
@@ -193,8 +195,7 @@ def test_timm_vit_on_fashion_mnist_end_to_end(tmp_path):
     out = run_command(tmp_path, ["--model", "timm:vit_tiny_patch16_224",
                                  "--data", "fashion_mnist"])
     layers = pd.read_csv(out / "layers.csv")
-    assert layers["layer"].unique().tolist() == ["blocks.0", "blocks.4", "blocks.7",
-                                                 "blocks.11"]
+    assert layers["layer"].unique().tolist() == ["blocks.0", "blocks.6", "blocks.11"]
     page = (out / "report.html").read_text(encoding="utf-8")
     assert page.count("<figure>") == 3  # no noise: no split of the corrupted labels
     assert "No label was corrupted" in page
