@@ -88,7 +88,7 @@ def test_spaced_layers_keep_the_first_and_the_last():
 def test_interval_is_students_t_over_seeds():
     mean, low, high = report.interval([1.0, 3.0])
     assert mean == 2.0 and high - mean == pytest.approx(12.7062 * 1.0, rel=1e-4)
-    assert report.interval([5.0]) == (5.0, 5.0, 5.0)
+    assert report.interval([5.0])[0] == 5.0 and report.interval([5.0])[1] != 5.0
 
 
 # --- bad input: one line, exit 2 -------------------------------------------------------------

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from memlib import data as datasets
 from memlib.plotting import OKABE_ITO, figure
 
 __all__ = ["interval", "by_layer", "over_training", "page", "figures", "fit_notes"]
@@ -23,14 +24,14 @@ DPI = 200  # twice the book's 100 px an inch: sharp on a phone and when zoomed
 
 
 def interval(values) -> tuple[float, float, float]:
-    """(mean, low, high): the mean over seeds and its 95% Student-t interval (low = high =
-    mean for one seed)."""
+    """(mean, low, high): the mean over seeds and its 95% Student-t interval (low and high
+    NaN for one seed)."""
     v = np.asarray([x for x in values if x == x], dtype=float)
     if len(v) == 0:
         return math.nan, math.nan, math.nan
     mean = float(v.mean())
     if len(v) < 2:
-        return mean, mean, mean
+        return mean, math.nan, math.nan
     half = float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
     return mean, mean - half, mean + half
 
@@ -64,8 +65,10 @@ def _num(value: float, digits: int = 1, unit: str = "") -> str:
 def _span(mean: float, low: float, high: float, digits: int = 1, unit: str = "") -> str:
     if mean != mean:
         return "not measured"
-    if low == high:
+    if low != low:
         return f"{mean:.{digits}f}{unit} (one seed)"
+    if unit == "%":  # a share: its interval shown within 0 to 100
+        low, high = max(low, 0.0), min(high, 100.0)
     return f"{mean:.{digits}f}{unit} (95% interval {low:.{digits}f} to {high:.{digits}f})"
 
 
@@ -86,10 +89,13 @@ def _png(fig) -> str:
             f'alt="figure" style="max-width:100%;height:auto">')
 
 
-def _band(ax, frame: pd.DataFrame, x: str, column: str, label: str, colour: str) -> None:
+def _band(ax, frame: pd.DataFrame, x: str, column: str, label: str, colour: str,
+          bounds: tuple[float, float] = (-math.inf, math.inf)) -> None:
+    """The mean over seeds with its 95% interval as a band, within `bounds`."""
     ax.plot(frame[x], frame[column], marker="o", color=colour, label=label)
-    ax.fill_between(frame[x], frame[f"{column} low"], frame[f"{column} high"], color=colour,
-                    alpha=0.2, linewidth=0)
+    ax.fill_between(frame[x], frame[f"{column} low"].clip(*bounds),
+                    frame[f"{column} high"].clip(*bounds), color=colour, alpha=0.2,
+                    linewidth=0)
 
 
 def _layer_figure(layers: pd.DataFrame, seeds: int) -> tuple[str, str]:
@@ -132,9 +138,9 @@ def _er_figure(curves: pd.DataFrame, runs: pd.DataFrame) -> tuple[str, str]:
     _band(left, table, "epoch", "er", "effective rank", OKABE_ITO[0])
     left.set(xlabel="epoch", ylabel="effective rank", title="Last-layer gradients")
     _band(right, table.assign(**{c: 100 * table[c] for c in table.columns if c != "epoch"}),
-          "epoch", "clean_fit", "clean training labels fitted", OKABE_ITO[2])
+          "epoch", "clean_fit", "clean training labels fitted", OKABE_ITO[2], (0, 100))
     _band(right, table.assign(**{c: 100 * table[c] for c in table.columns if c != "epoch"}),
-          "epoch", "test_acc", "test accuracy", OKABE_ITO[1])
+          "epoch", "test_acc", "test accuracy", OKABE_ITO[1], (0, 100))
     right.set(xlabel="epoch", ylabel="%", title="Fit and test accuracy")
     right.legend()
     peak = interval(runs["peak_epoch"])
@@ -156,7 +162,7 @@ def _split_figure(curves: pd.DataFrame) -> tuple[str, str]:
     for column, label, colour in (("noisy_fit", "memorized (noisy label)", OKABE_ITO[3]),
                                   ("noisy_true", "rule kept (true label)", OKABE_ITO[2]),
                                   ("other", "other class", OKABE_ITO[7])):
-        _band(ax, scaled, "epoch", column, label, colour)
+        _band(ax, scaled, "epoch", column, label, colour, (0, 100))
     ax.set(xlabel="epoch", ylabel="% of corrupted labels", title="Corrupted labels")
     ax.legend()
     last = scaled.iloc[-1]
@@ -178,7 +184,7 @@ def _agreement_figure(agreement: pd.DataFrame, auroc: pd.DataFrame, noisy: bool
     fig, axes = figure("wide", 1, 2 if noisy else 1)
     axes = np.atleast_1d(axes)
     image = axes[0].imshow(rho.to_numpy(), vmin=-1, vmax=1, cmap="RdBu_r")
-    axes[0].set_xticks(range(len(names)), names, rotation=40, ha="right")
+    axes[0].set_xticks(range(len(names)), names, rotation=90)
     axes[0].set_yticks(range(len(names)), names)
     axes[0].set_title("Spearman correlation")
     axes[0].grid(False)
@@ -278,8 +284,8 @@ def page(r, config, measures, results: dict, wall: float, cost: dict[str, float]
         ("test images", "all" if run.test_samples is None else str(run.test_samples)),
         ("epochs", str(run.epochs)), ("batch size", str(run.batch_size)),
         ("optimizer", f"{run.optimizer}, learning rate {run.lr:g}, {run.schedule} schedule"),
-        ("random labels", f"{run.n_random or 'as many classes as the dataset has'} classes, "
-                          f"linear heads at every measured layer"),
+        ("random labels", f"{run.n_random or datasets.NUM_CLASSES[r.dataset]} classes, "
+                          "a linear head at every measured layer"),
         ("scored examples", "all training images" if config.scatter_samples is None
          else str(config.scatter_samples)),
         ("null-model draws per layer", str(config.null_draws)),
