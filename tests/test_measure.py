@@ -185,7 +185,7 @@ def test_resnet18_on_cifar10_end_to_end_cached_and_readable(tiny_cifar, tmp_path
     for name in TABLES:
         pd.testing.assert_frame_equal(first[name], pd.read_csv(again / f"{name}.csv"))
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert page.count("<figure>") == 4 and "data:image/png;base64," in page
+    assert page.count("<figure>") == 5 and "data:image/png;base64," in page
     assert "http" not in page.replace("http-equiv", "")  # nothing reaches the network
     shutil.copy(out / "report.html", tmp_path / "page.html")
     read_in_chromium(tmp_path / "page.html", tmp_path)
@@ -197,7 +197,7 @@ def test_timm_vit_on_fashion_mnist_end_to_end(tmp_path):
     layers = pd.read_csv(out / "layers.csv")
     assert layers["layer"].unique().tolist() == ["blocks.0", "blocks.6", "blocks.11"]
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert page.count("<figure>") == 3  # no noise: no split of the corrupted labels
+    assert page.count("<figure>") == 3  # no noise: no corrupted labels to split or find
     assert "No label was corrupted" in page
 
 

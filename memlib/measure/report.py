@@ -176,19 +176,17 @@ def _split_figure(curves: pd.DataFrame) -> tuple[str, str]:
     return _png(fig), sentence
 
 
-def _agreement_figure(agreement: pd.DataFrame, auroc: pd.DataFrame, noisy: bool
-                      ) -> tuple[str, str]:
+def _agreement_figure(agreement: pd.DataFrame) -> tuple[str, str]:
     rho = agreement.groupby(["a", "b"], sort=False)["rho"].mean().unstack()
     names = [n for n in dict.fromkeys(agreement["a"]) if n in rho.columns]
     rho = rho.loc[names, names]
-    fig, axes = figure("wide", 1, 2 if noisy else 1)
-    axes = np.atleast_1d(axes)
-    image = axes[0].imshow(rho.to_numpy(), vmin=-1, vmax=1, cmap="RdBu_r")
-    axes[0].set_xticks(range(len(names)), names, rotation=90)
-    axes[0].set_yticks(range(len(names)), names)
-    axes[0].set_title("Spearman correlation")
-    axes[0].grid(False)
-    fig.colorbar(image, ax=axes[0])
+    fig, ax = figure("square")
+    image = ax.imshow(rho.to_numpy(), vmin=-1, vmax=1, cmap="RdBu_r")
+    ax.set_xticks(range(len(names)), names, rotation=90)
+    ax.set_yticks(range(len(names)), names)
+    ax.set_title("Spearman correlation")
+    ax.grid(False)
+    fig.colorbar(image, ax=ax, shrink=0.7)
     pairs = [(a, b, rho.loc[a, b]) for i, a in enumerate(names) for b in names[i + 1:]
              if rho.loc[a, b] == rho.loc[a, b]]
     sentence = ("How the per-example scores agree: the Spearman correlation of each pair, "
@@ -198,25 +196,31 @@ def _agreement_figure(agreement: pd.DataFrame, auroc: pd.DataFrame, noisy: bool
         c, d, low = min(pairs, key=lambda p: p[2])
         sentence += (f" The closest pair is {a} and {b} ({value:.2f}), the farthest {c} and "
                      f"{d} ({low:.2f}).")
-    if noisy:
-        means = auroc.groupby("score", sort=False)["auroc"].apply(
-            lambda v: interval(v)).dropna()
-        means = means[[m[0] == m[0] for m in means]]
-        y = np.arange(len(means))
-        axes[1].barh(y, [m[0] for m in means], color=OKABE_ITO[0])
-        axes[1].errorbar([m[0] for m in means], y, xerr=[[m[0] - m[1] for m in means],
-                                                          [m[2] - m[0] for m in means]],
-                         fmt="none", color="0.2")
-        axes[1].axvline(0.5, color="0.35", linestyle="--", linewidth=1.0)
-        axes[1].set_yticks(y, list(means.index))
-        axes[1].set(xlim=(0, 1), xlabel="AUROC for the corrupted labels",
-                    title="Finding the corrupted labels")
-        if len(means):
-            name = max(means.index, key=lambda n: means[n][0])
-            sentence += (f" Right: each score's AUROC for the corrupted labels; the exact "
-                         f"leave-one-out attribution reaches "
-                         f"{_span(*means.get('Fisher LOO (exact)', (math.nan,) * 3), digits=2)}"
-                         f", the highest is {name} at {_span(*means[name], digits=2)}.")
+    return _png(fig), sentence
+
+
+def _auroc_figure(auroc: pd.DataFrame) -> tuple[str, str]:
+    means = {name: interval(group["auroc"]) for name, group
+             in auroc.groupby("score", sort=False)}
+    means = {name: m for name, m in means.items() if m[0] == m[0]}
+    fig, ax = figure("single")
+    y = np.arange(len(means))
+    centre = np.array([m[0] for m in means.values()])
+    ax.barh(y, centre, color=OKABE_ITO[0])
+    spread = np.array([[m[0] - m[1], m[2] - m[0]] for m in means.values()]).reshape(-1, 2)
+    ax.errorbar(centre, y, xerr=np.nan_to_num(spread.T), fmt="none", color="0.2")
+    ax.axvline(0.5, color="0.35", linestyle="--", linewidth=1.0)
+    ax.set_yticks(y, list(means))
+    ax.set(xlim=(0, 1), xlabel="AUROC for the corrupted labels",
+           title="Finding the corrupted labels")
+    sentence = ("How well each per-example score, signed so that higher means more memorized, "
+                "finds the corrupted labels (AUROC; 0.5 is chance).")
+    if means:
+        name = max(means, key=lambda n: means[n][0])
+        exact = means.get("Fisher LOO (exact)", (math.nan,) * 3)
+        sentence += (f" The exact leave-one-out attribution at the er peak reaches "
+                     f"{_span(*exact, digits=2)}; the highest is {name} at "
+                     f"{_span(*means[name], digits=2)}.")
     return _png(fig), sentence
 
 
@@ -227,7 +231,9 @@ def figures(results: dict, noisy: bool) -> list[tuple[str, str]]:
            _er_figure(results["curves"], results["runs"])]
     if noisy:
         out.append(_split_figure(results["curves"]))
-    out.append(_agreement_figure(results["agreement"], results["auroc"], noisy))
+    out.append(_agreement_figure(results["agreement"]))
+    if noisy:
+        out.append(_auroc_figure(results["auroc"]))
     return out
 
 
