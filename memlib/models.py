@@ -369,4 +369,5 @@ def load_checkpoint(model: nn.Module, path: str) -> None:
     except RuntimeError as err:
         first = next((line.strip() for line in str(err).splitlines()[1:] if line.strip()),
                      str(err))
+        first = first if len(first) <= 160 else first[:157] + "..."
         raise ValueError(f"checkpoint {path} does not match the model: {first}") from None
