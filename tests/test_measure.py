@@ -239,7 +239,7 @@ def test_study1_mlp_at_the_lens_settings_gives_the_lens_numbers(tmp_path):
     ours = measure.measure(r, tmp_path / "out", config)["results"]
     theirs = lens.run(config)
     for name in TABLES:
-        pd.testing.assert_frame_equal(ours[name], theirs[name])
-        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "out" / f"{name}.csv"),
-                                      theirs[name].reset_index(drop=True),
-                                      check_dtype=False, check_exact=False)
+        # (a freshly computed table names its columns' index, one loaded from the cache not)
+        pd.testing.assert_frame_equal(ours[name], theirs[name], check_names=False)
+        written = (tmp_path / "out" / f"{name}.csv").read_text()
+        assert written == theirs[name].to_csv(index=False)
