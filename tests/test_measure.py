@@ -170,7 +170,8 @@ def test_resnet18_on_cifar10_end_to_end_cached_and_readable(tiny_cifar, tmp_path
     out = run_command(tmp_path, ["--model", "resnet18", "--data", "cifar10", "--noise", "0.2"])
     layers = pd.read_csv(out / "layers.csv")
     assert sorted(layers["seed"].unique()) == [0, 1]
-    # at smoke scale three of its five stages, evenly spaced (avgpool has no weights)
+    # at smoke scale three of its five stages, evenly spaced (avgpool's probes read the
+    # weights between layer3 and it: layer4's)
     assert layers["layer"].unique().tolist() == ["layer1", "layer3", "avgpool"]
     assert layers.loc[layers["layer"] == "layer1", "drop_pruned"].notna().all()
     assert {"excess", "drop_sign", "drop_pruned", "gap_null_b"} <= set(layers.columns)
