@@ -144,13 +144,16 @@ def _er_figure(curves: pd.DataFrame, runs: pd.DataFrame) -> tuple[str, str]:
     right.set(xlabel="epoch", ylabel="%", title="Fit and test accuracy")
     right.legend()
     peak = interval(runs["peak_epoch"])
-    best = table.loc[table["er"].idxmax()]
+    later = table[table["epoch"] >= 1]  # epoch 0's er is inflated by the initialisation
     sentence = ("The effective rank of the per-example last-layer gradients over training "
                 "(left) and the share of clean training labels fitted and the test accuracy "
-                f"(right). Its mean peaks at epoch {int(best['epoch'])} at "
-                f"{_at(best, 'er', digits=2)}; each run's "
-                f"own peak, where the leave-one-out attribution is computed, comes at epoch "
-                f"{_span(*peak)}.")
+                "(right).")
+    if later["er"].notna().any():
+        best = later.loc[later["er"].idxmax()]
+        sentence += (f" After epoch 0 (inflated by the initialisation) its mean peaks at "
+                     f"epoch {int(best['epoch'])} at {_at(best, 'er', digits=2)}; each "
+                     f"run's own peak, where the leave-one-out attribution is computed, "
+                     f"comes at epoch {_span(*peak)}.")
     return _png(fig), sentence
 
 
