@@ -289,7 +289,7 @@ def notebooks_table(rows: list[str], scale: str, devices: list[str]) -> str:
 
 
 # the manual's pages, which README.md links (book/<page>.md, readable on a code host too)
-MANUAL = ("running", "scales", "data", "full-scale", "reading-claims", "layout")
+MANUAL = ("running", "scales", "data", "full-scale", "reading-claims", "layout", "measure")
 
 
 def toctree(studies: list[str]) -> str:

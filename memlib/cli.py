@@ -1,4 +1,4 @@
-"""Command line: `python -m memlib run|notebook|claims ...`.
+"""Command line: `python -m memlib run|notebook|claims|measure ...`.
 
 Every mistake ends in one line on stderr and an exit code: 0 done, 1 data or environment
 (missing or damaged data, a folder that cannot be written, a full disk, a failing notebook),
@@ -221,6 +221,20 @@ def main(argv: list[str] | None = None) -> int:
                           "the history of a lost register is lost with it (restore that from "
                           "version control instead)")
     reg.set_defaults(scale=DEFAULT_SCALE)
+    me = sub.add_parser("measure", help="the four papers' measures of any timm or "
+                                        "torchvision model on a dataset; an HTML report")
+    me.add_argument("--model", required=True,
+                    help="memlib's own (mlp, resnet18, ...), torchvision's, or timm:NAME")
+    me.add_argument("--data", required=True, metavar="DATASET")
+    me.add_argument("--layers", metavar="A,B,...", help="default: the model's natural stages")
+    me.add_argument("--noise", type=float, default=0.0, help="share of labels corrupted")
+    me.add_argument("--epochs", type=int)
+    me.add_argument("--seeds", metavar="S,S,...")
+    me.add_argument("--scale", default="smoke")
+    me.add_argument("--out", type=Path, metavar="DIR")
+    me.add_argument("--checkpoint", type=Path, metavar="PATH",
+                    help="a state dict to start from (read with weights_only)")
+    me.add_argument("--list-layers", action="store_true", help="print the layers and stop")
     sub.add_parser("class-kit", help="pack the results cache for a class into "
                                      "$MEMLIB_BUILD/class-kit.tar.gz").set_defaults(
         scale=DEFAULT_SCALE)
@@ -249,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
                 return _notebook(args)
         if args.command == "register":
             return _register(args)
+        if args.command == "measure":
+            running = f"measure {args.model} on {args.data} (finished runs are in the cache)"
+            return _measure(args)
         if args.command in ("class-kit", "clean"):
             return _kit(args.command)
         if args.command == "book":
@@ -365,6 +382,46 @@ def _out_of_memory(err: BaseException) -> bool:
 def _first_line(err: BaseException) -> str:
     text = " ".join(str(err).split())
     return (text[:200] + "...") if len(text) > 200 else (text or type(err).__name__)
+
+
+def _measure(args) -> int:
+    from memlib import measure
+    from memlib.config import ConfigError
+    from memlib.data import DataError, DataRequestError
+
+    def items(text: str | None, kind=str) -> tuple | None:
+        if text is None:
+            return None
+        try:
+            return tuple(kind(x.strip()) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise UsageError(f"--seeds expects integers separated by commas, got {text!r}"
+                             ) from None
+
+    request = measure.Request(
+        model=args.model, dataset=args.data, layers=items(args.layers), noise=args.noise,
+        epochs=args.epochs, seeds=items(args.seeds, int), scale=args.scale,
+        checkpoint=None if args.checkpoint is None else str(args.checkpoint))
+    try:
+        if args.list_layers:
+            chosen, natural = measure.layers_of(request)
+            print("\n".join(f"{name}{'  (measured by default)' * (name in chosen)}"
+                            for name in natural))
+            return 0
+        default = paths.results_dir() / "measure" / (
+            f"{args.model.replace(':', '-')}-{args.data}-{args.scale}")
+        out = args.out or default
+        done = measure.measure(request, out)
+    except measure.InputError as err:
+        raise UsageError(str(err)) from None
+    except DataError as err:
+        print(f"memlib: error: {err}", file=sys.stderr)
+        return 1
+    except (ConfigError, DataRequestError) as err:
+        raise UsageError(" ".join(str(err).split())) from None
+    print(f"memlib: measured {args.model} on {args.data} in {done['seconds']:.1f} s; the "
+          f"report is {_shown(out / 'report.html')}, the tables beside it")
+    return 0
 
 
 def _where_results_are(activity) -> str:

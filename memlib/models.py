@@ -241,3 +241,133 @@ def features(model: nn.Module, x: torch.Tensor, names: Sequence[str] | None = No
     with taps(model, names) as outs:
         logits = model(x)
     return logits, dict(outs)
+
+
+# ----------------------------------------------------------------------------- any model
+
+
+def external(name: str) -> bool:
+    """Whether `name` is a model `build` does not make: `timm:NAME`, or a torchvision name."""
+    return unknown_model(name) is not None
+
+
+def unknown_any(name: str) -> str | None:
+    """None if `build_any` makes `name` (memlib's own models, `timm:NAME` for any of timm's
+    models, any torchvision classification model); else one line naming the nearest."""
+    if name.startswith("timm:") and name[5:] in _timm_all():
+        return None
+    if not external(name) or name in _torchvision_all():
+        return None
+    known = list(dict.fromkeys([*MODELS, *_torchvision_all(),
+                                *(f"timm:{n}" for n in _timm_all())]))
+    nearest = difflib.get_close_matches(name, known, n=3, cutoff=0)
+    return (f"unknown model {name!r}; did you mean {', '.join(nearest)}? (memlib's own "
+            f"{', '.join(MODELS)}, torchvision's names, or timm:NAME for a timm model)")
+
+
+@functools.cache
+def _timm_all() -> tuple[str, ...]:
+    import timm
+
+    return tuple(timm.list_models())
+
+
+@functools.cache
+def _torchvision_all() -> tuple[str, ...]:
+    import torchvision
+
+    return tuple(torchvision.models.list_models(module=torchvision.models))
+
+
+def build_external(name: str, num_classes: int, in_shape: Sequence[int]) -> nn.Module:
+    """A timm (`timm:NAME`) or torchvision model, random init (never downloaded), that takes
+    images of `in_shape` = (C, H, W): a grey image is repeated over the model's three
+    channels, and resized where the model reads a fixed size (a ViT's 224 x 224). The input
+    of its classifier is the output of a module named `head_drop` (timm's name, which the
+    Fisher study's last-layer tap reads), added as an identity where the model has none.
+    `probe_layers`: its natural stages (`natural_layers`)."""
+    if name.startswith("timm:"):
+        import timm
+
+        model = timm.create_model(name[5:], pretrained=False, num_classes=num_classes)
+        channels, height, width = model.pretrained_cfg.get("input_size", (3, 224, 224))
+        fixed = (height, width) if hasattr(model, "patch_embed") else None
+        classifier = model.get_classifier()
+    else:
+        import torchvision
+
+        model = torchvision.models.get_model(name, weights=None, num_classes=num_classes)
+        channels, size = 3, getattr(model, "image_size", None)
+        fixed = (size, size) if isinstance(size, int) else None
+        linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+        classifier = linears[-1] if linears else None
+    if not isinstance(classifier, nn.Linear):
+        raise ValueError(f"model {name!r} has no final linear classifier to measure")
+    _adapt_inputs(model, in_shape[0], channels, fixed)
+    if "head_drop" not in dict(model.named_modules()):
+        model.head_drop = nn.Identity()
+        classifier.register_forward_pre_hook(lambda _m, args: (model.head_drop(args[0]),))
+    model.probe_layers = natural_layers(model, classifier)
+    return model
+
+
+def _adapt_inputs(model: nn.Module, given: int, channels: int, size) -> None:
+    """A forward pre-hook that repeats a grey image over `channels` and resizes it to `size`
+    (None: any size), so the data stay as memlib loads them and the layers keep their names."""
+    import torch.nn.functional as F
+
+    if given not in (1, channels):
+        raise ValueError(f"{given}-channel images for a {channels}-channel model")
+
+    def adapt(_module, args):
+        x = args[0]
+        if x.shape[1] != channels:
+            x = x.expand(-1, channels, -1, -1)
+        if size is not None and tuple(x.shape[-2:]) != tuple(size):
+            x = F.interpolate(x, size=tuple(size), mode="bilinear", align_corners=False)
+        return (x, *args[1:])
+
+    model.register_forward_pre_hook(adapt)
+
+
+def natural_layers(model: nn.Module, classifier: nn.Module | None = None) -> tuple[str, ...]:
+    """The model's natural stages: timm's `feature_info` modules; else its named children
+    that hold weights, the classifier left out (descending into the one child that holds
+    them all, e.g. a `features` Sequential)."""
+    info = getattr(model, "feature_info", None)
+    if info:
+        names = [f["module"] if isinstance(f, dict) else f for f in
+                 (info.get_dicts() if hasattr(info, "get_dicts") else info)]
+        modules = dict(model.named_modules())
+        names = [n for n in names if n in modules]
+        if names:
+            return tuple(names)
+    prefix, parent = "", model
+    while True:
+        stages = [(f"{prefix}{n}", m) for n, m in parent.named_children()
+                  if m is not classifier and n != "head_drop"
+                  and any(p.ndim >= 2 for p in m.parameters())
+                  and not any(c is classifier for c in m.modules())]
+        if len(stages) != 1 or not list(stages[0][1].children()):
+            return tuple(n for n, _ in stages)
+        prefix, parent = f"{stages[0][0]}.", stages[0][1]
+
+
+def load_checkpoint(model: nn.Module, path: str) -> None:
+    """Give `model` the weights stored at `path` (a state dict, or one under "state_dict" or
+    "model"), read with `weights_only` so that a file runs no code; ValueError when they do
+    not fit the model."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if isinstance(state, dict):
+        for key in ("state_dict", "model"):
+            if isinstance(state.get(key), dict):
+                state = state[key]
+    if not isinstance(state, dict):
+        raise ValueError(f"checkpoint {path} holds no state dict")
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as err:
+        first = next((line.strip() for line in str(err).splitlines()[1:] if line.strip()),
+                     str(err))
+        first = first if len(first) <= 160 else first[:157] + "..."
+        raise ValueError(f"checkpoint {path} does not match the model: {first}") from None

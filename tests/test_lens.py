@@ -262,6 +262,8 @@ def test_layer_probes_match_hand_binarization(trained_mlp):
         assert row.sign == pytest.approx(accuracy(model, signed, x, y))
         scaled = probes.apply_probe(params, [name], lambda w: probes.binarize(w, True))
         assert row.scaled_sign == pytest.approx(accuracy(model, scaled, x, y))
+        pruned = probes.apply_probe(params, [name], lambda w: probes.prune(w, lens.PRUNED))
+        assert row.pruned == pytest.approx(accuracy(model, pruned, x, y))
     # null model B of act1: the median of the first three draws of the seed's generator
     gen = generator(5)
     draws = [accuracy(model, probes.apply_probe(params, ["fc1.weight"],

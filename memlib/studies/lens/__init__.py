@@ -12,8 +12,8 @@ public functions:
   kept inside), over training, and per example the epoch from which its label stays fitted;
 - study 3 (fisher): er, the effective rank of the last layer's per-example gradients,
   over training, and each example's leave-one-out attribution at the er peak;
-- study 4 (probes): the accuracy lost when one layer alone is binarized, or its weights
-  are shuffled within sign (null model B);
+- study 4 (probes): the accuracy lost when one layer alone is binarized, half pruned, or its
+  weights are shuffled within sign (null model B);
 - and three classic per-example scores: the final loss, the area under the margin (AUM)
   and the number of forgetting events.
 
@@ -24,7 +24,8 @@ training the curves on one time axis.
 The parts: `method` (the per-example scores, the layer probes, agreement and AUROC),
 `config` (Config, the specs LensRun and LensMeasures and the plans `lens_runs(config)` and
 `lens_measures(config)`), `runs` (the watched run, the measures over what it stored, and
-their cached computations), `experiment` (`planned_runs`, `run`) and `claims` (the measures,
+their cached computations), `experiment` (`planned_runs`, `run`, and `watch`, which
+`python -m memlib measure` calls with any model's runs) and `claims` (the measures,
 the rules and `claims_for(config)`).
 """
 

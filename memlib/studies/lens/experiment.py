@@ -10,21 +10,21 @@ from memlib.runs import compute_missing
 from memlib.studies import rlp
 from memlib.studies.lens.config import (
     Config,
+    LensMeasures,
     frozen_spec,
     lens_measures,
-    lens_runs,
     study1_config,
 )
 from memlib.studies.lens.method import agreement, corruption_auroc
 from memlib.studies.lens.runs import cached_lens, cached_measures
 
-__all__ = ["planned_runs", "run"]
+__all__ = ["planned_runs", "run", "watch"]
 
 
-def _trainings(config: Config) -> list[tuple]:
+def _trainings(measures: list[LensMeasures], study1: rlp.Config) -> list[tuple]:
     """The watched runs, then the frozen-initialisation baselines they are compared with
     (study 1's)."""
-    planned, study1 = lens_runs(config), study1_config(config)
+    planned = [m.watched for m in measures]
     frozen = dict.fromkeys((rlp.cached_frozen, frozen_spec(r.run, study1)) for r in planned)
     return [(cached_lens, r) for r in planned] + list(frozen)
 
@@ -32,20 +32,28 @@ def _trainings(config: Config) -> list[tuple]:
 def planned_runs(config: Config) -> list[tuple]:
     """(cached computation, argument) of every cached result of `run`: the trainings, then
     the measures over the watched runs (which read what the runs stored)."""
-    return _trainings(config) + [(cached_measures, m) for m in lens_measures(config)]
+    measures = lens_measures(config)
+    return (_trainings(measures, study1_config(config))
+            + [(cached_measures, m) for m in measures])
 
 
 def run(config: Config) -> dict:
     """Every (dataset, noise, seed) run and its measures, cached; `parallel_runs` computed
     at once. Tidy tables with dataset, noise and seed columns."""
-    study1 = study1_config(config)
+    return watch(lens_measures(config), study1_config(config), config.parallel_runs)
+
+
+def watch(measures: list[LensMeasures], study1: rlp.Config, parallel_runs: int) -> dict:
+    """The watched runs of `measures` and their measures, cached, `parallel_runs` computed at
+    once, each compared with the frozen-initialisation baseline of `study1`'s settings
+    (`frozen_spec`): tidy tables with dataset, noise and seed columns. The lens and
+    `python -m memlib measure` (any model, any layers) both call it."""
     # the measures after every training: a worker would otherwise train a run a second time
     # for its measures while another worker still trains it
-    compute_missing(_trainings(config), config.parallel_runs, "lens runs")
-    compute_missing([(cached_measures, m) for m in lens_measures(config)],
-                    config.parallel_runs, "lens measures")
+    compute_missing(_trainings(measures, study1), parallel_runs, "lens runs")
+    compute_missing([(cached_measures, m) for m in measures], parallel_runs, "lens measures")
     planned, examples, layers, curves, summary = [], [], [], [], []
-    for m in lens_measures(config):
+    for m in measures:
         r = m.watched
         s = r.run
         planned.append(r)
@@ -75,6 +83,7 @@ def run(config: Config) -> dict:
     layers["drop_sign"] = layers["float"] - layers["sign"]
     layers["drop_scaled_sign"] = layers["float"] - layers["scaled_sign"]
     layers["gap_null_b"] = layers["float"] - layers["null_b"]
+    layers["drop_pruned"] = layers["float"] - layers["pruned"]
     return {"runs": pd.DataFrame(summary), "examples": examples, "layers": layers,
             "curves": pd.concat(curves, ignore_index=True),
             "agreement": agreement(examples, by), "auroc": corruption_auroc(examples, by),

@@ -18,7 +18,7 @@ from memlib.studies import fisher, probes
 
 __all__ = ["SCORES", "AGREEMENT_SCORES", "aum", "forgetting_counts", "learned_epoch",
            "example_scores", "layer_weights", "layer_probes", "oriented", "agreement",
-           "corruption_auroc"]
+           "corruption_auroc", "PRUNED"]
 
 
 # name -> (column of the per-example table, sign): a higher sign * value means "looks
@@ -36,6 +36,9 @@ SCORES = {
 # exact one and would count study 3 twice)
 AGREEMENT_SCORES = ("Fisher LOO (exact)", "final loss", "AUM", "forgetting events",
                     "epoch learned", "random-label confidence")
+
+
+PRUNED = 0.5  # the fraction of a layer's weights the pruning probe sets to zero
 
 
 def aum(margins: torch.Tensor) -> torch.Tensor:
@@ -101,8 +104,9 @@ def layer_weights(model: nn.Module, layers: Sequence[str]) -> dict[str, list[str
 def layer_probes(model: nn.Module, layers: Sequence[str], x: torch.Tensor, y: torch.Tensor,
                  draws: int, seed: int) -> pd.DataFrame:
     """Test accuracy (%) with one probed layer's weights binarized (the paper's sign(W), and
-    alpha sign(W)) or shuffled within sign (null model B, median over `draws`), per layer
-    (NaN for a layer without weights of its own, e.g. a pooling layer)."""
+    alpha sign(W)), half of them pruned (the smallest magnitudes, "pruned") or shuffled
+    within sign (null model B, median over `draws`), per layer (NaN for a layer without
+    weights of its own, e.g. a pooling layer)."""
     gen = generator(seed)  # a CPU generator: probe CPU copies, evaluate on the model's device
     params = {k: v.cpu() for k, v in probes.detached_params(model).items()}
     weights = layer_weights(model, layers)
@@ -112,6 +116,8 @@ def layer_probes(model: nn.Module, layers: Sequence[str], x: torch.Tensor, y: to
         variants += [probes.apply_probe(params, names, probes.binarize),
                      probes.apply_probe(params, names, lambda w: probes.binarize(w, True))]
         keys += [(layer, "sign"), (layer, "scaled_sign")]
+        variants.append(probes.apply_probe(params, names, lambda w: probes.prune(w, PRUNED)))
+        keys.append((layer, "pruned"))
         for _ in range(draws):
             variants.append(probes.apply_probe(params, names,
                                                lambda w: probes.null_model(w, "B", gen)))

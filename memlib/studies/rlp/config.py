@@ -269,6 +269,10 @@ class RunSpec:
     # (`runs.load_data`), the network then trained from scratch to memorize them (the
     # retraining the `retraining` row compares the probes with)
     labels: Literal["clean", "random"] = "clean"
+    # the probed layers (None: the model's own, `make_model`) and the weights it starts from
+    # (None: a random initialisation; else the file and its SHA-256, which keys the run)
+    layers: tuple[str, ...] | None = None
+    checkpoint: tuple[str, str] | None = None
 
 
 # each model family's size fields in a RunSpec (the families not named read none)

@@ -15,7 +15,7 @@ from torch import nn
 
 from memlib import data as datasets
 from memlib import distributed, imagenet
-from memlib.models import build
+from memlib.models import build, build_external, external, load_checkpoint
 from memlib.runs import computation
 from memlib.seed import seed_everything
 from memlib.studies.rlp.config import FOLDER_DATASETS, ProbeSpec, RunSpec
@@ -53,7 +53,11 @@ __all__ = [
 
 
 def make_model(s: RunSpec, num_classes: int, in_shape) -> tuple[nn.Module, tuple[str, ...]]:
-    """The model and its probed layers (SmallCNN's `pool` is GAP of block3: not probed twice)."""
+    """The model and its probed layers (SmallCNN's `pool` is GAP of block3: not probed twice;
+    `s.layers` where given), with the checkpoint's weights where the run names one."""
+    if external(s.model):  # a timm or torchvision model: its natural stages
+        model = build_external(s.model, num_classes, in_shape)
+        return _started(s, model, s.layers or model.probe_layers)
     kwargs = {"mlp": dict(widths=s.widths, dropout=s.dropout),
               "smallcnn": dict(channels=s.cnn_channels, dropout=s.dropout),
               "wrn": dict(depth=s.wrn_depth, width=s.wrn_width, dropout=s.dropout)}
@@ -68,7 +72,13 @@ def make_model(s: RunSpec, num_classes: int, in_shape) -> tuple[nn.Module, tuple
         extra = dict(cifar_stem=in_shape[-1] <= 32)
     model = build(s.model, num_classes, in_shape, **extra)
     layers = tuple(n for n in model.probe_layers if not (s.model == "smallcnn" and n == "pool"))
-    return model, layers
+    return _started(s, model, s.layers or layers)
+
+
+def _started(s: RunSpec, model: nn.Module, layers) -> tuple[nn.Module, tuple[str, ...]]:
+    if s.checkpoint is not None:
+        load_checkpoint(model, s.checkpoint[0])
+    return model, tuple(layers)
 
 
 def _splits(s: RunSpec):
