@@ -77,3 +77,35 @@ def test_hash_differences_are_named():
 def test_compare_with_a_missing_file_is_bad_input(tmp_path, capsys):
     assert vendor_ops.main(["--compare", str(tmp_path / "none.json")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_adam_and_adamw_are_fused_on_the_cpu():
+    """The per-operation Adam takes torch's CPU sqrt, MKL's vector math: processor-dependent
+    bits. Muon hands its 1-D parameters to AdamW, fused too."""
+    import torch
+
+    from memlib.train import TrainSpec, make_optimizers
+
+    model = torch.nn.Linear(3, 2)
+    for name in ("adam", "adamw", "muon"):
+        optimizers = make_optimizers(model.parameters(), TrainSpec(optimizer=name))
+        adams = [o for o in optimizers if isinstance(o, (torch.optim.Adam, torch.optim.AdamW))]
+        assert adams and all(o.defaults["fused"] for o in adams), name
+
+
+def test_square_roots_are_rounded_exactly():
+    """Against C's sqrt (IEEE 754: correctly rounded); for floats through a double, which
+    rounds the same for a square root."""
+    import math
+
+    import numpy as np
+    import torch
+
+    from memlib.studies.fisher.method import ieee_sqrt
+
+    g = torch.Generator().manual_seed(0)
+    for dtype, to in ((torch.float32, np.float32), (torch.float64, np.float64)):
+        x = torch.rand(5_000, generator=g, dtype=dtype) ** 8
+        exact = np.array([math.sqrt(v) for v in x.tolist()]).astype(to)
+        assert ieee_sqrt(x).dtype == dtype
+        assert np.array_equal(ieee_sqrt(x).numpy(), exact)
