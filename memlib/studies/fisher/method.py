@@ -92,7 +92,22 @@ def ieee_sqrt(x: torch.Tensor) -> torch.Tensor:
     """
     if x.device.type != "cpu":
         return x.sqrt()
-    return torch.from_numpy(np.sqrt(x.detach().numpy()))
+    return _NumpySqrt.apply(x)
+
+
+class _NumpySqrt(torch.autograd.Function):
+    """numpy's square root with sqrt's derivative, 1 / (2 sqrt(x))."""
+
+    @staticmethod
+    def forward(ctx, x):
+        root = torch.from_numpy(np.sqrt(x.detach().numpy()))
+        ctx.save_for_backward(root)
+        return root
+
+    @staticmethod
+    def backward(ctx, grad):
+        (root,) = ctx.saved_tensors
+        return grad / (2 * root)
 
 
 def effective_rank(values: torch.Tensor, spectrum: str = "eig") -> torch.Tensor:
