@@ -35,7 +35,7 @@ RUN_FIRST = $(if $(filter full,$(SCALE)),$(VENV)/bin/torchrun --standalone \
 	--nproc_per_node=$(NPROC) -m memlib run $* --scale full)
 CLAIMS := $(if $(filter small,$(SCALE)),$(FIGURES)/CLAIMS.md,$(FIGURES)/$(SCALE)/CLAIMS.md)
 
-.PHONY: figures test lint sync clean venv book class-kit
+.PHONY: figures test lint sync clean venv book class-kit vendor-check
 .DELETE_ON_ERROR:
 
 figures: $(CLAIMS)
@@ -76,6 +76,12 @@ test: $(STAMP)
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
+
+# The studies' kernels and first steps under an emulated AMD EPYC (QEMU's user mode, Debian's
+# qemu-user; 10-20 minutes, most of it importing torch) against the hashes recorded on an
+# Intel Xeon: a difference names an operation whose bits depend on the processor.
+vendor-check: $(STAMP)
+	PYTHONPATH=. qemu-x86_64 -cpu EPYC-Rome $(PY) tests/vendor_ops.py --compare tests/fixtures/vendor_hashes.json
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
