@@ -38,10 +38,18 @@ figures: $(CLAIMS)
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The versions in constraints.txt (what the committed results and a class kit were made with:
+# every cache key holds them), so that a kit made today loads next week. A laptop without a
+# GPU may take torch's CPU-only build, a fraction of the CUDA build's size:
+# `make venv TORCH_INDEX=https://download.pytorch.org/whl/cpu` (where that index has the
+# pinned version); a kit then loads only where torch is the same build (`memlib kit-check`).
+TORCH_INDEX ?=
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(if $(TORCH_INDEX),$(PY) -m pip install --quiet --index-url $(TORCH_INDEX) \
+		-c constraints.txt torch torchvision)
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@
 
 $(CLAIMS): $(EXECUTED) | $(STAMP)

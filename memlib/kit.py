@@ -4,24 +4,111 @@ MEMLIB_FIGURES are honoured (spaces in them included) where a shell recipe would
 
 A class kit holds the cache's entries and nothing that runs: no compiled kernel (`kernels/`,
 built per machine), no file with an execute bit, no shared library, no link, no checkpoint of
-a run in progress."""
+a run in progress.
+
+A kit also carries `kit.json`: what its entries' keys depend on besides the code (the commit,
+the Python and library versions, the platform, the CPU dispatch and its pins), its entries and
+their size. `python -m memlib kit-check KIT` compares that record with this machine: a key
+made with another torch, another platform or without the pins is found by no lookup here, so
+the kit would load nothing and every notebook would compute from scratch."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
+import platform
 import shutil
 import stat
+import sys
 import tarfile
+from datetime import datetime, timezone
 from pathlib import Path
 
-from memlib import SCALES, paths
+from memlib import SCALES, paths, process, provenance, runs
 
 KIT = "class-kit.tar.gz"
+RECORD = "kit.json"  # first in the archive: what the kit was made with
 LEFT_OUT = ("kernels", "checkpoints")  # folders of the cache a kit never carries
 
 
 class KitError(RuntimeError):
-    """Nothing to pack; the message says what to run first."""
+    """Nothing to pack, or not a kit to check; the message says what to do."""
+
+
+def machine() -> dict:
+    """What a cache key depends on here besides the code and the settings: the commit, the
+    Python minor version (code is fingerprinted by its bytecode), the computing libraries'
+    versions, the platform, and the CPU dispatch with the pins in force."""
+    cpu = process.dispatch_record()
+    return {
+        "commit": provenance.git_sha(),
+        "python": ".".join(platform.python_version_tuple()[:2]),
+        "libraries": {name: runs.library_version(name) for name in runs.COMPUTING_LIBRARIES},
+        "platform": f"{sys.platform} {platform.machine()}",
+        "dispatch": cpu["dispatch"],
+        "pins": cpu["pins"] if cpu["dispatch"] == process.PINNED else {},
+    }
+
+
+def differences(kit: dict, here: dict) -> list[str]:
+    """What differs between the machine a kit was made on (`kit`, its record) and `here`
+    (`machine()`), each as "WHAT X in the kit, Y here"; empty when the kit will load."""
+    found = []
+
+    def differ(what: str, made, now) -> None:
+        if made != now:
+            found.append(f"{what} {made or 'none'} in the kit, {now or 'none'} here")
+
+    # uncommitted edits (a notebook's, say) do not move a key; another commit's code may
+    commits = [str(c).removesuffix("-dirty") for c in (kit.get("commit"), here["commit"])]
+    if "unknown" not in commits:
+        differ("commit", commits[0][:12], commits[1][:12])
+    differ("Python", kit.get("python"), here["python"])
+    made_with = kit.get("libraries", {})
+    for name in sorted(set(made_with) | set(here["libraries"])):
+        differ(name, made_with.get(name, "absent"), here["libraries"].get(name, "absent"))
+    differ("platform", kit.get("platform"), here["platform"])
+    differ("CPU dispatch", kit.get("dispatch"), here["dispatch"])
+    if kit.get("dispatch") == here["dispatch"]:  # else the dispatch already says it
+        pins = kit.get("pins", {})
+        for name in sorted(set(pins) | set(here["pins"])):
+            differ(f"CPU pin {name}", pins.get(name), here["pins"].get(name))
+    return found
+
+
+def record(files: list[Path]) -> dict:
+    """The kit's `kit.json`: this machine's `machine()`, when, and the entries' count and size."""
+    return {**machine(), "made": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "entries": len(files), "bytes": sum(f.stat().st_size for f in files)}
+
+
+def read_record(kit: Path) -> dict:
+    """The record inside the kit at `kit`; KitError when it is no kit or carries none."""
+    if not kit.is_file():
+        raise KitError(f"no kit {kit}; `make class-kit` writes build/{KIT}")
+    try:
+        with tarfile.open(kit, "r:gz") as tar:
+            member = tar.extractfile(RECORD)
+            return json.loads(member.read().decode("utf-8"))
+    except KeyError:
+        raise KitError(f"{kit} carries no {RECORD}: it was made by an older memlib; make it "
+                       "again with `make class-kit`") from None
+    except (tarfile.TarError, OSError, EOFError, UnicodeDecodeError, ValueError) as err:
+        raise KitError(f"{kit} is not a class kit ({' '.join(str(err).split())})") from None
+
+
+def check(kit: Path) -> tuple[bool, str]:
+    """(whether the kit at `kit` will load here, one line saying so or naming what differs)."""
+    made = read_record(kit)
+    entries = made.get("entries", "?")
+    size = f"{kit.stat().st_size / 2**20:.1f} MiB, {entries} entr{'y' if entries == 1 else 'ies'}"
+    found = differences(made, machine())
+    if not found:
+        return True, (f"{kit.name} ({size}, made at {made.get('commit', 'unknown')[:12]}) "
+                      "will load on this machine")
+    return False, (f"{kit.name} ({size}) will load nothing here, every notebook would compute "
+                   f"from scratch: {'; '.join(found)}")
 
 
 def packable(path: Path, cache: Path) -> bool:
@@ -45,6 +132,10 @@ def class_kit() -> Path:
     partial = kit.with_name(f".{KIT}.tmp")
     try:
         with tarfile.open(partial, "w:gz") as tar:
+            made = json.dumps(record(files), indent=2).encode()
+            info = tarfile.TarInfo(RECORD)
+            info.size, info.mode = len(made), 0o644
+            tar.addfile(info, io.BytesIO(made))
             for path in files:
                 tar.add(path, arcname=str(Path("cache") / path.relative_to(cache)),
                         recursive=False)
