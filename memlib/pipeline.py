@@ -344,6 +344,49 @@ class NotebookStop(Exception):
         return [f"memlib: {self}"]
 
 
+def assigned_names(cell: str) -> list[str]:
+    """The names a parameters cell's source `cell` assigns at its top level, up to the
+    statement that calls notebook_config (a cell may do both); none when it does not parse."""
+    import ast
+
+    try:
+        statements = ast.parse(cell).body
+    except SyntaxError:
+        return []
+    names = []
+    for statement in statements:
+        if "notebook_config" in (ast.get_source_segment(cell, statement) or ""):
+            break
+        targets = (statement.targets if isinstance(statement, ast.Assign) else
+                   [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign))
+                   else [])
+        names += [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return list(dict.fromkeys(names))
+
+
+def parameters_cell(namespace: dict) -> str:
+    """In a live IPython kernel, the source of the last cell run that assigns `scale` (the
+    parameters cell: IPython keeps every cell's source in `In`); "" elsewhere."""
+    for cell in reversed(namespace.get("In") or []):
+        if "scale" in assigned_names(cell):
+            return cell
+    return ""
+
+
+def unknown_setting(names: list[str], fields: list[str]) -> str | None:
+    """One line for the first of `names` that is no setting (`fields`, and `scale`), naming
+    the nearest setting; None when every name is one (private `_names` are not settings)."""
+    import difflib
+
+    for name in names:
+        if name != "scale" and name not in fields and not name.startswith("_"):
+            near = difflib.get_close_matches(name, fields, n=1, cutoff=0.5)
+            hint = (f"did you mean {near[0]}?" if near else
+                    f"the settings are {', '.join(fields)}")
+            return f"{name} in the parameters cell is no setting; {hint}"
+    return None
+
+
 def notebook_config(study: str, namespace: dict):
     """The Config a notebook runs: the preset of the scale its parameters cell names, with
     every setting the cell assigns on top (what `memlib run STUDY --scale SCALE --set ...`
@@ -351,8 +394,9 @@ def notebook_config(study: str, namespace: dict):
     (JupyterLab), the settings are taken out of `namespace` once read, so a line deleted from
     the parameters cell stops counting the next time the cell runs, instead of lingering in
     the kernel; and unless MEMLIB_FIGURES names a folder, the figures and tables go to
-    build/scratch/, never into the committed figures/. A scale or setting that cannot be run
-    stops the notebook with one line (NotebookStop)."""
+    build/scratch/, never into the committed figures/. A scale or setting that cannot be run,
+    or a name the parameters cell assigns that is no setting (`seedz = 3`), stops the notebook
+    with one line (NotebookStop)."""
     import dataclasses
 
     from memlib.config import build, to_dict
@@ -363,6 +407,10 @@ def notebook_config(study: str, namespace: dict):
         raise NotebookStop(f"scale = {scale!r} in the parameters cell is no scale; set it to "
                            f"one of: {', '.join(map(repr, SCALES))}")
     fields = [f.name for f in dataclasses.fields(module(study).Config) if f.init]
+    if not os.environ.get(RUN_BY_PIPELINE):  # papermill's injected names were checked before
+        typo = unknown_setting(assigned_names(parameters_cell(namespace)), fields)
+        if typo:
+            raise NotebookStop(typo)
     given = {k: namespace[k] for k in fields if k in namespace}
     try:
         config = build(module(study).Config, {**to_dict(preset_config(study, scale)), **given})

@@ -119,3 +119,24 @@ def test_every_notebook_imports_memlib_first_and_reads_its_parameters_through_it
     first = next(line for line in lines if line.startswith(("import", "from")))
     assert first.startswith("from memlib"), first
     assert "notebook_config(" in notebook.read_text()
+
+
+def test_a_name_that_is_no_setting_stops_with_the_nearest_setting(kernel):
+    kernel.run(import_lines(NOTEBOOK))
+    kernel.run('scale = "smoke"\nseedz = 3')  # the parameters cell, a cell of its own
+    _, _, error = kernel.run("config = notebook_config('modarith', globals())")
+    assert error == ["memlib: seedz in the parameters cell is no setting; did you mean seeds?"]
+    kernel.run('scale = "smoke"\nseeds = [3]')  # corrected: the old name no longer counts
+    out, _, error = kernel.run("config = notebook_config('modarith', globals())")
+    assert not error and "seeds=[3]" in out
+
+
+def test_the_parameters_cell_names_are_read_from_its_source():
+    from memlib.pipeline import assigned_names, parameters_cell, unknown_setting
+
+    cell = 'scale = "smoke"\nseedz: int = 3\nlr, wd = 1, 2\nconfig = notebook_config("x", g)\nz = 1'
+    assert assigned_names(cell) == ["scale", "seedz", "lr", "wd"]
+    assert parameters_cell({"In": ["", cell, "print(1)"]}) == cell
+    assert parameters_cell({}) == ""
+    assert unknown_setting(["scale", "seeds", "_private"], ["seeds"]) is None
+    assert "the settings are seeds, lr" in unknown_setting(["xyzzy"], ["seeds", "lr"])
