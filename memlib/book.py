@@ -26,7 +26,7 @@ from pathlib import Path
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
 from memlib.claims import FAILS, HOLDS, NOT_RUN, PRECONDITION, WITHIN_NOISE, claim_dataset
 from memlib.pipeline import folder_lock, swap_in
-from memlib.prose import duration
+from memlib.prose import cold_seconds, duration
 from memlib.tables import UNMEASURED, measured, readable_row
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
@@ -254,13 +254,6 @@ def title(notebook: dict, default: str) -> str:
                 if line.startswith("# "):
                     return line[2:].strip()
     return default
-
-
-def cold_seconds(manifest: dict) -> float:
-    """The notebook's cold cost: the summed compute time of its cached results where the
-    manifest records it (runs computed two at a time count both), else the wall time of the
-    run that published it."""
-    return float(manifest.get("compute_seconds", manifest["wall_seconds"]))
 
 
 def data_needed(manifest: dict) -> str:

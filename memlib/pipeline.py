@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memlib import SCALES, STUDIES, STUDY_OF, paths
+from memlib import DEFAULT_SCALE, SCALES, STUDIES, STUDY_OF, paths
 from memlib.config import ConfigError
 from memlib.presets import PresetError, params_file, read_params
 from memlib.process import one_cpu_thread, pin_cpu_dispatch
@@ -425,7 +425,40 @@ def notebook_config(study: str, namespace: dict):
     sets = ", ".join(f"{k}={v!r}" for k, v in given.items())
     print(f"memlib: the {scale} preset{f' with {sets}' if sets else ''}; figures and tables "
           f"go to {paths.figures_dir(STUDIES[study], scale)} (MEMLIB_FIGURES)")
+    note = cold_start_note(study, scale) if scale != "full" else None
+    if note:
+        print(f"memlib: {note}")
     return config
+
+
+def published_manifest(study: str, scale: str) -> dict | None:
+    """The manifest of `study`'s committed outputs at `scale` (figures/ in the repository,
+    whatever MEMLIB_FIGURES says); None when there is none to read."""
+    root = paths.repo_root() / "figures"
+    folder = root / STUDIES[study] if scale == DEFAULT_SCALE else root / scale / STUDIES[study]
+    try:
+        return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def cold_start_note(study: str, scale: str) -> str | None:
+    """One line for a live kernel whose cache holds nothing of `study`: what computing it will
+    take, from its published run's measured cold compute, and the two ways to be fast (the
+    class kit, the smoke scale). None when the cache has some of it, or nothing was measured."""
+    from memlib.prose import PROCESSES, cold_seconds, run_time
+
+    cache = paths.cache_dir()
+    manifest = published_manifest(study, scale)
+    if manifest is None or (cache.is_dir() and any(cache.glob(f"{study}[-_]*.pt"))):
+        return None
+    faster = [f"unpack a class kit into {paths.results_dir()} "
+              "(`tar -xzf class-kit.tar.gz -C results`)"]
+    if scale != "smoke":
+        faster.append('set `scale = "smoke"` in the parameters cell')
+    return (f"nothing of this notebook is in the cache yet ({cache}): computing it takes "
+            f"{run_time(cold_seconds(manifest), processes=PROCESSES)} (its published {scale} "
+            f"run's measured compute); to be fast, {', or '.join(faster)}")
 
 
 def run_command(study: str, config, scale: str) -> str:

@@ -279,6 +279,13 @@ def explanations(table, why: dict[str, str]) -> str:
 PROCESSES = 2  # runs computed side by side, as `make figures` computes them on two cores
 
 
+def cold_seconds(manifest: dict) -> float:
+    """A notebook's cold cost from its manifest: the summed compute time of its cached results
+    where the manifest records it (runs computed two at a time count both), else the wall
+    time of the run that published it."""
+    return float(manifest.get("compute_seconds", manifest["wall_seconds"]))
+
+
 def duration(seconds: float) -> str:
     """Seconds as a reader counts them: '70 s', '6 min', '1.5 h'."""
     if seconds < 90:

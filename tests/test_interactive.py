@@ -140,3 +140,17 @@ def test_the_parameters_cell_names_are_read_from_its_source():
     assert parameters_cell({}) == ""
     assert unknown_setting(["scale", "seeds", "_private"], ["seeds"]) is None
     assert "the settings are seeds, lr" in unknown_setting(["xyzzy"], ["seeds", "lr"])
+
+
+def test_a_cold_cache_says_what_computing_costs_and_how_to_be_fast(tmp_path, monkeypatch):
+    from memlib.pipeline import cold_start_note
+    from memlib.prose import cold_seconds, run_time
+
+    monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path / "cache"))
+    manifest = json.loads((ROOT / "figures" / NOTEBOOK.stem / "manifest.json").read_text())
+    note = cold_start_note("modarith", "small")
+    assert f"computing it takes {run_time(cold_seconds(manifest))}" in note
+    assert "class kit" in note and 'scale = "smoke"' in note and "\n" not in note
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "modarith-main-0123.pt").write_bytes(b"entry")
+    assert cold_start_note("modarith", "small") is None  # some of it is cached
