@@ -20,15 +20,19 @@ import os
 import platform
 import shutil
 import stat
+import subprocess
 import sys
 import tarfile
+import tempfile
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memlib import SCALES, paths, process, provenance, runs
+from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths, process, provenance, runs
 
 KIT = "class-kit.tar.gz"
 RECORD = "kit.json"  # first in the archive: what the kit was made with
+LOADS = "kit_loads.json"  # beside a scale's published outputs: each notebook's measured load
 LEFT_OUT = ("kernels", "checkpoints")  # folders of the cache a kit never carries
 
 
@@ -159,3 +163,74 @@ def clean() -> list[Path]:
         else:
             target.unlink()
     return removed
+
+
+def loads_file(scale: str = DEFAULT_SCALE) -> Path:
+    """Where the measured kit loads of `scale` are published: figures/kit_loads.json
+    (figures/<scale>/ at other scales), beside the notebooks' outputs the book reads."""
+    root = paths.figures_root()
+    return (root if scale == DEFAULT_SCALE else root / scale) / LOADS
+
+
+def fresh_clone(repo: Path, into: Path) -> Path:
+    """The files git tracks in `repo`, as they are in its working tree, copied into `into`: a
+    clone of this checkout, with no results, no build and no virtual environment."""
+    listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], capture_output=True,
+                            check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = repo / name
+        if source.is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, into / name)
+    return into
+
+
+def cache_entries(cache: Path) -> int:
+    return sum(1 for p in cache.rglob("*.pt") if packable(p, cache)) if cache.is_dir() else 0
+
+
+def measure_loads(kit: Path, scale: str, stems: list[str] | None = None) -> dict:
+    """Unpack `kit` into a fresh clone of this checkout, as a student does, and run each
+    notebook of `stems` (every notebook when None) there at `scale` with `python -m memlib
+    notebook`, timing it whole (the interpreter, the kernel, the loads, the figures): each
+    notebook's seconds and how many results it had to compute (0 when the kit held them all).
+    Published as `loads_file(scale)` for the teachers' page; returns the record."""
+    made = read_record(kit)
+    stems = stems or list(STUDIES.values())
+    loads, computed = {}, {}
+    with tempfile.TemporaryDirectory(prefix="memlib-kit-load-") as work:
+        clone = fresh_clone(paths.repo_root(), Path(work) / "clone")
+        results = clone / "results"
+        results.mkdir()
+        with tarfile.open(kit, "r:gz") as tar:
+            tar.extractall(results, filter="data")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLIB_")}
+        env.update(PYTHONPATH=str(clone), MEMLIB_RESULTS=str(results),
+                   MEMLIB_BUILD=str(clone / "build"), MEMLIB_FIGURES=str(clone / "figures"))
+        for stem in stems:
+            before = cache_entries(results / "cache")
+            start = time.monotonic()
+            done = subprocess.run([sys.executable, "-m", "memlib", "notebook",
+                                   f"notebooks/{stem}.py", "--scale", scale], cwd=clone,
+                                  env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise KitError(f"notebook {stem} failed to load from the kit: "
+                               f"{done.stderr.strip().splitlines()[-1:]}")
+            loads[stem] = round(time.monotonic() - start, 1)
+            computed[stem] = cache_entries(results / "cache") - before
+    measured = {"scale": scale, "kit": {k: made.get(k) for k in ("commit", "entries", "bytes")},
+                "kit_bytes": kit.stat().st_size, "device": provenance.device(),
+                "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "load_seconds": loads, "computed": computed}
+    published = loads_file(scale)
+    known = {}
+    if published.is_file():  # measured before: other notebooks' loads stay
+        try:
+            known = json.loads(published.read_text(encoding="utf-8"))
+        except ValueError:
+            known = {}
+    for field in ("load_seconds", "computed"):
+        measured[field] = {**known.get(field, {}), **measured[field]}
+    published.parent.mkdir(parents=True, exist_ok=True)
+    process.atomic_write_bytes(published, (json.dumps(measured, indent=2) + "\n").encode())
+    return measured

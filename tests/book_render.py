@@ -46,6 +46,9 @@ REPRS = re.compile(r"PosixPath\(|Estimate\(|\w+\.\w+\.run/|<IPython\.core|np\.\w
 ABSOLUTE_PATH = re.compile(r"(?<![\w./:~-])(?:/(?:home|Users|root|work|tmp|mnt|opt|usr|var|srv)"
                            r"/[\w.-]+|[A-Z]:\\[\w.-]+)")
 ELLIPSIS = re.compile(r"(…|\.\.\.)$")
+# a value printed raw instead of said: NaN, or None as a value (in a list, a table cell, at
+# the end of a clause), not the word that opens "None of them"
+RAW_VALUES = re.compile(r"\b(?:NaN|nan)\b|(?<![\w-])None(?=\s*(?:[,;:|)\]]|$))", re.M)
 
 # The text of the page a reader sees as prose: MathJax's output and code (which shows
 # literally by design) left out.
@@ -227,6 +230,8 @@ def text_problems(prose: str, text: str, machine_paths: list[str]) -> list[str]:
                  for m in MARKDOWN_LINK.finditer(prose)]
     problems += [f"object repr or run folder: …{context(text, m)}…"
                  for m in REPRS.finditer(text)]
+    problems += [f"raw value {m.group(0)!r}: …{context(prose, m)}…"
+                 for m in RAW_VALUES.finditer(prose)]
     problems += [f"machine path {path}: …{text[i - 20:i + 60]}…"
                  for path in machine_paths if path and (i := text.find(path)) >= 0]
     problems += [f"absolute path: …{context(prose, m)}…" for m in ABSOLUTE_PATH.finditer(prose)
@@ -414,6 +419,28 @@ def notebook_problems(notebooks: dict[str, list[dict]]) -> list[str]:
     return problems
 
 
+# the manual's page of paper-scale projections, which benchmarks/gpu_hours.py prints from the
+# full presets (no run measured them, so there is no manifest to compute them from)
+PROJECTIONS = ("full-scale.md",)
+TARGET = re.compile(r"(?:[≤≥<>]|at most|under|over)\s*$")  # a time aimed at, not one measured
+
+
+def page_durations(text: str) -> list[str]:
+    """Durations typed into a hand-written page of the book (book/*.md): outside code blocks,
+    not a target ("≤ 10 s"). A page gives a measured time from a generated fragment."""
+    text = re.sub(r"(?s)```.*?```", "", text)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return [m.group(0).strip() for m in TYPED_TIME.finditer(text)
+            if not TARGET.search(text[max(0, m.start() - 10):m.start()])]
+
+
+def book_page_problems(folder: Path) -> list[str]:
+    """page_durations of every hand-written page in `folder` (book/)."""
+    return [f"{page.name}: typed duration {d!r}; generate it from the manifests (memlib.book)"
+            for page in sorted(folder.glob("*.md")) if page.name not in PROJECTIONS
+            for d in page_durations(page.read_text(encoding="utf-8"))]
+
+
 def source_problems(folder: Path) -> list[str]:
     """notebook_problems of the notebooks' sources in `folder` (notebooks/*.py)."""
     return notebook_problems({p.stem: source_cells(p) for p in sorted(folder.glob("[0-9]*.py"))})
@@ -515,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             driver.quit()
     problems += source_problems(Path(root) / "notebooks")
+    problems += book_page_problems(Path(root) / "book")
     problems += published_problems(Path(root) / "figures")
     print("\n".join(problems) or "book_render: no problems found")
     return 1 if problems else 0

@@ -129,3 +129,29 @@ def test_the_readme_states_the_cold_cost_the_manifests_give():
     total = book.duration(sum(book.cold_seconds(m) for m in manifests))
     assert f"`make figures` computes for {total} (the sum of the published" in " ".join(
         (ROOT / "README.md").read_text().split())
+
+
+@pytest.mark.notebook
+def test_the_teachers_page_shows_the_load_measured_from_a_smoke_kit_in_a_fresh_clone(tmp_path):
+    """A smoke run fills the cache, `make class-kit` packs it, benchmarks/kit_loads.py's
+    measurement unpacks it into a fresh clone and runs the notebook there: nothing is
+    computed, and the teachers' page shows exactly the seconds measured."""
+    from memlib import book
+
+    stem = "05_memorization_lens"
+    cold = subprocess.run([sys.executable, "-m", "memlib", "notebook", f"notebooks/{stem}.py",
+                           "--scale", "smoke"], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=1200)
+    assert cold.returncode == 0, cold.stderr
+    made = kit.class_kit()
+    measured = kit.measure_loads(made, "smoke", [stem])
+    assert measured["computed"] == {stem: 0}  # every result came from the kit
+    assert json.loads(kit.loads_file("smoke").read_text()) == measured
+    loads = book.read_loads("smoke")
+    manifest = json.loads((Path(os.environ["MEMLIB_FIGURES"]) / "smoke" / stem
+                           / "manifest.json").read_text())
+    notebook = json.loads((Path(os.environ["MEMLIB_FIGURES"]) / "smoke" / stem
+                           / f"{stem}.ipynb").read_text())
+    page = book.teachers_times({stem: notebook}, {stem: manifest}, loads)
+    row = next(line for line in page.splitlines() if line.startswith("| 05 |"))
+    assert row.endswith(f"| {book.duration(measured['load_seconds'][stem])} |")
