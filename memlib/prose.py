@@ -248,16 +248,30 @@ def why_anchor(claim_id: str) -> str:
     return "why-" + re.sub(r"[^A-Za-z0-9_-]+", "-", claim_id)
 
 
-def explanations(table, why: dict[str, str]) -> str:
+def why_template(why: dict[str, str | dict[str, str]], claim_id: str,
+                 verdict: str) -> str | None:
+    """The explanation `why` gives claim `claim_id` when it reads `verdict`: a template per
+    verdict (`{"holds": ..., "precondition failed: the deepest head rises": ...}`, the
+    longest key the verdict opens with), so that a paragraph never explains a verdict, or a
+    failed precondition, the claim does not read; a plain string explains every verdict."""
+    found = why.get(claim_id)
+    if not isinstance(found, dict):
+        return found
+    keys = [k for k in found if verdict.startswith(k)]
+    return found[max(keys, key=len)] if keys else None
+
+
+def explanations(table, why: dict[str, str | dict[str, str]]) -> str:
     """A paragraph for every claim of `table` (memlib.claims.evaluate) that does not hold or
-    whose precondition failed, and every other claim `why` names: the paper's statement, our
-    number against the rule, the verdict with its reason, then `why[id]` filled with the
-    row's measured values (`{name}` as claim_values names them); a sentence saying so when
-    there is none."""
+    whose precondition failed, and every other claim `why` explains for its verdict: the
+    paper's statement, our number against the rule, the verdict with its reason, then the
+    template for that verdict (why_template) filled with the row's measured values (`{name}`
+    as claim_values names them); a sentence saying so when there is none."""
     paragraphs = []
     for row in table.itertuples(index=False):
         kind = row.verdict.split(":")[0].strip()
-        if kind not in EXPLAINED and row.id not in why:
+        template = why_template(why, row.id, row.verdict.strip())
+        if kind not in EXPLAINED and template is None:
             continue
         values = {**claim_values(row.ours), "headline": row.headline or ""}
         ours = (f"ours is {row.headline}" if row.headline and not row.headline.startswith("nan")
@@ -266,7 +280,7 @@ def explanations(table, why: dict[str, str]) -> str:
         text = (f'<a id="{why_anchor(row.id)}"></a>**Why `{row.id}` reads *{kind}*.** '
                 f"The claim: {row.statement.rstrip('.')}. The rule: {row.rule.split(';')[0]}; "
                 f"{ours}" + (f"; what failed: {reason}." if reason else "."))
-        extra = fill(why.get(row.id, ""), values)
+        extra = fill(template or "", values)
         paragraphs.append(text + (f" {extra}" if extra else ""))
     if not paragraphs:  # said, so that the page never shows an empty output in its place
         return ("### Why these verdicts\n\nNo claim of this run reads *does not hold* or "
