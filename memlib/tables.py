@@ -104,14 +104,18 @@ UNMEASURED = "not measured"
 
 
 NO_VALUES = re.compile(r"(?<![\w.])nan \(n=0\)")  # an estimate of no values at all
+NO_VALUE = "—"  # a value a run has none of (no onset, no flipped labels), where Python says None
+PYTHON_NONE = re.compile(r"(?<![\w-])None(?=\s*(?:[,;)\]]|$))")
 
 
 def measured(value: str) -> str:
     """A number as a table or a sentence shows it: one that was never measured ("nan",
-    "nan (n=0)", also inside a list of values) reads as such instead of as a value."""
+    "nan (n=0)", also inside a list of values) reads as such instead of as a value, and a
+    value a run has none of (Python's None, alone or in a list) as a dash."""
     text = str(value).strip()
-    return UNMEASURED if text == "nan" or text.startswith("nan (") else NO_VALUES.sub(
-        UNMEASURED, str(value))
+    if text == "nan" or text.startswith("nan ("):
+        return UNMEASURED
+    return PYTHON_NONE.sub(NO_VALUE, NO_VALUES.sub(UNMEASURED, str(value)))
 
 
 def readable_row(line: str, limit: int = CELL_LIMIT) -> str:

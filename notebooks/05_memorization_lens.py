@@ -111,7 +111,7 @@ from IPython.display import Markdown, display
 from memlib.claims import evaluate, write
 from memlib.claims.register import seed_span
 from memlib.config import to_dict
-from memlib.plotting import figure, reference_line, savefig
+from memlib.plotting import column_figure, figure, reference_line, savefig
 from memlib.prose import (
     claims_markdown,
     cost_of,
@@ -202,9 +202,10 @@ for (dataset, noise), group in agreement.groupby(["dataset", "noise"], sort=Fals
 table = pd.concat(table, ignore_index=True)
 save_table(table, "agreement", STUDY, scale)
 
-fig, axes = figure("grid", 1, len(DATA), squeeze=False)
 n = len(scores)
-for ax, dataset in zip(axes[0], DATA):
+# one heat map per dataset, one under the other, each as wide as the page
+fig, axes = column_figure(len(DATA), 0.45 * n + 2.2, squeeze=False)
+for ax, dataset in zip(axes[:, 0], DATA):
     t = table[(table["dataset"] == dataset) & (table["noise"] == NOISE)].set_index("score")
     rho = t[scores].to_numpy(dtype=float)
     au = t[["auroc"]].to_numpy(dtype=float)
@@ -226,10 +227,10 @@ for ax, dataset in zip(axes[0], DATA):
     ax.set_xticks(range(n + 1), [*scores, "AUROC\n(corrupted)"], rotation=60, ha="right",
                   fontsize="small")
     ax.set_yticks(range(n), scores, fontsize="small")
-    ax.set_title(f"{dataset}, {NOISE:.0%} noise: Spearman ρ and AUROC")
+    ax.set_title(f"{dataset}, {NOISE:.0%} noise")
     ax.grid(False)
-fig.colorbar(rho_image, ax=axes[0].tolist(), shrink=0.6, label="Spearman ρ")
-fig.colorbar(au_image, ax=axes[0].tolist(), shrink=0.6, label="AUROC (0.5 = chance)")
+    fig.colorbar(rho_image, ax=ax, shrink=0.9, label="Spearman ρ")
+    fig.colorbar(au_image, ax=ax, shrink=0.9, label="AUROC")
 savefig(fig, "fig1_example_agreement", STUDY, scale)
 
 # %% [markdown]
@@ -362,8 +363,9 @@ the memorizing layer with the second least robust other layer, with the seed spr
 signals = {"er (Fisher)": "er", "deepest random-label head": "rlp_deepest",
            "corrupted labels memorized": "noisy_fit",
            "corrupted, true class predicted": "noisy_true", "test accuracy": "test_acc"}
-fig, axes = figure("wide", 1, len(DATA), squeeze=False, sharey=True)
-for ax, dataset in zip(axes[0], DATA):
+# one panel per dataset, one under the other, each as wide as the page, the legend under them
+fig, axes = column_figure(len(DATA), 2.6, squeeze=False, sharex=True)
+for ax, dataset in zip(axes[:, 0], DATA):
     c = curves[(curves["dataset"] == dataset) & (curves["noise"] == NOISE)]
     mean = c.groupby("epoch")[list(signals.values())].mean()
     for name, column in signals.items():
@@ -372,9 +374,10 @@ for ax, dataset in zip(axes[0], DATA):
     # each seed's own er peak, as the text and the timing table below read it
     peaks = [lens.er_peak_epoch(s) for _, s in c.groupby("seed")]
     reference_line(ax, float(np.mean(peaks)), "er peak (mean over seeds)", axis="x")
-    ax.set(xlabel="epoch", ylabel="rescaled to [0, 1]",
+    ax.set(ylabel="rescaled to [0, 1]",
            title=f"{dataset}, {NOISE:.0%} noise (er peak: epoch {span(peaks, 0)})")
-fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=6,
+axes[-1, 0].set_xlabel("epoch")
+fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=2,
            fontsize="small")
 savefig(fig, "fig3_over_training", STUDY, scale)
 timing = []

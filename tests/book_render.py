@@ -8,8 +8,10 @@ caption under it, every figure cited by number exists, no figure is cited by a n
 book does not give it, and every exercise states its run time and folds its answer.
 
 Each page is also read for tables and display math cut off on a phone without a horizontal
-scroll, absolute paths, reprs, figures shown too small for their text to keep 9 pt, and
-captions with no figure above them; each executed notebook's exercises against its manifest.
+scroll, absolute paths, reprs, raw NaN or None, figures shown too small for their text to keep
+9 pt, and captions with no figure above them; each executed notebook's exercises against its
+manifest; every saved figure for a width that would shrink its text under 9 pt in the book's
+column; every hand-written page of the book for a typed duration.
 
 As a script it checks every page of a built book, the notebooks' sources and the published
 notebooks, and saves a full-height screenshot of each page at 1300 px and at 390 px:
@@ -25,7 +27,7 @@ import sys
 from pathlib import Path
 
 from memlib.book import FIGURE_CAPTION, GLOSSARY_TERMS, PRINTED_CAPTION, caption, term_pattern
-from memlib.plotting import COLUMN_INCHES
+from memlib.plotting import COLUMN_INCHES, MIN_POINTS, saved_png_points
 
 COLUMN_PX = round(COLUMN_INCHES * 100)  # the book's column, as memlib.plotting makes figures
 
@@ -407,6 +409,23 @@ def published_problems(figures: Path) -> list[str]:
     return problems
 
 
+def figure_file_problems(figures: Path) -> list[str]:
+    """Every figure saved under `figures` (its PNGs) whose saved width would show its smallest
+    text under MIN_POINTS at the book's column width: the style's font sizes, enlarged for the
+    width the figure was made at, shrunk by as much as the saved figure is wider than the
+    column (memlib.plotting.saved_png_points)."""
+    problems = []
+    for png in sorted(figures.rglob("*.png")):
+        if any(part.startswith(".") for part in png.relative_to(figures).parts):
+            continue  # a run's staging folder
+        inches, points = saved_png_points(png)
+        if points < MIN_POINTS - 0.05:
+            problems.append(f"{png.relative_to(figures)}: saved {inches:.1f} in wide, its "
+                            f"smallest text {points:.1f} pt at the book's "
+                            f"{COLUMN_INCHES:g} in column (under {MIN_POINTS:g} pt)")
+    return problems
+
+
 def notebook_problems(notebooks: dict[str, list[dict]]) -> list[str]:
     """Every defect of the notebooks (name -> cells; the name opens with its number) in
     figures, figure citations and exercises."""
@@ -544,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     problems += source_problems(Path(root) / "notebooks")
     problems += book_page_problems(Path(root) / "book")
     problems += published_problems(Path(root) / "figures")
+    problems += figure_file_problems(Path(root) / "figures")
     print("\n".join(problems) or "book_render: no problems found")
     return 1 if problems else 0
 

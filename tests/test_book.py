@@ -10,9 +10,11 @@ import pytest
 from book_render import (
     CHROMEDRIVER,
     CHROMIUM,
+    book_page_problems,
     browser,
     claims_problems,
     exercise_section,
+    figure_file_problems,
     notebook_problems,
     numbering_problems,
     page_problems,
@@ -185,6 +187,8 @@ def test_the_book_of_the_smoke_runs_opens_in_a_browser(smoke_runs, tmp_path):
                   if not page_problems(driver, plant(page, defect, root), machine)]
     finally:
         driver.quit()
+    problems += figure_file_problems(smoke_runs.figures / "smoke")
+    problems += book_page_problems(ROOT / "book")
     assert not problems, "\n".join(problems)
     assert not unseen, f"the render check missed: {unseen}"
     assert {p.name for p in every} >= {"index.html", "glance.html", "glossary.html",
@@ -587,8 +591,6 @@ def test_the_teachers_page_takes_its_loads_from_measured_kit_loads_not_cold_runs
 
 
 def test_no_page_of_the_book_types_a_run_time(tmp_path):
-    from book_render import book_page_problems
-
     assert book_page_problems(ROOT / "book") == []
     (tmp_path / "scales.md").write_text("about 71 min cold; notebook 01's 15 minutes; grid ≤ 10 "
                                         "s\n```bash\nsleep 5 s\n```\n")
@@ -868,3 +870,25 @@ def test_an_exercise_stating_more_compute_than_the_manifest_is_caught():
                             manifest)
     assert runtime_problems(notebook("1. **A.** measured 1,234 s of cold compute"),
                             {"compute_seconds": 1035.0})
+
+
+def test_the_checker_flags_a_saved_figure_whose_text_the_column_shrinks_under_9_pt(
+        tmp_path, monkeypatch):
+    """A legend outside a wide figure widens the saved figure past what its text was sized
+    for: the book's column shrinks it under 9 pt. A figure as wide as it was made is fine."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from memlib.plotting import figure, savefig
+
+    monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path))
+    fig, axes = figure("wide", 1, 2)
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="a curve with a long legend label")
+    fig.legend([axes[0].lines[0]] * 6, [f"label number {i} of a long legend" for i in range(6)],
+               loc="outside lower center", ncol=6)
+    savefig(fig, "too_wide", "05_x", "smoke")
+    fig, _ = figure("grid", 2, 2)
+    savefig(fig, "fine", "05_x", "smoke")
+    found = figure_file_problems(tmp_path)
+    assert len(found) == 1 and found[0].startswith("smoke/05_x/too_wide.png: saved")
