@@ -204,7 +204,10 @@ def measure_loads(kit: Path, scale: str, stems: list[str] | None = None) -> dict
         results.mkdir()
         with tarfile.open(kit, "r:gz") as tar:
             tar.extractall(results, filter="data")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLIB_")}
+        # the clone's own folders; the data, the kernels' folder and the rest as they are
+        own = ("MEMLIB_CACHE", "MEMLIB_RESULTS", "MEMLIB_BUILD", "MEMLIB_FIGURES",
+               "MEMLIB_COMPUTE_LEDGER")
+        env = {k: v for k, v in os.environ.items() if k not in own}
         env.update(PYTHONPATH=str(clone), MEMLIB_RESULTS=str(results),
                    MEMLIB_BUILD=str(clone / "build"), MEMLIB_FIGURES=str(clone / "figures"))
         for stem in stems:
