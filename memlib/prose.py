@@ -17,7 +17,7 @@ from memlib import STUDIES, cache
 from memlib.claims import Estimate
 from memlib.claims.register import read_register, seed_span
 from memlib.config import confirmatory_seeds
-from memlib.tables import readable_row
+from memlib.tables import measured, readable_row
 
 DASH = "–"
 
@@ -240,7 +240,7 @@ def fill(template: str, values: dict[str, str]) -> str | None:
     names = re.findall(r"\{([^{}]+)\}", template)
     if any(name not in values or values[name].startswith("nan") for name in names):
         return None
-    return re.sub(r"\{([^{}]+)\}", lambda m: values[m[1]], template)
+    return re.sub(r"\{([^{}]+)\}", lambda m: measured(values[m[1]]), template)
 
 
 def why_anchor(claim_id: str) -> str:

@@ -108,6 +108,31 @@ NO_VALUE = "—"  # a value a run has none of (no onset, no flipped labels), whe
 PYTHON_NONE = re.compile(r"(?<![\w-])None(?=\s*(?:[,;)\]]|$))")
 
 
+def dash_missing_values() -> None:
+    """In an IPython kernel, show every DataFrame's missing values (NaN, None) as a dash, as
+    the book and the claims tables do, instead of pandas's raw NaN and None; elsewhere
+    nothing to do."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def html(frame: pd.DataFrame) -> str:
+        return frame.to_html(na_rep=NO_VALUE, max_rows=pd.get_option("display.max_rows"),
+                             max_cols=pd.get_option("display.max_columns"))
+
+    def text(frame: pd.DataFrame, printer, cycle: bool) -> None:
+        printer.text(frame.to_string(na_rep=NO_VALUE,
+                                     max_rows=pd.get_option("display.max_rows"),
+                                     max_cols=pd.get_option("display.max_columns")))
+
+    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, html)
+    shell.display_formatter.formatters["text/plain"].for_type(pd.DataFrame, text)
+
+
 def measured(value: str) -> str:
     """A number as a table or a sentence shows it: one that was never measured ("nan",
     "nan (n=0)", also inside a list of values) reads as such instead of as a value, and a

@@ -88,3 +88,8 @@ def test_a_flipped_verdict_changes_its_paragraph():
     unfit = explanations(pd.DataFrame([{**row, "verdict": "precondition failed: no fit"}]), why)
     assert "no half-way epoch" not in unfit  # another precondition failed: not this text
     assert why_template({"a": "any verdict"}, "a", "holds") == "any verdict"
+
+
+def test_a_value_a_run_has_none_of_reads_as_a_dash_not_none():
+    values = claim_values("onset=[None, None, 4], flipped=None")
+    assert fill("per seed: {onset}; flipped {flipped}", values) == "per seed: [—, —, 4]; flipped —"

@@ -154,3 +154,14 @@ def test_a_cold_cache_says_what_computing_costs_and_how_to_be_fast(tmp_path, mon
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "modarith-main-0123.pt").write_bytes(b"entry")
     assert cold_start_note("modarith", "small") is None  # some of it is cached
+
+
+def test_a_notebook_shows_missing_values_as_a_dash(kernel):
+    kernel.run(import_lines(NOTEBOOK))
+    out, _, error = kernel.run(
+        'scale = "smoke"\nconfig = notebook_config("modarith", globals())\n'
+        "import pandas as pd\n"
+        "frame = pd.DataFrame({'a': [1.5, float('nan')], 'b': [None, 'x']})\n"
+        "shown, _ = get_ipython().display_formatter.format(frame)\n"
+        "print(shown['text/html'].count('—'), 'NaN' in str(shown), 'None' in str(shown))")
+    assert not error and out.splitlines()[-1] == "2 False False"
