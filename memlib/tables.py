@@ -103,7 +103,8 @@ def fold(text: str, limit: int = CELL_LIMIT) -> str:
 UNMEASURED = "not measured"
 
 
-NO_VALUES = re.compile(r"(?<![\w.])nan \(n=0\)")  # an estimate of no values at all
+# an estimate without a value (no values at all, or one that gives none), its interval too
+NO_VALUES = re.compile(r"(?<![\w.])nan(?: \[nan, nan\])?(?: \(n=\d+\)|(?!\w|\.\w))")
 NO_VALUE = "—"  # a value a run has none of (no onset, no flipped labels), where Python says None
 PYTHON_NONE = re.compile(r"(?<![\w-])None(?=\s*(?:[,;)\]]|$))")
 
@@ -120,14 +121,19 @@ def dash_missing_values() -> None:
     if shell is None:
         return
 
+    def readable(frame: pd.DataFrame) -> pd.DataFrame:
+        """Text cells as measured() says them ("None" a dash, "nan (n=1)" not measured)."""
+        return frame.map(lambda v: measured(v) if isinstance(v, str) else v)
+
     def html(frame: pd.DataFrame) -> str:
-        return frame.to_html(na_rep=NO_VALUE, max_rows=pd.get_option("display.max_rows"),
-                             max_cols=pd.get_option("display.max_columns"))
+        return readable(frame).to_html(na_rep=NO_VALUE,
+                                       max_rows=pd.get_option("display.max_rows"),
+                                       max_cols=pd.get_option("display.max_columns"))
 
     def text(frame: pd.DataFrame, printer, cycle: bool) -> None:
-        printer.text(frame.to_string(na_rep=NO_VALUE,
-                                     max_rows=pd.get_option("display.max_rows"),
-                                     max_cols=pd.get_option("display.max_columns")))
+        printer.text(readable(frame).to_string(na_rep=NO_VALUE,
+                                               max_rows=pd.get_option("display.max_rows"),
+                                               max_cols=pd.get_option("display.max_columns")))
 
     shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, html)
     shell.display_formatter.formatters["text/plain"].for_type(pd.DataFrame, text)
