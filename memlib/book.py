@@ -388,7 +388,7 @@ def glance_table(study: str, claims: list[dict], manifest: dict,
     body = "".join(
         f'<tr id="claim-{study[:2]}-{c["id"]}"><td><code>{html_text(c["id"])}</code></td>'
         f"<td>{html_text(dataset_of(c, manifest))}</td><td>{verdict_badge(c['verdict'])}"
-        f"{reason(c['verdict'])}</td><td>{html_text(c.get('headline') or '—')}</td>"
+        f"{reason(c['verdict'])}</td><td>{html_text(shown_number(c.get('headline', '')))}</td>"
         f"<td>{html_text(c['rule'])}</td><td>"
         f"{figure_link(study, c.get('where', ''), number=numbers.get(c.get('where', ''), ''))}"
         "</td>"
@@ -701,7 +701,8 @@ def worked_verdicts(studies: dict[str, tuple[str, list[dict]]]) -> str:
             continue
         study, c = found
         lines.append(f"- *{kind}*, for example `{c['id']}` (notebook {study[:2]}): the rule "
-                     f"is “{c['rule']}”; ours: {c.get('headline') or c.get('ours') or '—'}; "
+                     f"is “{c['rule']}”; ours: "
+                     f"{measured(c.get('headline') or c.get('ours') or '—')}; "
                      f"verdict: {c['verdict']}.")
     return "\n".join(["Worked examples from this book's runs:", "", *lines, ""])
 

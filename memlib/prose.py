@@ -274,8 +274,8 @@ def explanations(table, why: dict[str, str | dict[str, str]]) -> str:
         if kind not in EXPLAINED and template is None:
             continue
         values = {**claim_values(row.ours), "headline": row.headline or ""}
-        ours = (f"ours is {row.headline}" if row.headline and not row.headline.startswith("nan")
-                else "there is no number to judge")
+        ours = (f"ours is {measured(row.headline)}" if row.headline
+                and not row.headline.startswith("nan") else "there is no number to judge")
         reason = row.verdict.partition(":")[2].strip()
         text = (f'<a id="{why_anchor(row.id)}"></a>**Why `{row.id}` reads *{kind}*.** '
                 f"The claim: {row.statement.rstrip('.')}. The rule: {row.rule.split(';')[0]}; "

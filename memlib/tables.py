@@ -123,7 +123,8 @@ def dash_missing_values() -> None:
 
     def readable(frame: pd.DataFrame) -> pd.DataFrame:
         """Text cells as measured() says them ("None" a dash, "nan (n=1)" not measured)."""
-        return frame.map(lambda v: measured(v) if isinstance(v, str) else v)
+        return frame.map(lambda v: measured(v) if isinstance(v, str) else
+                         NO_VALUE if v is None else v)
 
     def html(frame: pd.DataFrame) -> str:
         return readable(frame).to_html(na_rep=NO_VALUE,

@@ -162,8 +162,8 @@ def test_a_notebook_shows_missing_values_as_a_dash(kernel):
         'scale = "smoke"\nconfig = notebook_config("modarith", globals())\n'
         "import pandas as pd\n"
         "frame = pd.DataFrame({'a': [1.5, float('nan')], 'b': [None, 'x'],\n"
-        "                      'c': ['None', 'nan (n=1)']})\n"
+        "                      'c': ['None', 'nan (n=1)'], 'd': [None, None]})\n"
         "shown, _ = get_ipython().display_formatter.format(frame)\n"
         "print(shown['text/html'].count('—'), 'NaN' in str(shown), 'None' in str(shown),\n"
         "      'nan' in str(shown), 'not measured' in shown['text/html'])")
-    assert not error and out.splitlines()[-1] == "3 False False False True"
+    assert not error and out.splitlines()[-1] == "5 False False False True"
