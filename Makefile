@@ -42,10 +42,18 @@ figures: $(CLAIMS)
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The versions in constraints.txt (what the committed results and a class kit were made with:
+# every cache key holds them), so that a kit made today loads next week. A laptop without a
+# GPU may take torch's CPU-only build, a fraction of the CUDA build's size:
+# `make venv TORCH_INDEX=https://download.pytorch.org/whl/cpu` (where that index has the
+# pinned version); a kit then loads only where torch is the same build (`memlib kit-check`).
+TORCH_INDEX ?=
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(if $(TORCH_INDEX),$(PY) -m pip install --quiet --index-url $(TORCH_INDEX) \
+		-c constraints.txt torch torchvision)
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@
 
 $(CLAIMS): $(EXECUTED) | $(STAMP)
@@ -87,20 +95,25 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
 
-# Pair every .py notebook with an .ipynb for interactive use (the .ipynb is not committed;
-# jupytext.toml pairs them, and Jupyter with jupytext saves both). The .py is the source and
-# is only read: the .ipynb is (re)made from it, outputs kept, and both keep the .py's time
-# (jupytext would touch a paired .py), so a sync leaves git clean and `make figures` with
-# nothing to do. An .ipynb edited elsewhere (newer than its .py) is synced into the .py.
+# Make an .ipynb of every .py notebook for JupyterLab, with the .venv's kernel (python3 of the
+# Jupyter in .venv). The .ipynb is not committed and is paired with nothing (jupytext.toml opens
+# only .ipynb files as notebooks), so saving in Jupyter writes the .ipynb alone: the tracked .py
+# stays as git has it and `make figures` has nothing to redo. An .ipynb is (re)made from its
+# .py, outputs kept, and takes the .py's time; one saved since (newer than its .py) holds a
+# student's edits and is kept (only an old pairing is taken out of it); delete it for the
+# committed version, or `.venv/bin/jupytext --to py:percent notebooks/NAME.ipynb` carries its
+# edits into the source. The .py is only read.
+UNPAIRED := --update-metadata '{"jupytext":null}'
 sync: $(STAMP)
-	@times=$$(mktemp -d); trap 'rm -rf "$$times"' EXIT; edited=; fresh=; \
-	for py in $(NOTEBOOKS); do \
-	  if [ "$${py%.py}.ipynb" -nt "$$py" ]; then edited="$$edited $${py%.py}.ipynb"; \
-	  else fresh="$$fresh $$py"; touch -r "$$py" "$$times/$${py##*/}"; fi; \
+	@fresh=; for py in $(NOTEBOOKS); do nb="$${py%.py}.ipynb"; \
+	  if [ "$$nb" -nt "$$py" ]; then \
+	    echo "memlib: kept $$nb, saved after $$py (delete it for the committed version)"; \
+	    $(VENV)/bin/jupytext --quiet $(UNPAIRED) "$$nb" || exit 1; \
+	  else fresh="$$fresh $$py"; fi; \
 	done; \
-	if [ -n "$$edited" ]; then $(VENV)/bin/jupytext --sync $$edited || exit 1; fi; \
-	if [ -n "$$fresh" ]; then $(VENV)/bin/jupytext --quiet --to ipynb --update $$fresh || exit 1; \
-	  for py in $$fresh; do touch -r "$$times/$${py##*/}" "$$py" "$${py%.py}.ipynb"; done; fi
+	if [ -n "$$fresh" ]; then $(VENV)/bin/jupytext --quiet --to ipynb --update \
+	  --set-kernel python3 $(UNPAIRED) $$fresh || exit 1; \
+	  for py in $$fresh; do touch -r "$$py" "$${py%.py}.ipynb"; done; fi
 
 # removes the folders memlib.paths names ($MEMLIB_CACHE, $MEMLIB_BUILD, $MEMLIB_FIGURES/smoke)
 # as far as memlib made them (memlib.kit.clean): what memlib did not make stays, named

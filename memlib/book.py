@@ -23,10 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from memlib import DEFAULT_SCALE, SCALES, STUDIES, paths
+from memlib import DEFAULT_SCALE, SCALES, STUDIES, kit, paths
 from memlib.claims import FAILS, HOLDS, NOT_RUN, PRECONDITION, WITHIN_NOISE, claim_dataset
 from memlib.pipeline import folder_lock, swap_in
-from memlib.prose import duration
+from memlib.prose import cold_seconds, duration
 from memlib.tables import UNMEASURED, measured, readable_row
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
@@ -256,13 +256,6 @@ def title(notebook: dict, default: str) -> str:
     return default
 
 
-def cold_seconds(manifest: dict) -> float:
-    """The notebook's cold cost: the summed compute time of its cached results where the
-    manifest records it (runs computed two at a time count both), else the wall time of the
-    run that published it."""
-    return float(manifest.get("compute_seconds", manifest["wall_seconds"]))
-
-
 def data_needed(manifest: dict) -> str:
     """The datasets the notebook read, each with what it resolved to when that differs."""
     needs = []
@@ -395,7 +388,7 @@ def glance_table(study: str, claims: list[dict], manifest: dict,
     body = "".join(
         f'<tr id="claim-{study[:2]}-{c["id"]}"><td><code>{html_text(c["id"])}</code></td>'
         f"<td>{html_text(dataset_of(c, manifest))}</td><td>{verdict_badge(c['verdict'])}"
-        f"{reason(c['verdict'])}</td><td>{html_text(c.get('headline') or '—')}</td>"
+        f"{reason(c['verdict'])}</td><td>{html_text(shown_number(c.get('headline', '')))}</td>"
         f"<td>{html_text(c['rule'])}</td><td>"
         f"{figure_link(study, c.get('where', ''), number=numbers.get(c.get('where', ''), ''))}"
         "</td>"
@@ -553,6 +546,8 @@ def results_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str
 
 LESSON_MINUTES = 90
 SHORT_EXERCISE = 10 * 60  # seconds: an exercise a lesson can afford
+WORDS_PER_MINUTE = 250  # a reader's pace through a notebook's prose
+LAB = ("01", "03", "05")  # the notebooks a lab reaches first; the others where time is left
 EXERCISE_TIME = re.compile(r"\*\*Run time:\*\*\s*(?:at most\s+)?about\s+(\d+)\s*(s|min)\b")
 
 
@@ -588,36 +583,92 @@ def exercise_times(notebook: dict) -> list[tuple[str, float]]:
     return found
 
 
-def teachers_times(notebooks: dict[str, dict], manifests: dict[str, dict]) -> str:
-    """The teachers' page's numbers, each from the notebooks' manifests: the kit's commit,
-    what each notebook costs cold and with the kit, and a lesson plan from the exercises that
-    fit."""
+def scale_costs(manifests: dict[str, dict], scale: str, loads: dict) -> str:
+    """The Scales page's costs of `scale`, from its published manifests: the cold compute in
+    all and per notebook, and what loading them costs where a kit load was measured."""
+    from memlib.prose import PROCESSES
+
+    total = sum(cold_seconds(m) for m in manifests.values())
+    each = ", ".join(f"{s[:2]} {duration(cold_seconds(m))}" for s, m in manifests.items())
+    measured = [kit_load(loads, s) for s in manifests]
+    load = (f"loading every notebook from a class kit took {duration(sum(measured))} in all "
+            "(measured in a fresh clone, the teachers' page gives each)"
+            if measured and None not in measured else
+            "loading them from a warm cache or a class kit takes a notebook's start-up and its "
+            "figures (the teachers' page gives the measured loads, where measured)")
+    devices = ", ".join(sorted({m.get("device", "an unrecorded device")
+                                for m in manifests.values()}))
+    return (f"**What the `{scale}` scale costs**, from its published manifests: "
+            f"{duration(total)} of compute from a cold cache (the sum of the notebooks' "
+            f"`compute_seconds`), measured on {devices}, which `make figures` runs "
+            f"{PROCESSES} at a time, so about {duration(total / PROCESSES)} on {PROCESSES} "
+            f"CPU cores; notebook by notebook {each}; {load}.\n")
+
+
+def reading_seconds(notebook: dict) -> float:
+    """How long the class reads `notebook`: the words of its text cells and of the Markdown
+    its cells display, at WORDS_PER_MINUTE."""
+    texts = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown"]
+    texts += ["".join(o.get("data", {}).get("text/markdown", "")) for c in notebook["cells"]
+              for o in c.get("outputs", [])]
+    return 60 * sum(len(t.split()) for t in texts) / WORDS_PER_MINUTE
+
+
+def kit_load(loads: dict, study: str) -> float | None:
+    """`study`'s measured load from a kit (seconds), None when not measured or when the kit
+    did not hold all its results (it then computed, which is no load)."""
+    seconds = loads.get("load_seconds", {}).get(study)
+    return None if seconds is None or loads.get("computed", {}).get(study) else float(seconds)
+
+
+def teachers_times(notebooks: dict[str, dict], manifests: dict[str, dict],
+                   loads: dict | None = None) -> str:
+    """The teachers' page's numbers: what each notebook costs cold (its manifest) and to load
+    from a class kit (`loads`, the record benchmarks/kit_loads.py measured in a fresh clone),
+    and a lesson plan that reaches notebooks LAB first, each with its shortest exercise."""
+    loads = loads or {}
     commits = sorted({str(m.get("git_sha", "unrecorded"))[:7] for m in manifests.values()})
-    entries = sum(int(m.get("cache_entries") or 0) for m in manifests.values())
-    lines = [f"The published results were computed at commit `{', '.join(commits)}` (named in "
-             f"each notebook's `manifest.json`); a kit made from them holds {entries} cached "
-             "results.", "",
-             "| notebook | cold compute | with the kit (the whole notebook) |", "|---|---|---|"]
+    kit = loads.get("kit") or {}
+    made = (f"A kit measured here was made at commit `{str(kit.get('commit'))[:7]}`: "
+            f"{loads['kit_bytes'] / 2**20:.1f} MiB, {kit.get('entries')} cached results, "
+            f"loaded on {loads.get('device', 'an unrecorded device')} in a fresh clone."
+            if kit and "kit_bytes" in loads else
+            "No kit load is measured for these outputs yet: after `make figures` and `make "
+            "class-kit`, `python benchmarks/kit_loads.py build/class-kit.tar.gz` measures "
+            "each notebook's load in a fresh clone and the next book shows it.")
+    lines = [f"The published results were computed at commit `{', '.join(commits)}` (each "
+             "notebook's `manifest.json` names its own); a kit holds the results of the "
+             f"commit you make it at. {made}", "",
+             "| notebook | cold compute | load from the kit (measured) |", "|---|---|---|"]
     for study, manifest in manifests.items():
+        load = kit_load(loads, study)
         lines.append(f"| {study[:2]} | {duration(cold_seconds(manifest))} | "
-                     f"{duration(float(manifest['wall_seconds']))} |")
+                     f"{duration(load) if load is not None else 'not measured'} |")
     lines += ["", f"## A {LESSON_MINUTES}-minute lab", "",
-              "Each notebook loads from the kit in the time above; the exercises that fit a "
-              f"lesson run in {SHORT_EXERCISE // 60} minutes or less (their times are the "
-              "notebooks' own estimates from the measured cost of the runs they add):", ""]
-    left, step = LESSON_MINUTES * 60, 1
-    for study, notebook in notebooks.items():
-        short = [(name, t) for name, t in exercise_times(notebook) if t <= SHORT_EXERCISE]
-        load = float(manifests[study]["wall_seconds"])
-        reading = 12 * 60  # reading a notebook's figures and claims with the class
-        if not short or left < reading + load + short[0][1]:
+              f"Notebooks {', '.join(LAB)} first, then the others while time is left, each "
+              f"loaded from the kit, read with the class (its text at {WORDS_PER_MINUTE} words "
+              f"a minute) and one exercise that runs in {SHORT_EXERCISE // 60} minutes or less "
+              "(its time is the notebook's own estimate from the measured cost of the runs it "
+              "adds):", ""]
+    left, planned = LESSON_MINUTES * 60.0, {}
+    order = sorted(notebooks, key=lambda s: (s[:2] not in LAB, s))
+    for study in order:
+        short = sorted((t, name) for name, t in exercise_times(notebooks[study])
+                       if t <= SHORT_EXERCISE)
+        load = kit_load(loads, study)
+        reading = reading_seconds(notebooks[study])
+        if not short or load is None and study[:2] not in LAB:
             continue
-        name, cost = short[0]
-        left -= reading + load + cost
-        lines.append(f"{step}. **Notebook {study[:2]}** ({duration(reading)} reading, "
-                     f"{duration(load)} to load): exercise *{name}*, {duration(cost)}.")
-        step += 1
-    lines += ["", f"That leaves {duration(left)} for discussion.", ""]
+        cost, name = short[0]
+        if left < reading + (load or 0) + cost:
+            continue
+        left -= reading + (load or 0) + cost
+        loaded = f"{duration(load)} to load" if load is not None else "its load not measured"
+        planned[study] = (f"**Notebook {study[:2]}** ({duration(reading)} reading, {loaded}): "
+                          f"exercise *{name}*, {duration(cost)}.")
+    lines += [f"{i}. {planned[s]}" for i, s in enumerate(sorted(planned), 1)]
+    lines += ["", f"That leaves {duration(left)} for discussion." if planned else
+              "No notebook fits the lesson with an exercise.", ""]
     return "\n".join(lines)
 
 
@@ -650,7 +701,8 @@ def worked_verdicts(studies: dict[str, tuple[str, list[dict]]]) -> str:
             continue
         study, c = found
         lines.append(f"- *{kind}*, for example `{c['id']}` (notebook {study[:2]}): the rule "
-                     f"is “{c['rule']}”; ours: {c.get('headline') or c.get('ours') or '—'}; "
+                     f"is “{c['rule']}”; ours: "
+                     f"{measured(c.get('headline') or c.get('ours') or '—')}; "
                      f"verdict: {c['verdict']}.")
     return "\n".join(["Worked examples from this book's runs:", "", *lines, ""])
 
@@ -703,6 +755,13 @@ def read_claims(path: Path) -> list[dict]:
     return [{k: v or "" for k, v in row.items()} for row in rows]
 
 
+def read_loads(scale: str) -> dict:
+    """The measured kit loads published beside `scale`'s outputs (memlib.kit.loads_file);
+    empty when none were measured."""
+    published = kit.loads_file(scale)
+    return read_json(published, "record of kit loads") if published.is_file() else {}
+
+
 def source_tree(scale: str, src: Path) -> None:
     """Lay out the Sphinx sources for `scale` in the new folder `src`."""
     studies = list(STUDIES.values())
@@ -735,6 +794,7 @@ def source_tree(scale: str, src: Path) -> None:
         judged[study] = (title(notebook, study), claims_rows)
         explained[study] = explained_ids(notebook)
         notebooks[study] = notebook
+    loads = read_loads(scale)
     pages = {Path("figures") / "CLAIMS.md": claims_page(read_text(claims, "claims report"),
                                                        numbers),
              Path(f"{GLANCE}.md"): glance_page(judged, manifests, scale, numbers),
@@ -744,7 +804,8 @@ def source_tree(scale: str, src: Path) -> None:
              Path(GENERATED) / "verdicts.md": worked_verdicts(judged),
              Path(GENERATED) / "notebooks.md": notebooks_table(rows, scale, devices),
              Path(GENERATED) / "toctree.md": toctree(studies),
-             Path(GENERATED) / "teachers.md": teachers_times(notebooks, manifests)}
+             Path(GENERATED) / "teachers.md": teachers_times(notebooks, manifests, loads),
+             Path(GENERATED) / "costs.md": scale_costs(manifests, scale, loads)}
     for where, text in pages.items():
         (src / where).parent.mkdir(exist_ok=True)
         (src / where).write_text(text, encoding="utf-8")

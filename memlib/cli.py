@@ -1,8 +1,9 @@
 """Command line: `python -m memlib run|notebook|claims|measure ...`.
 
 Every mistake ends in one line on stderr and an exit code: 0 done, 1 data or environment
-(missing or damaged data, a folder that cannot be written, a full disk, a failing notebook),
-2 bad input (unknown study, scale, key, model or notebook, a value outside its domain or
+(missing or damaged data, a folder that cannot be written, a full disk, a failing notebook,
+a class kit made with other library versions, CPU pins or platform than this machine's), 2 bad
+input (unknown study, scale, key, model or notebook, a value outside its domain or
 against a rule between values, a subset the data cannot give, a device this machine lacks, a
 params file that is not UTF-8, a notebook without a parameters cell, a bad
 MEMLIB_CHECKPOINT_MINUTES), 130 interrupted (Ctrl-C; rerunning resumes).
@@ -238,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("class-kit", help="pack the results cache for a class into "
                                      "$MEMLIB_BUILD/class-kit.tar.gz").set_defaults(
         scale=DEFAULT_SCALE)
+    kc = sub.add_parser("kit-check", help="say whether a class kit will load on this machine, "
+                                          "or what differs")
+    kc.add_argument("kit", type=Path)
+    kc.set_defaults(scale=DEFAULT_SCALE)
     sub.add_parser("clean", help="remove the cache, the executed notebooks and the book"
                    ).set_defaults(scale=DEFAULT_SCALE)
     book = sub.add_parser("book", help="build the static HTML book of the published notebooks "
@@ -270,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
             return _kit(args.command)
         if args.command == "book":
             return _book(args.scale)
+        if args.command == "kit-check":
+            return _kit_check(args.kit)
         return _claims(args)
     except UsageError as err:
         print(f"memlib: error: {err}", file=sys.stderr)
@@ -325,6 +332,18 @@ def _kit(command: str) -> int:
         return 1
     print(f"memlib: wrote {_shown(packed)} ({packed.stat().st_size / 2**20:.1f} MiB)")
     return 0
+
+
+def _kit_check(path: Path) -> int:
+    """0 when the kit will load here, 1 when something differs, 2 when it is no kit."""
+    from memlib import kit
+
+    try:
+        loads, line = kit.check(path)
+    except kit.KitError as err:
+        raise UsageError(str(err)) from None
+    print(f"memlib: {line}", file=sys.stdout if loads else sys.stderr)
+    return 0 if loads else 1
 
 
 def _os_error(err: OSError) -> str:

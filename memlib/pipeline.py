@@ -31,7 +31,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from memlib import SCALES, STUDIES, STUDY_OF, paths
+from memlib import DEFAULT_SCALE, SCALES, STUDIES, STUDY_OF, paths
 from memlib.config import ConfigError
 from memlib.presets import PresetError, params_file, read_params
 from memlib.process import one_cpu_thread, pin_cpu_dispatch
@@ -381,6 +381,49 @@ class NotebookStop(Exception):
         return [f"memlib: {self}"]
 
 
+def assigned_names(cell: str) -> list[str]:
+    """The names a parameters cell's source `cell` assigns at its top level, up to the
+    statement that calls notebook_config (a cell may do both); none when it does not parse."""
+    import ast
+
+    try:
+        statements = ast.parse(cell).body
+    except SyntaxError:
+        return []
+    names = []
+    for statement in statements:
+        if "notebook_config" in (ast.get_source_segment(cell, statement) or ""):
+            break
+        targets = (statement.targets if isinstance(statement, ast.Assign) else
+                   [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign))
+                   else [])
+        names += [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return list(dict.fromkeys(names))
+
+
+def parameters_cell(namespace: dict) -> str:
+    """In a live IPython kernel, the source of the last cell run that assigns `scale` (the
+    parameters cell: IPython keeps every cell's source in `In`); "" elsewhere."""
+    for cell in reversed(namespace.get("In") or []):
+        if "scale" in assigned_names(cell):
+            return cell
+    return ""
+
+
+def unknown_setting(names: list[str], fields: list[str]) -> str | None:
+    """One line for the first of `names` that is no setting (`fields`, and `scale`), naming
+    the nearest setting; None when every name is one (private `_names` are not settings)."""
+    import difflib
+
+    for name in names:
+        if name != "scale" and name not in fields and not name.startswith("_"):
+            near = difflib.get_close_matches(name, fields, n=1, cutoff=0.5)
+            hint = (f"did you mean {near[0]}?" if near else
+                    f"the settings are {', '.join(fields)}")
+            return f"{name} in the parameters cell is no setting; {hint}"
+    return None
+
+
 def notebook_config(study: str, namespace: dict):
     """The Config a notebook runs: the preset of the scale its parameters cell names, with
     every setting the cell assigns on top (what `memlib run STUDY --scale SCALE --set ...`
@@ -388,8 +431,9 @@ def notebook_config(study: str, namespace: dict):
     (JupyterLab), the settings are taken out of `namespace` once read, so a line deleted from
     the parameters cell stops counting the next time the cell runs, instead of lingering in
     the kernel; and unless MEMLIB_FIGURES names a folder, the figures and tables go to
-    build/scratch/, never into the committed figures/. A scale or setting that cannot be run
-    stops the notebook with one line (NotebookStop)."""
+    build/scratch/, never into the committed figures/. A scale or setting that cannot be run,
+    or a name the parameters cell assigns that is no setting (`seedz = 3`), stops the notebook
+    with one line (NotebookStop)."""
     import dataclasses
 
     from memlib.config import build, to_dict
@@ -406,11 +450,18 @@ def notebook_config(study: str, namespace: dict):
         raise NotebookStop(f"scale = {scale!r} in the parameters cell is no scale; set it to "
                            f"one of: {', '.join(map(repr, SCALES))}")
     fields = [f.name for f in dataclasses.fields(module(study).Config) if f.init]
+    if not os.environ.get(RUN_BY_PIPELINE):  # papermill's injected names were checked before
+        typo = unknown_setting(assigned_names(parameters_cell(namespace)), fields)
+        if typo:
+            raise NotebookStop(typo)
     given = {k: namespace[k] for k in fields if k in namespace}
     try:
         config = build(module(study).Config, {**to_dict(preset_config(study, scale)), **given})
     except (ConfigError, PresetError) as err:
         raise NotebookStop(str(err)) from None
+    from memlib.tables import dash_missing_values
+
+    dash_missing_values()  # the notebook's tables show a dash, never NaN or None
     if os.environ.get(RUN_BY_PIPELINE):
         return config
     for key in given:  # read once: a deleted line does not linger in the kernel
@@ -420,7 +471,40 @@ def notebook_config(study: str, namespace: dict):
     sets = ", ".join(f"{k}={v!r}" for k, v in given.items())
     print(f"memlib: the {scale} preset{f' with {sets}' if sets else ''}; figures and tables "
           f"go to {paths.figures_dir(STUDIES[study], scale)} (MEMLIB_FIGURES)")
+    note = cold_start_note(study, scale) if scale != "full" else None
+    if note:
+        print(f"memlib: {note}")
     return config
+
+
+def published_manifest(study: str, scale: str) -> dict | None:
+    """The manifest of `study`'s committed outputs at `scale` (figures/ in the repository,
+    whatever MEMLIB_FIGURES says); None when there is none to read."""
+    root = paths.repo_root() / "figures"
+    folder = root / STUDIES[study] if scale == DEFAULT_SCALE else root / scale / STUDIES[study]
+    try:
+        return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def cold_start_note(study: str, scale: str) -> str | None:
+    """One line for a live kernel whose cache holds nothing of `study`: what computing it will
+    take, from its published run's measured cold compute, and the two ways to be fast (the
+    class kit, the smoke scale). None when the cache has some of it, or nothing was measured."""
+    from memlib.prose import PROCESSES, cold_seconds, run_time
+
+    cache = paths.cache_dir()
+    manifest = published_manifest(study, scale)
+    if manifest is None or (cache.is_dir() and any(cache.glob(f"{study}[-_]*.pt"))):
+        return None
+    faster = [f"unpack a class kit into {paths.results_dir()} "
+              "(`tar -xzf class-kit.tar.gz -C results`)"]
+    if scale != "smoke":
+        faster.append('set `scale = "smoke"` in the parameters cell')
+    return (f"nothing of this notebook is in the cache yet ({cache}): computing it takes "
+            f"{run_time(cold_seconds(manifest), processes=PROCESSES)} (its published {scale} "
+            f"run's measured compute); to be fast, {', or '.join(faster)}")
 
 
 def run_command(study: str, config, scale: str) -> str:

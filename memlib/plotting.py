@@ -58,6 +58,44 @@ def small_text(fig, minimum: float = MIN_POINTS) -> list[str]:
             if points < minimum - 0.05]
 
 
+SMALL = 0.833  # matplotlib's "small" text, as a fraction of font.size
+SIZED_FOR = "memlib figure inches"  # a saved PNG's note of the width its text was sized for
+
+
+def style_points() -> float:
+    """The smallest text the style sets, in points, at the book's column: the least of its
+    font sizes and of "small" text, which the notebooks' annotations use."""
+    sizes = {}
+    for line in STYLE.read_text(encoding="utf-8").splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in FONT_SIZES:
+            try:
+                sizes[key.strip()] = float(value.split("#")[0])
+            except ValueError:  # a size by name ("large") is relative to font.size
+                continue
+    return min([*sizes.values(), SMALL * sizes.get("font.size", 10.0)])
+
+
+def shown_points(saved_inches: float, sized_for: float | None = None) -> float:
+    """The smallest text of a figure saved `saved_inches` wide (its tight bounding box), where
+    the book shows it (shrunk to the column when wider): the style's smallest text, set larger
+    by use_style for the figure's own width `sized_for` (None: not known, not enlarged)."""
+    grow = max(1.0, (sized_for or COLUMN_INCHES) / COLUMN_INCHES)
+    return style_points() * grow * min(1.0, COLUMN_INCHES / saved_inches)
+
+
+def saved_png_points(path: Path) -> tuple[float, float]:
+    """(saved width in inches, the smallest text's points where the book shows it) of the PNG
+    that savefig wrote at `path`."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        dpi = float((image.info.get("dpi") or (200, 200))[0]) or 200.0
+        inches = image.width / dpi
+        sized_for = image.info.get(SIZED_FOR)
+    return inches, shown_points(inches, float(sized_for) if sized_for else None)
+
+
 def _inline_at_double_resolution() -> None:
     """In a notebook, show figures as PNGs of twice the pixels at their own size (IPython's
     'retina' format): the book embeds these, so a figure stays sharp on a phone and when
@@ -79,6 +117,17 @@ def figure(size: str = "single", nrows: int = 1, ncols: int = 1, **kwargs):
         raise ValueError(f"unknown figure size {size!r}; choose one of: {', '.join(SIZES)}")
     use_style(SIZES[size][0])
     return plt.subplots(nrows, ncols, figsize=SIZES[size], constrained_layout=True, **kwargs)
+
+
+def column_figure(nrows: int, row_inches: float, ncols: int = 1, **kwargs):
+    """plt.subplots as wide as the book's column and `row_inches` tall per row: one row per
+    dataset, for any number of them, each as wide as the page, its text at the style's size
+    where the book shows it (a figure's legend goes inside it or under it, never beside)."""
+    import matplotlib.pyplot as plt
+
+    use_style(COLUMN_INCHES)
+    return plt.subplots(nrows, ncols, figsize=(COLUMN_INCHES, row_inches * nrows),
+                        constrained_layout=True, **kwargs)
 
 
 def reference_line(ax, value: float, label: str, axis: str = "y", **kwargs) -> None:
@@ -133,7 +182,8 @@ def savefig(fig, name: str, study: str, scale: str = DEFAULT_SCALE,
     for fmt in ("pdf", "png"):
         buffer = io.BytesIO()
         # A fixed metadata date keeps PDFs byte-identical across reruns.
-        metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None}
+        metadata = ({"CreationDate": None} if fmt == "pdf" else
+                    {"Software": None, SIZED_FOR: f"{fig.get_figwidth():.3f}"})
         fig.savefig(buffer, format=fmt, metadata=metadata)
         path = directory / f"{name}.{fmt}"
         atomic_write_bytes(path, buffer.getvalue())

@@ -17,7 +17,7 @@ from memlib import STUDIES, cache
 from memlib.claims import Estimate
 from memlib.claims.register import read_register, seed_span
 from memlib.config import confirmatory_seeds
-from memlib.tables import readable_row
+from memlib.tables import measured, readable_row
 
 DASH = "–"
 
@@ -240,7 +240,7 @@ def fill(template: str, values: dict[str, str]) -> str | None:
     names = re.findall(r"\{([^{}]+)\}", template)
     if any(name not in values or values[name].startswith("nan") for name in names):
         return None
-    return re.sub(r"\{([^{}]+)\}", lambda m: values[m[1]], template)
+    return re.sub(r"\{([^{}]+)\}", lambda m: measured(values[m[1]]), template)
 
 
 def why_anchor(claim_id: str) -> str:
@@ -248,25 +248,39 @@ def why_anchor(claim_id: str) -> str:
     return "why-" + re.sub(r"[^A-Za-z0-9_-]+", "-", claim_id)
 
 
-def explanations(table, why: dict[str, str]) -> str:
+def why_template(why: dict[str, str | dict[str, str]], claim_id: str,
+                 verdict: str) -> str | None:
+    """The explanation `why` gives claim `claim_id` when it reads `verdict`: a template per
+    verdict (`{"holds": ..., "precondition failed: the deepest head rises": ...}`, the
+    longest key the verdict opens with), so that a paragraph never explains a verdict, or a
+    failed precondition, the claim does not read; a plain string explains every verdict."""
+    found = why.get(claim_id)
+    if not isinstance(found, dict):
+        return found
+    keys = [k for k in found if verdict.startswith(k)]
+    return found[max(keys, key=len)] if keys else None
+
+
+def explanations(table, why: dict[str, str | dict[str, str]]) -> str:
     """A paragraph for every claim of `table` (memlib.claims.evaluate) that does not hold or
-    whose precondition failed, and every other claim `why` names: the paper's statement, our
-    number against the rule, the verdict with its reason, then `why[id]` filled with the
-    row's measured values (`{name}` as claim_values names them); a sentence saying so when
-    there is none."""
+    whose precondition failed, and every other claim `why` explains for its verdict: the
+    paper's statement, our number against the rule, the verdict with its reason, then the
+    template for that verdict (why_template) filled with the row's measured values (`{name}`
+    as claim_values names them); a sentence saying so when there is none."""
     paragraphs = []
     for row in table.itertuples(index=False):
         kind = row.verdict.split(":")[0].strip()
-        if kind not in EXPLAINED and row.id not in why:
+        template = why_template(why, row.id, row.verdict.strip())
+        if kind not in EXPLAINED and template is None:
             continue
         values = {**claim_values(row.ours), "headline": row.headline or ""}
-        ours = (f"ours is {row.headline}" if row.headline and not row.headline.startswith("nan")
-                else "there is no number to judge")
+        ours = (f"ours is {measured(row.headline)}" if row.headline
+                and not row.headline.startswith("nan") else "there is no number to judge")
         reason = row.verdict.partition(":")[2].strip()
         text = (f'<a id="{why_anchor(row.id)}"></a>**Why `{row.id}` reads *{kind}*.** '
                 f"The claim: {row.statement.rstrip('.')}. The rule: {row.rule.split(';')[0]}; "
                 f"{ours}" + (f"; what failed: {reason}." if reason else "."))
-        extra = fill(why.get(row.id, ""), values)
+        extra = fill(template or "", values)
         paragraphs.append(text + (f" {extra}" if extra else ""))
     if not paragraphs:  # said, so that the page never shows an empty output in its place
         return ("### Why these verdicts\n\nNo claim of this run reads *does not hold* or "
@@ -277,6 +291,13 @@ def explanations(table, why: dict[str, str]) -> str:
 # ---- what an exercise costs, from the cache entries this kernel used -----------------------
 
 PROCESSES = 2  # runs computed side by side, as `make figures` computes them on two cores
+
+
+def cold_seconds(manifest: dict) -> float:
+    """A notebook's cold cost from its manifest: the summed compute time of its cached results
+    where the manifest records it (runs computed two at a time count both), else the wall
+    time of the run that published it."""
+    return float(manifest.get("compute_seconds", manifest["wall_seconds"]))
 
 
 def duration(seconds: float) -> str:

@@ -103,15 +103,51 @@ def fold(text: str, limit: int = CELL_LIMIT) -> str:
 UNMEASURED = "not measured"
 
 
-NO_VALUES = re.compile(r"(?<![\w.])nan \(n=0\)")  # an estimate of no values at all
+# an estimate without a value (no values at all, or one that gives none), its interval too
+NO_VALUES = re.compile(r"(?<![\w.])nan(?: \[nan, nan\])?(?: \(n=\d+\)|(?!\w|\.\w))")
+NO_VALUE = "—"  # a value a run has none of (no onset, no flipped labels), where Python says None
+PYTHON_NONE = re.compile(r"(?<![\w-])None(?=\s*(?:[,;)\]]|$))")
+
+
+def dash_missing_values() -> None:
+    """In an IPython kernel, show every DataFrame's missing values (NaN, None) as a dash, as
+    the book and the claims tables do, instead of pandas's raw NaN and None; elsewhere
+    nothing to do."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def readable(frame: pd.DataFrame) -> pd.DataFrame:
+        """Text cells as measured() says them ("None" a dash, "nan (n=1)" not measured)."""
+        return frame.map(lambda v: measured(v) if isinstance(v, str) else
+                         NO_VALUE if v is None else v)
+
+    def html(frame: pd.DataFrame) -> str:
+        return readable(frame).to_html(na_rep=NO_VALUE,
+                                       max_rows=pd.get_option("display.max_rows"),
+                                       max_cols=pd.get_option("display.max_columns"))
+
+    def text(frame: pd.DataFrame, printer, cycle: bool) -> None:
+        printer.text(readable(frame).to_string(na_rep=NO_VALUE,
+                                               max_rows=pd.get_option("display.max_rows"),
+                                               max_cols=pd.get_option("display.max_columns")))
+
+    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, html)
+    shell.display_formatter.formatters["text/plain"].for_type(pd.DataFrame, text)
 
 
 def measured(value: str) -> str:
     """A number as a table or a sentence shows it: one that was never measured ("nan",
-    "nan (n=0)", also inside a list of values) reads as such instead of as a value."""
+    "nan (n=0)", also inside a list of values) reads as such instead of as a value, and a
+    value a run has none of (Python's None, alone or in a list) as a dash."""
     text = str(value).strip()
-    return UNMEASURED if text == "nan" or text.startswith("nan (") else NO_VALUES.sub(
-        UNMEASURED, str(value))
+    if text == "nan" or text.startswith("nan ("):
+        return UNMEASURED
+    return PYTHON_NONE.sub(NO_VALUE, NO_VALUES.sub(UNMEASURED, str(value)))
 
 
 def readable_row(line: str, limit: int = CELL_LIMIT) -> str:

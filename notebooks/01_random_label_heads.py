@@ -362,8 +362,9 @@ def depth_text(name: str) -> str:
             f"{num(ex[last_layer].mean, 1, True)} at {last_layer} (Spearman ρ of depth "
             f"and excess {num(rho, 2)})")
     if matched.notna().any():
-        text += (", and with capacity-matched heads from "
-                 f"{num(100 * matched.iloc[0], 1, True)} to {num(100 * matched.iloc[-1], 1, True)}")
+        first, last = 100 * matched.iloc[0], 100 * matched.iloc[-1]
+        text += (f", and with capacity-matched heads it {direction(last - first, tolerance=0.5)}"
+                 f" from {num(first, 1, True)} to {num(last, 1, True)}")
     return text + "."
 
 
@@ -1000,16 +1001,16 @@ display(Markdown(claims_markdown(table)))
 
 # %% tags=["remove-input"]
 display(Markdown(explanations(table, {
-    "early_rise": (
+    "early_rise": {"precondition failed: last layer's RLP excess": (
         "The deepest layer's probes read {last_excess} points above the same probes on the "
         "frozen initialisation, so its excess has no onset to time (per seed: "
         "{onset_epochs}), while train and test accuracy parted by 5 points at epochs "
         "{gap_epochs}. The rule times the excess over probes on frozen features, not the raw "
         "random-label accuracy, which also rises as a probe learns on its own; on clean labels "
         "at this scale the last layer does not memorize, so the paper's order cannot be "
-        "checked here."),
-    "all_layers": (
+        "checked here.")},
+    "all_layers": {"precondition failed: last-layer regularization shifts": (
         "The rule is asked only where regularizing the last layer moved memorization to an "
         "earlier layer. At λ = {lam} no earlier layer rose beyond noise (the `shift` row), so "
-        "there was no shift for all-layer regularization to suppress."),
+        "there was no shift for all-layer regularization to suppress.")},
 })))

@@ -768,17 +768,17 @@ display(Markdown(claims_markdown(table)))
 
 # %% tags=["remove-input"]
 display(Markdown(explanations(table, {
-    "noisy-first-images": (
+    "noisy-first-images": {"does not hold": (
         "On {data} the clean labels were fitted first: clean minus noisy epochs to fit half "
         "of each subset is {epochs_lead.0.05} at α = 0.05 and {epochs_lead.0.2} at α = 0.2 "
         "(negative: the noisy labels later). The older reading, at the first epoch past 20% "
         "training accuracy, leans the same way ({lead_at_20pct.0.05} as a fraction at "
         "α = 0.05). On images the clean labels share their class's look, which a network "
-        "learns first; in modular arithmetic no such shortcut exists."),
-    "swap-helps": (
+        "learns first; in modular arithmetic no such shortcut exists.")},
+    "swap-helps": {"precondition failed: the ReLU net generalizes": (
         "The ReLU net trained at α = 0.2 sits at chance on the test set (test accuracy minus "
         "chance {relu_minus_chance}, as a fraction), so it has no generalization for a swap "
         "to preserve. Both swaps score above it ({quadratic_minus_relu} for x², "
         "{reverse_relu_minus_relu} for reverse ReLU), which the rule's first version counted "
-        "as success."),
+        "as success.")},
 })))

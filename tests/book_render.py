@@ -8,8 +8,10 @@ caption under it, every figure cited by number exists, no figure is cited by a n
 book does not give it, and every exercise states its run time and folds its answer.
 
 Each page is also read for tables and display math cut off on a phone without a horizontal
-scroll, absolute paths, reprs, figures shown too small for their text to keep 9 pt, and
-captions with no figure above them; each executed notebook's exercises against its manifest.
+scroll, absolute paths, reprs, raw NaN or None, figures shown too small for their text to keep
+9 pt, and captions with no figure above them; each executed notebook's exercises against its
+manifest; every saved figure for a width that would shrink its text under 9 pt in the book's
+column; every hand-written page of the book for a typed duration.
 
 As a script it checks every page of a built book, the notebooks' sources and the published
 notebooks, and saves a full-height screenshot of each page at 1300 px and at 390 px:
@@ -25,7 +27,7 @@ import sys
 from pathlib import Path
 
 from memlib.book import FIGURE_CAPTION, GLOSSARY_TERMS, PRINTED_CAPTION, caption, term_pattern
-from memlib.plotting import COLUMN_INCHES
+from memlib.plotting import COLUMN_INCHES, MIN_POINTS, saved_png_points
 
 COLUMN_PX = round(COLUMN_INCHES * 100)  # the book's column, as memlib.plotting makes figures
 
@@ -46,6 +48,9 @@ REPRS = re.compile(r"PosixPath\(|Estimate\(|\w+\.\w+\.run/|<IPython\.core|np\.\w
 ABSOLUTE_PATH = re.compile(r"(?<![\w./:~-])(?:/(?:home|Users|root|work|tmp|mnt|opt|usr|var|srv)"
                            r"/[\w.-]+|[A-Z]:\\[\w.-]+)")
 ELLIPSIS = re.compile(r"(…|\.\.\.)$")
+# a value printed raw instead of said: NaN, or None as a value (in a list, a table cell, at
+# the end of a clause), not the word that opens "None of them"
+RAW_VALUES = re.compile(r"\b(?:NaN|nan)\b|(?<![\w-])None(?=\s*(?:[,;:|)\]]|$))", re.M)
 
 # The text of the page a reader sees as prose: MathJax's output and code (which shows
 # literally by design) left out.
@@ -227,6 +232,8 @@ def text_problems(prose: str, text: str, machine_paths: list[str]) -> list[str]:
                  for m in MARKDOWN_LINK.finditer(prose)]
     problems += [f"object repr or run folder: …{context(text, m)}…"
                  for m in REPRS.finditer(text)]
+    problems += [f"raw value {m.group(0)!r}: …{context(prose, m)}…"
+                 for m in RAW_VALUES.finditer(prose)]
     problems += [f"machine path {path}: …{text[i - 20:i + 60]}…"
                  for path in machine_paths if path and (i := text.find(path)) >= 0]
     problems += [f"absolute path: …{context(prose, m)}…" for m in ABSOLUTE_PATH.finditer(prose)
@@ -402,6 +409,23 @@ def published_problems(figures: Path) -> list[str]:
     return problems
 
 
+def figure_file_problems(figures: Path) -> list[str]:
+    """Every figure saved under `figures` (its PNGs) whose saved width would show its smallest
+    text under MIN_POINTS at the book's column width: the style's font sizes, enlarged for the
+    width the figure was made at, shrunk by as much as the saved figure is wider than the
+    column (memlib.plotting.saved_png_points)."""
+    problems = []
+    for png in sorted(figures.rglob("*.png")):
+        if any(part.startswith(".") for part in png.relative_to(figures).parts):
+            continue  # a run's staging folder
+        inches, points = saved_png_points(png)
+        if points < MIN_POINTS - 0.05:
+            problems.append(f"{png.relative_to(figures)}: saved {inches:.1f} in wide, its "
+                            f"smallest text {points:.1f} pt at the book's "
+                            f"{COLUMN_INCHES:g} in column (under {MIN_POINTS:g} pt)")
+    return problems
+
+
 def notebook_problems(notebooks: dict[str, list[dict]]) -> list[str]:
     """Every defect of the notebooks (name -> cells; the name opens with its number) in
     figures, figure citations and exercises."""
@@ -412,6 +436,28 @@ def notebook_problems(notebooks: dict[str, list[dict]]) -> list[str]:
                  + exercise_problems(cells))
         problems += [f"{name}: {p}" for p in found]
     return problems
+
+
+# the manual's page of paper-scale projections, which benchmarks/gpu_hours.py prints from the
+# full presets (no run measured them, so there is no manifest to compute them from)
+PROJECTIONS = ("full-scale.md",)
+TARGET = re.compile(r"(?:[≤≥<>]|at most|under|over)\s*$")  # a time aimed at, not one measured
+
+
+def page_durations(text: str) -> list[str]:
+    """Durations typed into a hand-written page of the book (book/*.md): outside code blocks,
+    not a target ("≤ 10 s"). A page gives a measured time from a generated fragment."""
+    text = re.sub(r"(?s)```.*?```", "", text)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return [m.group(0).strip() for m in TYPED_TIME.finditer(text)
+            if not TARGET.search(text[max(0, m.start() - 10):m.start()])]
+
+
+def book_page_problems(folder: Path) -> list[str]:
+    """page_durations of every hand-written page in `folder` (book/)."""
+    return [f"{page.name}: typed duration {d!r}; generate it from the manifests (memlib.book)"
+            for page in sorted(folder.glob("*.md")) if page.name not in PROJECTIONS
+            for d in page_durations(page.read_text(encoding="utf-8"))]
 
 
 def source_problems(folder: Path) -> list[str]:
@@ -515,7 +561,9 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             driver.quit()
     problems += source_problems(Path(root) / "notebooks")
+    problems += book_page_problems(Path(root) / "book")
     problems += published_problems(Path(root) / "figures")
+    problems += figure_file_problems(Path(root) / "figures")
     print("\n".join(problems) or "book_render: no problems found")
     return 1 if problems else 0
 

@@ -10,9 +10,11 @@ import pytest
 from book_render import (
     CHROMEDRIVER,
     CHROMIUM,
+    book_page_problems,
     browser,
     claims_problems,
     exercise_section,
+    figure_file_problems,
     notebook_problems,
     numbering_problems,
     page_problems,
@@ -186,6 +188,10 @@ def test_the_book_of_the_smoke_runs_opens_in_a_browser(smoke_runs, tmp_path):
                   if not page_problems(driver, plant(page, defect, root), machine)]
     finally:
         driver.quit()
+    # Figures 5.1 to 5.3, drawn a dataset a row at the column's width (the saved figures of
+    # the other notebooks are read by `python tests/book_render.py` too)
+    problems += figure_file_problems(smoke_runs.figures / "smoke" / NOTEBOOKS[-1].stem)
+    problems += book_page_problems(ROOT / "book")
     assert not problems, "\n".join(problems)
     assert not unseen, f"the render check missed: {unseen}"
     assert {p.name for p in every} >= {"index.html", "glance.html", "glossary.html",
@@ -556,30 +562,52 @@ def test_paper_scale_rows_name_their_own_dataset_not_the_notebooks():
 # --- the teachers' page: every run time from the manifests ------------------------------------
 
 
-def test_the_teachers_page_takes_every_time_from_the_manifests():
+def test_the_teachers_page_takes_its_loads_from_measured_kit_loads_not_cold_runs():
     _, manifests = published_studies()
     notebooks = {s: json.loads((ROOT / "figures" / s / f"{s}.ipynb").read_text())
                  for s in manifests}
-    text = book.teachers_times(notebooks, manifests)
-    for study, manifest in manifests.items():
+    loads = {"kit": {"commit": "abcdef0123", "entries": 9}, "kit_bytes": 3 * 2**20,
+             "device": "cpu", "load_seconds": {s: 20.0 + i for i, s in enumerate(manifests)},
+             "computed": {s: 0 for s in manifests}}
+    text = book.teachers_times(notebooks, manifests, loads)
+    for i, (study, manifest) in enumerate(manifests.items()):
         row = next(line for line in text.splitlines() if line.startswith(f"| {study[:2]} |"))
         assert row == (f"| {study[:2]} | {book.duration(book.cold_seconds(manifest))} | "
-                       f"{book.duration(float(manifest['wall_seconds']))} |")
+                       f"{book.duration(20.0 + i)} |")
         assert str(manifest["git_sha"])[:7] in text
+    assert "3.0 MiB, 9 cached results" in text
     plan = text[text.index("-minute lab"):]
-    assert re.findall(r"^\d+\. \*\*Notebook", plan, re.M)  # a plan, from exercises that fit
-    assert all(book.duration(t) in plan for s in notebooks for name, t in
-               book.exercise_times(notebooks[s])[:1] if t <= book.SHORT_EXERCISE and name in plan)
-    slower = {s: {**m, "wall_seconds": 10_000} for s, m in manifests.items()}
-    assert "**Notebook" not in book.teachers_times(notebooks, slower)  # nothing fits: no plan
+    reached = re.findall(r"^\d+\. \*\*Notebook (\d\d)", plan, re.M)
+    assert set(book.LAB) <= set(reached)  # the lab reaches notebooks 01, 03 and 05
+    assert all(book.duration(book.reading_seconds(notebooks[s])) in plan for s in manifests
+               if s[:2] in reached)
+    # a notebook that computed while loading was not loaded: no load time for it
+    partial = {**loads, "computed": {**loads["computed"], next(iter(manifests)): 3}}
+    assert "| not measured |" in book.teachers_times(notebooks, manifests, partial)
+    unmeasured = book.teachers_times(notebooks, manifests)
+    assert "No kit load is measured" in unmeasured and "benchmarks/kit_loads.py" in unmeasured
+    rows = [line for line in unmeasured.splitlines() if re.match(r"\| \d\d \|", line)]
+    assert len(rows) == len(manifests)  # a cold run's wall time is never a load time
+    assert all(row.endswith("| not measured |") for row in rows)
+    slower = {**loads, "load_seconds": {s: 10_000 for s in manifests}}
+    assert "**Notebook" not in book.teachers_times(notebooks, manifests, slower)
 
 
-def test_no_page_of_the_book_types_a_run_time():
-    typed = re.compile(r"\b\d+(?:\.\d+)?\s*(?:s|min|minutes|h|hours)\b(?! reading)")
-    # the manual's pages keep the dated measurements of the README they came from
-    for page in (p for p in (ROOT / "book").glob("*.md") if p.stem not in book.MANUAL):
-        text = re.sub(r"(?s)```.*?```", "", page.read_text())
-        assert not typed.findall(text), (page.name, typed.findall(text))
+def test_no_page_of_the_book_types_a_run_time(tmp_path):
+    assert book_page_problems(ROOT / "book") == []
+    (tmp_path / "scales.md").write_text("about 71 min cold; notebook 01's 15 minutes; grid ≤ 10 "
+                                        "s\n```bash\nsleep 5 s\n```\n")
+    found = book_page_problems(tmp_path)
+    assert [p.split("'")[1] for p in found] == ["71 min", "15 minutes"]
+
+
+def test_the_checker_sees_a_raw_none_or_nan_but_not_the_word_none():
+    from book_render import text_problems
+
+    found = text_problems("per seed: [None, None]; r = NaN | None |; None of them agree", "",
+                          [])
+    assert len(found) == 4 and all("raw value" in p for p in found)
+    assert text_problems("None of the measures agree.", "", []) == []
 
 
 def test_a_pipe_in_a_table_cell_stays_in_its_column():
@@ -845,3 +873,25 @@ def test_an_exercise_stating_more_compute_than_the_manifest_is_caught():
                             manifest)
     assert runtime_problems(notebook("1. **A.** measured 1,234 s of cold compute"),
                             {"compute_seconds": 1035.0})
+
+
+def test_the_checker_flags_a_saved_figure_whose_text_the_column_shrinks_under_9_pt(
+        tmp_path, monkeypatch):
+    """A legend outside a wide figure widens the saved figure past what its text was sized
+    for: the book's column shrinks it under 9 pt. A figure as wide as it was made is fine."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from memlib.plotting import figure, savefig
+
+    monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path))
+    fig, axes = figure("wide", 1, 2)
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="a curve with a long legend label")
+    fig.legend([axes[0].lines[0]] * 6, [f"label number {i} of a long legend" for i in range(6)],
+               loc="outside lower center", ncol=6)
+    savefig(fig, "too_wide", "05_x", "smoke")
+    fig, _ = figure("grid", 2, 2)
+    savefig(fig, "fine", "05_x", "smoke")
+    found = figure_file_problems(tmp_path)
+    assert len(found) == 1 and found[0].startswith("smoke/05_x/too_wide.png: saved")

@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 from book_render import source_cells
 
-from memlib.prose import EXPLAINED, claim_values, explanations, fill, why_anchor
+from memlib.prose import EXPLAINED, claim_values, explanations, fill, why_anchor, why_template
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.py"))
 
 
-def why_of(notebook: Path) -> dict[str, str]:
+def why_of(notebook: Path) -> dict[str, dict[str, str]]:
     """The templates the notebook passes to `explanations`."""
     cell = next(c["source"] for c in source_cells(notebook)
                 if c["cell_type"] == "code" and "explanations(" in c["source"])
@@ -60,8 +60,36 @@ def test_each_published_failing_verdict_is_explained_with_its_numbers(notebook):
     for row in table.itertuples():
         if row.verdict.split(":")[0] in EXPLAINED:
             assert f'id="{why_anchor(row.id)}"' in text, row.id
-    for claim, template in why.items():
+    for claim, templates in why.items():
         rows = table[table["id"] == claim]
         assert len(rows) == 1, f"{claim} is no claim of {notebook.stem}"
+        assert isinstance(templates, dict), f"{claim}: its explanation names no verdict"
+        template = why_template(why, claim, rows.iloc[0]["verdict"])
         values = {**claim_values(rows.iloc[0]["ours"]), "headline": rows.iloc[0]["headline"]}
-        assert fill(template, values) is not None, f"{claim}: a number it names was not measured"
+        if template is not None:
+            assert fill(template, values) is not None, f"{claim}: a value it names is missing"
+
+
+def test_a_flipped_verdict_changes_its_paragraph():
+    """The explanation is the one written for the verdict the claim reads: flipping the
+    verdict swaps it, and a verdict with none written gets none of another's."""
+    why = {"a": {"holds": "It leads by {lead} epochs.",
+                 "precondition failed: no rise": "There is no half-way epoch: the excess is {x}."}}
+    row = {"id": "a", "headline": "5 ± 1 (n=9) epochs", "statement": "A first.",
+           "rule": "lead >= 0", "ours": "lead=5 ± 1 (n=9), x=0.2"}
+    holds = explanations(pd.DataFrame([{**row, "verdict": "holds"}]), why)
+    failed = explanations(pd.DataFrame([{**row, "verdict": "precondition failed: no rise"}]), why)
+    assert "reads *holds*" in holds and "It leads by 5 ± 1 (n=9) epochs." in holds
+    assert "no half-way epoch" not in holds
+    assert "reads *precondition failed*" in failed and "the excess is 0.2." in failed
+    assert "It leads" not in failed
+    fails = explanations(pd.DataFrame([{**row, "verdict": "does not hold"}]), why)
+    assert "It leads" not in fails and "no half-way epoch" not in fails
+    unfit = explanations(pd.DataFrame([{**row, "verdict": "precondition failed: no fit"}]), why)
+    assert "no half-way epoch" not in unfit  # another precondition failed: not this text
+    assert why_template({"a": "any verdict"}, "a", "holds") == "any verdict"
+
+
+def test_a_value_a_run_has_none_of_reads_as_a_dash_not_none():
+    values = claim_values("onset=[None, None, 4], flipped=None")
+    assert fill("per seed: {onset}; flipped {flipped}", values) == "per seed: [—, —, 4]; flipped —"

@@ -119,3 +119,51 @@ def test_every_notebook_imports_memlib_first_and_reads_its_parameters_through_it
     first = next(line for line in lines if line.startswith(("import", "from")))
     assert first.startswith("from memlib"), first
     assert "notebook_config(" in notebook.read_text()
+
+
+def test_a_name_that_is_no_setting_stops_with_the_nearest_setting(kernel):
+    kernel.run(import_lines(NOTEBOOK))
+    kernel.run('scale = "smoke"\nseedz = 3')  # the parameters cell, a cell of its own
+    _, _, error = kernel.run("config = notebook_config('modarith', globals())")
+    assert error == ["memlib: seedz in the parameters cell is no setting; did you mean seeds?"]
+    kernel.run('scale = "smoke"\nseeds = [3]')  # corrected: the old name no longer counts
+    out, _, error = kernel.run("config = notebook_config('modarith', globals())")
+    assert not error and "seeds=[3]" in out
+
+
+def test_the_parameters_cell_names_are_read_from_its_source():
+    from memlib.pipeline import assigned_names, parameters_cell, unknown_setting
+
+    cell = 'scale = "smoke"\nseedz: int = 3\nlr, wd = 1, 2\nconfig = notebook_config("x", g)\nz = 1'
+    assert assigned_names(cell) == ["scale", "seedz", "lr", "wd"]
+    assert parameters_cell({"In": ["", cell, "print(1)"]}) == cell
+    assert parameters_cell({}) == ""
+    assert unknown_setting(["scale", "seeds", "_private"], ["seeds"]) is None
+    assert "the settings are seeds, lr" in unknown_setting(["xyzzy"], ["seeds", "lr"])
+
+
+def test_a_cold_cache_says_what_computing_costs_and_how_to_be_fast(tmp_path, monkeypatch):
+    from memlib.pipeline import cold_start_note
+    from memlib.prose import cold_seconds, run_time
+
+    monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path / "cache"))
+    manifest = json.loads((ROOT / "figures" / NOTEBOOK.stem / "manifest.json").read_text())
+    note = cold_start_note("modarith", "small")
+    assert f"computing it takes {run_time(cold_seconds(manifest))}" in note
+    assert "class kit" in note and 'scale = "smoke"' in note and "\n" not in note
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "modarith-main-0123.pt").write_bytes(b"entry")
+    assert cold_start_note("modarith", "small") is None  # some of it is cached
+
+
+def test_a_notebook_shows_missing_values_as_a_dash(kernel):
+    kernel.run(import_lines(NOTEBOOK))
+    out, _, error = kernel.run(
+        'scale = "smoke"\nconfig = notebook_config("modarith", globals())\n'
+        "import pandas as pd\n"
+        "frame = pd.DataFrame({'a': [1.5, float('nan')], 'b': [None, 'x'],\n"
+        "                      'c': ['None', 'nan (n=1)'], 'd': [None, None]})\n"
+        "shown, _ = get_ipython().display_formatter.format(frame)\n"
+        "print(shown['text/html'].count('—'), 'NaN' in str(shown), 'None' in str(shown),\n"
+        "      'nan' in str(shown), 'not measured' in shown['text/html'])")
+    assert not error and out.splitlines()[-1] == "5 False False False True"

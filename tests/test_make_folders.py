@@ -62,7 +62,8 @@ def test_class_kit_packs_the_configured_cache_into_the_configured_build(tmp_path
     kit = Path(env["MEMLIB_BUILD"]) / "class-kit.tar.gz"
     with tarfile.open(kit) as tar:
         members = tar.getmembers()
-    assert sorted(m.name for m in members) == ["cache/lens_run-4567.pt", "cache/rlp_run-0123.pt"]
+    assert sorted(m.name for m in members) == ["cache/lens_run-4567.pt", "cache/rlp_run-0123.pt",
+                                               "kit.json"]
     assert all(m.isfile() and not m.mode & 0o111 for m in members)
     assert not (ROOT / "build" / "class-kit.tar.gz.tmp").exists()
 
