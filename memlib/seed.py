@@ -18,7 +18,7 @@ _warned: set[str] = set()
 # In deterministic mode torch fills every new tensor with NaN (integers with their largest
 # value) so that a kernel reading memory it never wrote shows up; memlib's kernels write every
 # element they read, so the fill only costs time (6-11% of a study-1 SmallCNN run) and every
-# result's bits are the same without it (tests/test_seed.py compares them)
+# result's bits are the same without it (tests/test_same_bits.py compares them)
 FILL_UNINITIALIZED_MEMORY = False
 
 
