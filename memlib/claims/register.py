@@ -38,6 +38,7 @@ import pandas as pd
 
 from memlib import DEFAULT_SCALE, STUDIES, paths
 from memlib.claims.rules import Claim
+from memlib.claims.values import DamagedFileError, write_values
 from memlib.config import SEED_MAX
 from memlib.process import atomic_write_bytes
 from memlib.tables import save_table
@@ -49,10 +50,6 @@ CHAINED = ("claims", "earlier_runs")  # the register's append-only lists
 GENESIS = "genesis"
 HEAD = "head"  # the hash of the settings and of both chains' ends: the register's own check
 SEED_LEDGER = "seed-ledger.yaml"
-
-
-class DamagedFileError(RuntimeError):
-    """A register file or a claims table cannot be read as written: one line naming it."""
 
 
 class MissingRegisterError(DamagedFileError):
@@ -629,8 +626,6 @@ def write(table: pd.DataFrame, study: str, scale: str = DEFAULT_SCALE) -> None:
     """claims.csv (and .md, its long cells folded) with each row's registered version, and
     beside it each row's measured value as `evaluate` kept it (claims_values.json), which
     `register --moved` evaluates the old and the new rules on."""
-    from memlib.claims.values import write_values
-
     measured = table.attrs.get("measured")
     save_table(with_versions(table, study), CLAIMS_TABLE, study, scale, readable=True)
     if measured is not None:

@@ -17,9 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from memlib import DEFAULT_SCALE, STUDIES, paths
-from memlib.claims.register import DamagedFileError
 from memlib.claims.rules import Claim, evaluate
 from memlib.process import atomic_write_bytes
+
+
+class DamagedFileError(RuntimeError):
+    """A register file, a claims table or its stored values cannot be read as written: one
+    line naming it."""
+
 
 VALUES_FILE = "claims_values.json"
 TYPE, FIELDS, PAIRS = "__type__", "fields", "__map__"
