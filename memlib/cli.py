@@ -463,7 +463,7 @@ def _claims(args) -> int:
         # the rows the scale's presets produce: the fingerprints of the registered rules
         collect(args.scale, code=lambda study: {
             c.id: c.fingerprint for c in studies.study_claims(study)
-            if c.id in studies.claims_at(study, args.scale)})
+            if c.id not in studies.claims_not_at(study, args.scale)})
     except DamagedFileError as err:
         print(f"memlib: error: {err}", file=sys.stderr)
         return 1

@@ -85,14 +85,15 @@ def study_claims(study: str) -> list[Claim]:
     return found.claims_for(preset_config(study, "small"))
 
 
-def claims_at(study: str, scale: str) -> set[str]:
-    """The ids of the claims a run of the study's preset at `scale` judges: the lens judges
-    only the datasets its preset runs (Fashion-MNIST alone at the smoke scale), so a report at
-    that scale expects no row of the others."""
+def claims_not_at(study: str, scale: str) -> set[str]:
+    """The ids of the claims the study's small preset judges and its preset at `scale` does
+    not: the lens judges only the datasets its preset runs (Fashion-MNIST alone at the smoke
+    scale), so a report at that scale expects no row of the others."""
     found = module(study)
     if hasattr(found, "CLAIMS"):
-        return {c.id for c in found.CLAIMS}
-    return {c.id for c in found.claims_for(preset_config(study, scale))}
+        return set()
+    return ({c.id for c in found.claims_for(preset_config(study, "small"))}
+            - {c.id for c in found.claims_for(preset_config(study, scale))})
 
 
 def every_claim() -> list[tuple[str, Claim]]:
