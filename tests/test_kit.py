@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memlib import kit
+from memlib import cache, kit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +25,7 @@ def made(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("MEMLIB_BUILD", str(tmp_path / "build"))
     (tmp_path / "cache").mkdir()
-    (tmp_path / "cache" / "rlp_run-0123.pt").write_bytes(b"entry")
+    cache.save(tmp_path / "cache" / "rlp_run-0123.pt", {"accuracy": 0.5})  # a real entry
     return kit.class_kit()
 
 
@@ -53,11 +53,12 @@ def kit_check(path: Path) -> subprocess.CompletedProcess:
                           text=True, timeout=300)
 
 
-def test_a_kit_records_what_it_was_made_with(made):
+def test_a_kit_records_what_it_was_made_with(made, tmp_path):
     with tarfile.open(made) as tar:
         assert tar.getmembers()[0].name == kit.RECORD
         record = json.loads(tar.extractfile(kit.RECORD).read())
-    assert record["entries"] == 1 and record["bytes"] == len(b"entry")
+    entry = tmp_path / "cache" / "rlp_run-0123.pt"
+    assert record["entries"] == 1 and record["bytes"] == entry.stat().st_size
     assert record["libraries"]["torch"] and record["python"].count(".") == 1
     assert {"commit", "platform", "dispatch", "pins"} <= set(record)
 

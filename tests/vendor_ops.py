@@ -230,9 +230,10 @@ def main(argv=None) -> int:
     result = {"hashes": hashes(), "versions": versions(), "machine": machine()}
     if args.record:
         args.record.parent.mkdir(parents=True, exist_ok=True)
-        args.record.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        args.record.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n",
+                               encoding="utf-8")
     if args.compare:
-        other = json.loads(args.compare.read_text())
+        other = json.loads(args.compare.read_text(encoding="utf-8"))
         diff = differing(result["hashes"], other["hashes"])
         print(f"{len(diff)} of {len(result['hashes'])} differ"
               f" ({result['machine']['cpu']} vs {other['machine']['cpu']})")
