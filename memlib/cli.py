@@ -68,18 +68,13 @@ def workers_set(value: str | None):
     before = os.environ.get(WORKERS_VARIABLE)
     try:
         if value is not None:
-            os.environ[WORKERS_VARIABLE] = str(parse_workers(value, "--workers"))
+            value = str(parse_workers(value, "--workers"))
         elif before is not None and before.strip():
             parse_workers(before, WORKERS_VARIABLE)
     except ValueError as err:
         raise UsageError(str(err)) from None
-    try:
+    with _environ_set(WORKERS_VARIABLE, value):
         yield
-    finally:
-        if before is None:
-            os.environ.pop(WORKERS_VARIABLE, None)
-        else:
-            os.environ[WORKERS_VARIABLE] = before
 
 
 @contextlib.contextmanager
@@ -87,19 +82,29 @@ def scheduler_set(address: str | None):
     """`--scheduler ADDRESS` as MEMLIB_SCHEDULER for the command, as it was again after."""
     from memlib.cluster import SCHEDULER_VARIABLE
 
-    before = os.environ.get(SCHEDULER_VARIABLE)
     if address is not None:
         if not address.strip() or any(c.isspace() for c in address.strip()):
             raise UsageError(f"--scheduler takes a Dask scheduler's address such as "
                              f"tcp://HOST:8786, got {address!r}")
-        os.environ[SCHEDULER_VARIABLE] = address.strip()
+        address = address.strip()
+    with _environ_set(SCHEDULER_VARIABLE, address):
+        yield
+
+
+@contextlib.contextmanager
+def _environ_set(name: str, value: str | None):
+    """The environment variable `name` set to `value` (left as it is when None) for the
+    block, and as it was again after."""
+    before = os.environ.get(name)
+    if value is not None:
+        os.environ[name] = value
     try:
         yield
     finally:
         if before is None:
-            os.environ.pop(SCHEDULER_VARIABLE, None)
+            os.environ.pop(name, None)
         else:
-            os.environ[SCHEDULER_VARIABLE] = before
+            os.environ[name] = before
 
 
 def study_config(study: str, params: dict):
