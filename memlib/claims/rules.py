@@ -145,6 +145,16 @@ class Claim:
     # the replicates its confirmatory run measures it on, chosen by a power analysis before the
     # run (`powered`); None for a rule not yet planned
     confirmatory_n: int | None = None
+    # the sentence of the paper that gives δ's number, quoted; a δ without one is not the
+    # paper's and decides no equivalence verdict
+    delta_source: str = ""
+    # the smallest effect the confirmatory n is powered to decide, in the margins' unit, with
+    # where it comes from (the paper's number, or the size the study would care about)
+    smallest_effect: float | None = None
+    smallest_effect_reason: str = ""
+    # what the row reads ("the online RLP heads", "post-hoc probes"): the paper's own
+    # instrument decides a paper's row; another instrument's reading is a row of memlib's own
+    instrument: str = ""
 
     @functools.cached_property
     def fingerprint(self) -> str:
@@ -259,6 +269,9 @@ def fingerprint(claim: Claim) -> str:
         margins["delta_unit"] = claim.delta_unit
     if claim.confirmatory_n is not None:  # likewise
         margins["confirmatory_n"] = claim.confirmatory_n
+    for name in ("delta_source", "smallest_effect", "smallest_effect_reason", "instrument"):
+        if getattr(claim, name) not in (None, ""):  # likewise
+            margins[name] = getattr(claim, name)
     return fp.fingerprint(_text(claim), margins, _code_parts(_functions(claim)),
                           preset_values(claim),
                           {"min_replicates": MIN_REPLICATES, "level": LEVEL,
@@ -578,13 +591,15 @@ def with_margins(claims: Iterable[Claim], margins: Mapping[str, Mapping[str, Any
                  dataset: str = "") -> list[Claim]:
     """`claims` with their smallest effect of interest and unit of replication set from
     `margins` (claim id, or the id before its "_<dataset>" suffix -> Claim fields among
-    delta, delta_reason, delta_unit, replicates, more_replicates). A δ needs its reason and must be
+    delta, delta_reason, delta_unit, delta_source, smallest_effect, smallest_effect_reason,
+    instrument, replicates, more_replicates). A δ needs its reason and must be
     positive; a reason without δ says why the rule needs none (a threshold rule, one that
     zero satisfies); a key that names no claim, or another field, is an error. Earlier
     versions already in a claim's `previous` keep the margins they were registered with."""
     import dataclasses
 
-    allowed = {"delta", "delta_reason", "delta_unit", "replicates", "more_replicates"}
+    allowed = {"delta", "delta_reason", "delta_unit", "replicates", "more_replicates",
+               "delta_source", "smallest_effect", "smallest_effect_reason", "instrument"}
     out, used = [], set()
     for claim in claims:
         key = claim.id.removesuffix(f"_{dataset}") if dataset else claim.id
