@@ -25,6 +25,7 @@ from pathlib import Path
 
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, kit, paths
 from memlib.claims import FAILS, HOLDS, NOT_RUN, PRECONDITION, WITHIN_NOISE, claim_dataset
+from memlib.claims.register import pending_seeds, seed_span
 from memlib.pipeline import folder_lock, swap_in
 from memlib.prose import cold_seconds, duration
 from memlib.tables import UNMEASURED, measured, readable_row
@@ -404,7 +405,8 @@ def reason(verdict: str) -> str:
 
 
 def glance_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str, dict],
-                scale: str, numbers: dict[str, dict[str, str]] | None = None) -> str:
+                scale: str, numbers: dict[str, dict[str, str]] | None = None,
+                pending: dict[str, list[int]] | None = None) -> str:
     numbers = numbers or {}
     sections = [f"## {study[:2]} {name}\n\n"
                 f"{glance_table(study, claims, manifests[study], numbers.get(study))}"
@@ -415,7 +417,7 @@ def glance_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str,
         "registered before them; the colour is the verdict ({doc}`glossary` defines each, "
         "with a worked example). Each cell links to its row below, each row to the figure in "
         "its notebook. *ours* is the number shown first for the claim; the rule names the "
-        "threshold it is judged against.", "",
+        "threshold it is judged against.", "", *pending_line(pending or {}),
         glance_grid(studies), *sections])
 
 
@@ -499,11 +501,23 @@ def surprise_link(study: str, claim_id: str, explained: set[str]) -> str:
     return f"figures/{study}/{study}.html#{anchor}"
 
 
+def pending_line(pending: dict[str, list[int]]) -> list[str]:
+    """A paragraph naming the notebooks whose registered confirmatory run has not run yet
+    (`claims.register.pending_seeds`): what they show is the last run's; [] for none."""
+    if not pending:
+        return []
+    named = "; ".join(f"{study[:2]} (seeds {seed_span(seeds)})" for study, seeds in
+                      pending.items())
+    return [f"*A confirmatory run is registered and not yet made for {named}: their claims "
+            "below are the last run's, judged by the rules registered before it.*", ""]
+
+
 def results_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str, dict],
                  numbers: dict[str, dict[str, str]], explained: dict[str, set[str]],
-                 scale: str) -> str:
+                 scale: str, pending: dict[str, list[int]] | None = None) -> str:
     """The landing page's results: totals, each paper's claims as sentences, the lens apart,
-    and the surprises (verdicts that hinge on how a rule reads the paper)."""
+    and the surprises (verdicts that hinge on how a rule reads the paper); first, the
+    notebooks whose registered confirmatory run is still to be made."""
     def scope(c: dict) -> str:
         return c.get("scope") or "paper"
 
@@ -513,7 +527,8 @@ def results_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str
     if ours:
         lines.append(f"Our own questions (the lens, apart): {totals(ours)}.")
     legend = " ".join(verdict_word(kind) for kind in ORDER)
-    lines += ["", "```{raw} html", f'<p class="glance-legend">{legend}</p>', "```", ""]
+    lines += ["", *pending_line(pending or {}), "```{raw} html",
+              f'<p class="glance-legend">{legend}</p>', "```", ""]
     surprises = []
     for heading, kept in (("paper", lambda c: scope(c) == "paper"),
                           ("lens", lambda c: scope(c) != "paper")):
@@ -795,12 +810,14 @@ def source_tree(scale: str, src: Path) -> None:
         explained[study] = explained_ids(notebook)
         notebooks[study] = notebook
     loads = read_loads(scale)
+    pending = {study: seeds for study in studies
+               for seeds in [pending_seeds(study) if scale == DEFAULT_SCALE else []] if seeds}
     pages = {Path("figures") / "CLAIMS.md": claims_page(read_text(claims, "claims report"),
                                                        numbers),
-             Path(f"{GLANCE}.md"): glance_page(judged, manifests, scale, numbers),
+             Path(f"{GLANCE}.md"): glance_page(judged, manifests, scale, numbers, pending),
              Path(GENERATED) / "glance.md": glance_grid(judged),
              Path(GENERATED) / "results.md": results_page(judged, manifests, numbers,
-                                                          explained, scale),
+                                                          explained, scale, pending),
              Path(GENERATED) / "verdicts.md": worked_verdicts(judged),
              Path(GENERATED) / "notebooks.md": notebooks_table(rows, scale, devices),
              Path(GENERATED) / "toctree.md": toctree(studies),

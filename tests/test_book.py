@@ -895,3 +895,13 @@ def test_the_checker_flags_a_saved_figure_whose_text_the_column_shrinks_under_9_
     savefig(fig, "fine", "05_x", "smoke")
     found = figure_file_problems(tmp_path)
     assert len(found) == 1 and found[0].startswith("smoke/05_x/too_wide.png: saved")
+
+
+def test_a_registered_run_not_yet_made_is_named_above_the_last_runs_claims():
+    studies = {"04_x": ("X", [claim(id="a", statement="A.")])}
+    plain = book.results_page(studies, {"04_x": {}}, {}, {}, "small")
+    assert "not yet made" not in plain
+    page = book.results_page(studies, {"04_x": {}}, {}, {}, "small", {"04_x": [7, 8, 9]})
+    line = "A confirmatory run is registered and not yet made for 04 (seeds 7-9)"
+    assert line in page
+    assert line in book.glance_page(studies, {"04_x": {}}, "small", None, {"04_x": [7, 8, 9]})

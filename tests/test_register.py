@@ -764,3 +764,47 @@ def test_each_rules_n_is_the_one_its_power_analysis_planned(study):
         found = re.match(r"n = (\d+)|not run at this scale \(needs n = (\d+)\)", registered)
         if found and rule in claims:
             assert claims[rule].confirmatory_n == int(found[1] or found[2]), rule
+
+
+def _published(seeds):
+    """A manifest beside the study's claims table recording the seeds its run used."""
+    import json
+
+    (figures_dir(STUDIES["rlp"]) / "manifest.json").write_text(
+        json.dumps({"parameters": {"seeds": seeds}}), encoding="utf-8")
+
+
+def test_registered_seeds_not_yet_run_read_pending_and_count_in_no_total(tmp_path, monkeypatch,
+                                                                        capsys):
+    from memlib.claims.register import pending_seeds
+
+    claim = _results(tmp_path, monkeypatch)
+    data = read_register("rlp")
+    assert data.get("seeds", []) == [] and pending_seeds("rlp") == []  # nothing registered
+    _published([1, 2, 3, 4, 5])
+    new_seeds = [11, 12, 13, 14, 15]
+    data["seeds"] = [1, 2, 3, 4, 5]
+    from memlib.claims.register import _write_register
+
+    _write_register("rlp", data)
+    assert pending_seeds("rlp") == []  # the published run is the registered one
+    text = collect()
+    assert "not yet made" not in text and "1 holds" in text
+    new_confirmatory_run("rlp", new_seeds, "fresh seeds for a replication", "2026-01-02",
+                         [claim], replication=True)
+    # a new rule registered with the seeds: the published table lacks its row, and that is
+    # no error before the run that makes it
+    register("rlp", [dataclasses.replace(claim, id="y")], "a new row", "2026-01-02")
+    monkeypatch.setattr("memlib.studies.study_claims",
+                        lambda study: [claim, dataclasses.replace(claim, id="y")])
+    assert pending_seeds("rlp") == new_seeds
+    code, err = _cli(["claims"], capsys)
+    assert code == 0, err
+    text = (tmp_path / "figures" / "CLAIMS.md").read_text() if (
+        tmp_path / "figures" / "CLAIMS.md").exists() else collect()
+    assert "Confirmatory run registered, not yet made" in text
+    assert "seeds 11-15" in text and "count in no total" in text
+    assert "0 holds" in text  # the last run's row counts in no total
+    _published(new_seeds)  # the run made: the missing row is an error again
+    code, err = _cli(["claims"], capsys)
+    assert code == 1 and "(y)" in err, err

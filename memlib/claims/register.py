@@ -502,6 +502,33 @@ def new_confirmatory_run(study: str, seeds: Sequence[int], reason: str, today: s
     return frozen
 
 
+def published_seeds(study: str, scale: str = DEFAULT_SCALE) -> list[int] | None:
+    """The seeds the study's published run at `scale` ran: its manifest's `seeds` and the
+    seed lists of its arms (the list parameters named `*_seeds`, as `config.ARM_SEEDS`
+    names them; a count such as `sweep_seeds: 2` is not a list); None without a manifest
+    or a recorded seed list."""
+    manifest = paths.figures_dir(STUDIES.get(study, study), scale) / "manifest.json"
+    try:
+        parameters = json.loads(manifest.read_text(encoding="utf-8"))["parameters"]
+        lists = [v for k, v in parameters.items()
+                 if (k == "seeds" or k.endswith("_seeds")) and isinstance(v, list)]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return [int(s) for seeds in lists for s in seeds] if "seeds" in parameters else None
+
+
+def pending_seeds(study: str, data: Mapping | None = None) -> list[int]:
+    """The registered confirmatory seeds when the published run at the default scale ran
+    others: the rules and seeds are registered and the run has not happened yet (the
+    registered report's first stage); [] when the published run is the registered one, or
+    when nothing is published or no seeds are registered."""
+    data = read_register(study, missing_ok=True) if data is None else data
+    registered = [int(s) for s in data.get("seeds") or []]
+    ran = published_seeds(study)
+    return registered if registered and ran is not None and set(ran) != set(registered) \
+        else []
+
+
 def seed_span(seeds: Sequence[int]) -> str:
     """100-102 for consecutive seeds, else 100,105."""
     seeds = sorted(int(s) for s in seeds)

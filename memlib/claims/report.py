@@ -16,6 +16,8 @@ from memlib.claims.register import (
     anchor_line,
     check,
     earlier_runs,
+    pending_seeds,
+    published_seeds,
     read_register,
     read_results,
     recorded_anchors,
@@ -289,6 +291,18 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
             + "\n\n" + rules + "\n\n</details>\n")
 
 
+def pending_notice(study: str, register: Mapping) -> str:
+    """The line that opens the section of a study whose registered confirmatory run has not
+    run yet: which seeds were registered when, and what the table below is instead."""
+    ran = published_seeds(study) or []
+    return (f"**Confirmatory run registered, not yet made.** Seeds "
+            f"{seed_span(register.get('seeds', []))} were registered on {run_date(register)} "
+            "with every rule's version, its n and its family; `make figures` runs them. Until "
+            f"then the table below is the last run (seeds {seed_span(ran)}), judged by the "
+            "rules as registered before it, so its register check names the newer versions; "
+            "it counts in no total of this report.\n\n")
+
+
 def run_history(seeds: Sequence[int], earlier: Sequence[tuple[str, str, Mapping]]) -> str:
     """Which seeds the confirmatory run used, in one line, and why each earlier run it
     replaces was replaced, folded behind that line: a section opens with its table, and the
@@ -326,6 +340,7 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
         csv = paths.figures_dir(study, scale) / f"{CLAIMS_TABLE}.csv"
         if csv.exists() or register_path(key).exists():
             registers[key] = verify_register(key, anchors)
+    waiting = {}  # study -> its registered seeds, whose confirmatory run has not run yet
     for key, study in STUDIES.items():
         csv = paths.figures_dir(study, scale) / f"{CLAIMS_TABLE}.csv"
         if not csv.exists():
@@ -334,12 +349,19 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
             continue
         found = code(key) if code else None
         table = _read(csv)
-        _require_rows(table, key, found)
-        table = _with_register(table, key, found)
         reg = read_register(key) if scale == DEFAULT_SCALE else {}
+        seeds = pending_seeds(key, reg) if reg else []
+        if not seeds:  # a run not yet made cannot lack rows; the one shown is the last
+            _require_rows(table, key, found)
+        table = _with_register(table, key, found)
         table["judged_by_run"] = judged_by_run(table, reg)
         table["counted"] = [j or v for j, v in zip(table["judged_by_run"], table["verdict"],
                                                     strict=True)]
+        if seeds:
+            waiting[study] = seeds
+            sections.append(f"## {study}\n\n{pending_notice(key, reg)}"
+                            f"{_section(key, table, scale)}")
+            continue
         tables.append(table)
         sections.append(f"## {study}\n\n{_section(key, table, scale)}")
     everything = pd.concat(tables) if tables else pd.DataFrame(
@@ -352,6 +374,12 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
     summary_lines = [f"- **The papers' claims ({len(papers)}):** {counts(papers)}."]
     if len(ours):
         summary_lines.append(f"- **memlib's own questions ({len(ours)}):** {counts(ours)}.")
+    if waiting:
+        summary_lines.append(
+            "- **Registered, confirmatory run not yet made:** " + "; ".join(
+                f"{study} (seeds {seed_span(seeds)})" for study, seeds in waiting.items())
+            + ". Their sections show the last run, under the rules registered before it, and "
+            "count in no total above.")
     holm_kept = kept_by_holm(everything)
     text = (
         f"# Claims report ({scale} scale)\n\n"
