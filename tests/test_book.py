@@ -196,7 +196,7 @@ def test_the_book_of_the_smoke_runs_opens_in_a_browser(smoke_runs, tmp_path):
     assert not problems, "\n".join(problems)
     assert not unseen, f"the render check missed: {unseen}"
     assert {p.name for p in every} >= {"index.html", "glance.html", "glossary.html",
-                                       "CLAIMS.html", f"{first}.html"}
+                                       "CLAIMS.html", "protocol.html", f"{first}.html"}
     landing = index.read_text()
     article = landing[landing.index("<article"):]  # the page's text, after its side bars
     # results first: the verdicts' legend and every claim before the reading order
