@@ -942,27 +942,12 @@ def test_the_protocol_lists_every_registered_rule_with_what_fixes_it():
     assert STUDIES["rlp"][:2] in text.splitlines()[0]
 
 
-def tiny_published_book(figures: Path) -> None:
-    """The smallest published outputs the book builds from: per notebook a titled notebook,
-    a one-row claims table and a manifest; and a claims report."""
-    from memlib import STUDIES
-
-    for notebook in STUDIES.values():
-        folder = figures / "smoke" / notebook
-        folder.mkdir(parents=True)
-        (folder / f"{notebook}.ipynb").write_text(json.dumps(tiny_notebook(
-            ("markdown", {}, [f"# Notebook {notebook[:2]}"]))))
-        (folder / "claims.csv").write_text("id,statement,verdict,rule,headline\n"
-                                           "c,A claim.,holds,r > 0,1 ± 0.5 (n=5)\n")
-        (folder / "manifest.json").write_text(json.dumps({"wall_seconds": 1, "data": {}}))
-    (figures / "smoke" / "CLAIMS.md").write_text("# Claims report (smoke scale)\n")
-
-
 def test_the_built_book_has_the_protocol_page_listing_every_registered_rule(tmp_path):
     from conftest import figures_root
+    from test_faults_book import publish_tiny_figures
 
     with figures_root(tmp_path / "published"):
-        tiny_published_book(tmp_path / "published")
+        publish_tiny_figures(tmp_path / "published")
         index = book.build("smoke")
     page = (index.parent / "protocol.html").read_text(encoding="utf-8")
     for notebook, ids in registered_ids().items():
