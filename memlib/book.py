@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, kit, paths
@@ -288,8 +289,26 @@ MANUAL = ("running", "scales", "data", "full-scale", "reading-claims", "layout",
 
 def toctree(studies: list[str]) -> str:
     entries = ([GLANCE] + [f"figures/{s}/{s}" for s in studies]
-               + ["figures/CLAIMS", "teachers", *MANUAL, "glossary"])
+               + ["figures/CLAIMS", PROTOCOL, "teachers", *MANUAL, "glossary"])
     return "\n".join(["```{toctree}", ":hidden:", ":maxdepth: 2", "", *entries, "```", ""])
+
+
+# ---- the protocol: every registered rule, as fixed before the confirmatory runs ------------
+
+PROTOCOL = "protocol"  # the page's name
+
+
+def protocol_text(titles: Mapping[str, str]) -> str:
+    """The protocol page (`claims.protocol`) from every study's register, the code's claims
+    and its power analysis; `titles`: notebook -> its title."""
+    from memlib import studies as registry
+    from memlib.claims import read_register
+    from memlib.claims.protocol import power_table, protocol_page, study_section
+
+    return protocol_page([
+        study_section(key, titles.get(notebook, notebook), registry.study_claims(key),
+                      read_register(key), power_table(key))
+        for key, notebook in STUDIES.items()])
 
 
 # ---- results at a glance ---------------------------------------------------------------
@@ -815,6 +834,7 @@ def source_tree(scale: str, src: Path) -> None:
     pages = {Path("figures") / "CLAIMS.md": claims_page(read_text(claims, "claims report"),
                                                        numbers),
              Path(f"{GLANCE}.md"): glance_page(judged, manifests, scale, numbers, pending),
+             Path(f"{PROTOCOL}.md"): protocol_text({s: name for s, (name, _) in judged.items()}),
              Path(GENERATED) / "glance.md": glance_grid(judged),
              Path(GENERATED) / "results.md": results_page(judged, manifests, numbers,
                                                           explained, scale, pending),

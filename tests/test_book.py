@@ -1,5 +1,6 @@
 """The book: its pure parts on tiny inputs, and the built site opened in headless Chromium."""
 
+import dataclasses
 import json
 import os
 import re
@@ -195,7 +196,7 @@ def test_the_book_of_the_smoke_runs_opens_in_a_browser(smoke_runs, tmp_path):
     assert not problems, "\n".join(problems)
     assert not unseen, f"the render check missed: {unseen}"
     assert {p.name for p in every} >= {"index.html", "glance.html", "glossary.html",
-                                       "CLAIMS.html", f"{first}.html"}
+                                       "CLAIMS.html", "protocol.html", f"{first}.html"}
     landing = index.read_text()
     article = landing[landing.index("<article"):]  # the page's text, after its side bars
     # results first: the verdicts' legend and every claim before the reading order
@@ -905,3 +906,59 @@ def test_a_registered_run_not_yet_made_is_named_above_the_last_runs_claims():
     line = "A confirmatory run is registered and not yet made for 04 (seeds 7-9)"
     assert line in page
     assert line in book.glance_page(studies, {"04_x": {}}, "small", None, {"04_x": [7, 8, 9]})
+
+# --- the protocol page -----------------------------------------------------------------------
+
+
+def registered_ids() -> dict[str, set[str]]:
+    """notebook -> every rule id its register holds."""
+    from memlib import STUDIES
+    from memlib.claims import read_register
+
+    return {notebook: {e["id"] for e in read_register(key)["claims"]}
+            for key, notebook in STUDIES.items()}
+
+
+def test_the_protocol_lists_every_registered_rule_with_what_fixes_it():
+    from memlib import STUDIES
+    from memlib.claims.protocol import power_table, study_section
+    from memlib.studies import study_claims
+
+    page = book.protocol_text({})
+    for notebook, ids in registered_ids().items():
+        section = page.split(f"## {notebook[:2]} ")[1].split("\n## ")[0]
+        assert all(f'id="rule-{notebook[:2]}-{i}"' in section for i in ids), notebook
+        assert "Confirmatory:" in section and "pilot:" in section and "Holm's family" in section
+        assert "registered on" in section  # when the rules were fixed
+    from book_render import RAW_VALUES, page_durations
+
+    assert not RAW_VALUES.search(page) and not page_durations(page)  # the checker's rules
+    # a rule's δ with the paper's sentence, its instrument, smallest effect and a fixed family
+    from memlib.claims import read_register
+
+    claim = study_claims("rlp")[0]
+    sourced = dataclasses.replace(claim, delta=2.5, delta_source="Gains of 2.5 points matter.",
+                                  instrument="the online RLP heads", smallest_effect=3.0,
+                                  smallest_effect_reason="a third of the target")
+    register = {**read_register("rlp"), "family": [claim.id]}
+    text = study_section("rlp", "Heads", [sourced], register, power_table("rlp"))
+    assert "from the paper: “Gains of 2.5 points matter.”" in text
+    assert "<b>Instrument:</b> the online RLP heads" in text
+    assert "<b>Smallest effect:</b> 3 points (a third of the target)" in text
+    assert f"1 rows: <code>{claim.id}</code>" in text
+    assert f"n = {read_register('rlp')['planned_n'][claim.id]} seeds" in text
+    assert "Registered and since retired" in text  # the register's other rules stay listed
+    assert STUDIES["rlp"][:2] in text.splitlines()[0]
+
+
+def test_the_built_book_has_the_protocol_page_listing_every_registered_rule(tmp_path):
+    from conftest import figures_root
+    from test_faults_book import publish_tiny_figures
+
+    with figures_root(tmp_path / "published"):
+        publish_tiny_figures(tmp_path / "published")
+        index = book.build("smoke")
+    page = (index.parent / "protocol.html").read_text(encoding="utf-8")
+    for notebook, ids in registered_ids().items():
+        assert all(f'id="rule-{notebook[:2]}-{i}"' in page for i in ids), notebook
+    assert 'href="protocol.html"' in index.read_text(encoding="utf-8")  # in the navigation

@@ -808,3 +808,71 @@ def test_registered_seeds_not_yet_run_read_pending_and_count_in_no_total(tmp_pat
     _published(new_seeds)  # the run made: the missing row is an error again
     code, err = _cli(["claims"], capsys)
     assert code == 1 and "(y)" in err, err
+
+# ---- each row's earlier rounds -------------------------------------------------------------
+
+def _rounds_register(tmp_path, monkeypatch):
+    """A study whose register replaced two confirmatory rounds: x holds in round 1 (v1), its
+    threshold is raised after seeing it (v2) and fails in round 2, and raised again after
+    round 2 (v3); y is the same rule throughout; z is added after round 1."""
+    monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
+    monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path / "figures"))
+    study, notebook = "rlp", STUDIES["rlp"]
+    (tmp_path / "register").mkdir()
+    register_path(study).write_text("seeds: [100, 101]\npilot_seeds: [0, 1]\nclaims: []\n")
+
+    def threshold(bar, previous=()):
+        return Claim("x", "a difference is positive", "", "a - b over seeds", f"> {bar}",
+                     lambda v: v.mean > bar, previous=previous,
+                     cases=Cases(Estimate(1, 0.1, 5), Estimate(-1, 0.1, 5)))
+
+    x1, y, z = threshold(0), dataclasses.replace(_claim(), id="y"), \
+        dataclasses.replace(_claim(), id="z")
+    x2 = threshold(0.5, (x1,))
+    x3 = threshold(0.2, (x2, x1))
+    register(study, [x1, y], "first", "2026-01-01")
+    write(evaluate([x1, y], {"x": Estimate(1.0, 0.1, 5), "y": Estimate(1.0, 0.1, 5)}),
+          notebook)
+    new_confirmatory_run(study, [200, 201], "round 1 replaced", "2026-01-02")
+    register(study, [x2, y, z], "after round 1", "2026-01-03")
+    write(evaluate([x2, y, z], {"x": Estimate(0.3, 0.05, 5), "y": Estimate(-1.0, 0.1, 5),
+                                "z": Estimate(1.0, 0.1, 5)}), notebook)
+    new_confirmatory_run(study, [300, 301], "round 2 replaced", "2026-01-04")
+    register(study, [x3, y, z], "after round 2", "2026-01-05")
+    write(evaluate([x3, y, z], {"x": Estimate(0.3, 0.05, 5), "y": Estimate(1.0, 0.1, 5),
+                                "z": Estimate(1.0, 0.1, 5)}), notebook)
+    return study
+
+
+def test_each_row_shows_its_earlier_rounds_as_each_round_judged_it(tmp_path, monkeypatch):
+    _rounds_register(tmp_path, monkeypatch)
+    text = collect()
+    table = text.split("| verdict |")[1].split("\n\n")[0]  # the main table, never folded
+    assert "<details>" not in table
+    assert table.splitlines()[0].endswith("| earlier rounds, each by its own rule |")
+    x, y, z = (line.rsplit("|", 2)[1].strip() for line in table.splitlines()[2:])
+    # each round's verdict as it was written with that round's own rule, not evaluated again
+    assert x == ("rule changed after seeing rounds 1 and 2; held in 1 of 2 earlier rounds "
+                 "(v1: holds · v2: does not hold)")
+    assert y == "held in 1 of 2 earlier rounds (v1: holds, does not hold)"
+    assert z == "rule added after seeing round 1; held in 1 of 1 earlier round (v1: holds)"
+
+
+def test_a_version_recorded_as_the_same_rule_is_no_change_and_repeats_are_counted():
+    from memlib.claims.report import round_history
+
+    register = {"claims": [{"id": "x", "version": 1, "fingerprint": "a"},
+                           {"id": "x", "version": 2, "fingerprint": "b", "same_rule_as": 1},
+                           {"id": "x", "version": 3, "fingerprint": "c"}]}
+    rounds = [{"x": ("v1", "holds")}, {"x": ("v1", "holds")},
+              {"x": ("v2", "precondition failed: the model did not fit")},
+              {"x": ("v2", "not run at this scale")}]
+    assert round_history("x", "v2", register, rounds) == (
+        "held in 2 of 4 earlier rounds (v1: holds ×2 · v2: precondition failed, not run)")
+    assert round_history("x", "v3", register, rounds).startswith(
+        "rule changed after seeing round 4; ")
+    assert round_history("x", "unregistered", register, rounds[:1]).startswith(
+        "rule changed after seeing round 1; ")
+    assert round_history("x", "v1", register, []) == "—"
+    assert round_history("w", "v1", register, rounds) == (
+        "rule added after seeing round 4; no earlier round judged it")

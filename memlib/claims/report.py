@@ -22,6 +22,7 @@ from memlib.claims.register import (
     read_results,
     recorded_anchors,
     register_path,
+    same_rule_chain,
     seed_span,
     verify_register,
 )
@@ -250,7 +251,8 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
     reg = read_register(study) if scale == DEFAULT_SCALE else {}
     notebook = STUDIES.get(study, study)
     lines = ["| verdict | within study (Holm) | claim | paper | ours | p (Holm-adjusted) | "
-             "note |", "|---|---|---|---|---|---|---|"]
+             "note | earlier rounds, each by its own rule |", "|---|---|---|---|---|---|---|---|"]
+    rounds = round_verdicts(reg)
     for row in table.itertuples():
         ours = _cell(row.headline)
         if row.replicates and row.replicates != NOT_COMPUTED:
@@ -263,7 +265,8 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
             note += f" δ = {_cell(row.delta)}."
         lines.append(readable_row("| " + " | ".join((
             verdict_cell(row.counted), _cell(row.holm or "—"), claim_cell(row),
-            _cell(row.paper or "qualitative"), ours, _p_cell(row), note.strip())) + " |"))
+            _cell(row.paper or "qualitative"), ours, _p_cell(row), note.strip(),
+            _cell(round_history(row.id, str(row.version), reg, rounds)))) + " |"))
     earlier = earlier_runs(reg)
     pilot_seeds = seed_span(reg.get("pilot_seeds", []))
     details = ["| id | rule version | register check | pilot"
@@ -301,6 +304,87 @@ def pending_notice(study: str, register: Mapping) -> str:
             f"then the table below is the last run (seeds {seed_span(ran)}), judged by the "
             "rules as registered before it, so its register check names the newer versions; "
             "it counts in no total of this report.\n\n")
+
+# ---- each row's earlier confirmatory rounds, as each round judged it -------------------------
+
+def round_verdicts(register: Mapping) -> list[dict[str, tuple[str, str]] | None]:
+    """Each earlier confirmatory round of a study (`earlier_runs`, oldest first): claim id ->
+    (the rule version that round ran, its verdict), read from the verdicts that round wrote
+    (register/earlier/), never evaluated again; None for a round whose file is missing."""
+    rounds = []
+    for run in register.get("earlier_runs") or []:
+        path = paths.repo_root() / run["verdicts"]
+        if not path.exists():
+            rounds.append(None)
+            continue
+        table = read_results(path)
+        versions = table["version"] if "version" in table else [""] * len(table)
+        rounds.append({i: (str(v), str(verdict)) for i, v, verdict
+                       in zip(table["id"], versions, table["verdict"], strict=True)})
+    return rounds
+
+
+def _rule_key(register: Mapping, claim_id: str, version: str):
+    """What identifies a rule across rounds: its earliest version that the register records
+    as this very rule (`same_rule_as`: the same words, code and values), else the version."""
+    if not version.startswith("v") or not version[1:].isdigit():
+        return version
+    chain = same_rule_chain(register, claim_id, int(version[1:]))
+    return chain[-1][0] if chain else int(version[1:])
+
+
+def _rounds_named(numbers: Sequence[int]) -> str:
+    if len(numbers) == 1:
+        return f"round {numbers[0]}"
+    return f"rounds {', '.join(map(str, numbers[:-1]))} and {numbers[-1]}"
+
+
+def round_history(claim_id: str, version: str, register: Mapping,
+                  rounds: Sequence[Mapping[str, tuple[str, str]] | None]) -> str:
+    """A row's verdict in each earlier confirmatory round, as that round judged it with the
+    rule version it ran ("held in 2 of 3 earlier rounds (v1: holds ×2 · v2: within noise)"),
+    led by where its rule changed after a round had been seen: "rule changed after seeing
+    round k" when the next round (or the current run, `version`) ran another rule (a version
+    the register does not record as the same rule), "rule added after seeing round k" when
+    round k did not have it yet; "—" without earlier rounds."""
+    if not rounds:
+        return "—"
+    seen = [(k, r[claim_id]) for k, r in enumerate(rounds, 1) if r is not None and claim_id in r]
+    marks = []
+    known = [k for k, r in enumerate(rounds, 1) if r is not None]
+    before = [k for k in known if k < (seen[0][0] if seen else len(rounds) + 1)]
+    if before:
+        marks.append(f"rule added after seeing round {before[-1]}")
+    keys = [(k, _rule_key(register, claim_id, v)) for k, (v, _) in seen]
+    keys.append((None, _rule_key(register, claim_id, version)))
+    changed = [k for (k, a), (_, b) in zip(keys, keys[1:]) if a != b]
+    if changed:
+        marks.append(f"rule changed after seeing {_rounds_named(changed)}")
+    kinds = [str(verdict).split(":")[0].strip() for _, (_, verdict) in seen]
+    held = sum(kind.split(" (")[0] == HOLDS for kind in kinds)
+    groups: list[tuple[str, list[str]]] = []  # consecutive rounds that ran one version
+    for (_, (ran, _)), kind in zip(seen, kinds, strict=True):
+        if not groups or groups[-1][0] != ran:
+            groups.append((ran, []))
+        groups[-1][1].append(SHORT_VERDICTS.get(kind, kind))
+    shown = " · ".join(f"{ran}: {_run_lengths(verdicts)}" for ran, verdicts in groups)
+    judged = (f"held in {held} of {len(seen)} earlier round{'s' if len(seen) != 1 else ''} "
+              f"({shown})" if seen else "no earlier round judged it")
+    return "; ".join([*marks, judged])
+
+
+def _run_lengths(words: Sequence[str]) -> str:
+    """"holds ×2, within noise" for holds, holds, within noise."""
+    runs: list[list] = []
+    for word in words:
+        if runs and runs[-1][0] == word:
+            runs[-1][1] += 1
+        else:
+            runs.append([word, 1])
+    return ", ".join(word + (f" ×{n}" if n > 1 else "") for word, n in runs)
+
+
+SHORT_VERDICTS = {NOT_RUN: "not run"}  # a long verdict word, shortened in the history
 
 
 def run_history(seeds: Sequence[int], earlier: Sequence[tuple[str, str, Mapping]]) -> str:
