@@ -714,6 +714,23 @@ def test_headroom_is_measured_against_the_full_precision_model(monkeypatch):
     assert verdict(claim, value) == FAILS
 
 
+def test_a_task_resonates_only_with_both_a_gain_and_a_fall(monkeypatch):
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    e = Estimate
+    rises, small, falls = e(10, 1, 8), e(3, 2, 8), e(-6, 1, 8)
+    # the margin of "both pass" is the one with the smaller t: the intersection-union test
+    assert probes.both_pass(rises, small) is small
+    assert probes.both_pass(rises, falls) is falls and probes.both_pass(falls, small) is falls
+    claim = _claim("stochastic_resonance")
+    # noise raises accuracy and it never falls again: a rise, not a resonance
+    no_peak = {"x/hard": {"peak": 0.2, "gain": e(30, 1, 3), "fall": e(0.5, 0.2, 3),
+                          "start": 55.0, "float": 97.0}}
+    assert verdict(claim, no_peak) == FAILS
+    peak = {"x/hard": {**no_peak["x/hard"], "fall": e(40, 1, 3)}}
+    assert verdict(claim, {**no_peak, "y/hard": peak["x/hard"]}) == HOLDS
+    assert headline(claim, {**no_peak, "y/hard": peak["x/hard"]}).startswith("30")
+
+
 def test_pruning_improves_binarized_is_about_the_hard_tasks(monkeypatch):
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
     e = Estimate

@@ -1289,6 +1289,7 @@ _FAITHFUL: dict[str, dict] = {
 # registered minimum (the earlier n was planned for the rule it replaces)
 REPLANNED_N: dict[str, int] = {"stochastic_resonance": MIN_REPLICATES,
                                "flips_mirror_noise": MIN_REPLICATES}
+REPLANNED_SOURCE = "the registered minimum, until pilots/power.py plans this rule"
 
 
 def _faithful(claim: Claim) -> Claim:
@@ -1298,7 +1299,7 @@ def _faithful(claim: Claim) -> Claim:
     new = dataclasses.replace(claim, **changes)
     if claim.id in REPLANNED_N:  # judged on its own n, not on the replaced rule's
         new = powered(dataclasses.replace(new, judged_at=None), REPLANNED_N[claim.id],
-                      POWER_SOURCE)
+                      REPLANNED_SOURCE)
     elif "caveat" in changes:
         new = powered(new, claim.confirmatory_n, POWER_SOURCE)
     [new] = with_margins([new], {claim.id: _FAITHFUL[claim.id]})
@@ -1354,7 +1355,7 @@ def _modality_claim() -> Claim:
         (bootstrap_spearman, matrix_gaps, gap_agreement, modality_value),
         ("heatmap_runs", "heatmap_epochs", "distilbert_model"))}, measure=measure)
     # the six DistilBERT matrices are its fewest replicates, and cannot grow
-    return powered(claim, 6, POWER_SOURCE)
+    return powered(claim, 6, "DistilBERT's six probed matrices, which cannot grow")
 
 
 CLAIMS = [*(_faithful(c) for c in CLAIMS), _modality_claim()]
