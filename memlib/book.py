@@ -544,7 +544,8 @@ def results_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str
     ours = [c for _, claims in studies.values() for c in claims if scope(c) != "paper"]
     lines = [f"**The papers' claims at the `{scale}` scale: {totals(papers)}.**"]
     if ours:
-        lines.append(f"Our own questions (the lens, apart): {totals(ours)}.")
+        lines.append(f"Our own questions (the lens, and each study's rows of its own), apart: "
+                     f"{totals(ours)}.")
     legend = " ".join(verdict_word(kind) for kind in ORDER)
     lines += ["", *pending_line(pending or {}), "```{raw} html",
               f'<p class="glance-legend">{legend}</p>', "```", ""]

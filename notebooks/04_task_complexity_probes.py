@@ -27,8 +27,8 @@
 # (stochastic resonance), and (4) the best sign-flip fraction does the same. (5) Keeping only
 # the sign structure (null model B) keeps accuracy on easy tasks, and (6) hard tasks need the
 # magnitudes. (7) The gaps $\Delta_\mathrm{bin}$ and $\Delta_\mathrm{rand}$ agree as a
-# task-complexity measure across all 45 class pairs. (8) In a transformer, early layers are
-# the least robust.
+# task-complexity measure across all 45 class pairs, (9) on text as on images. (8) In a
+# transformer, early layers are the least robust.
 #
 # ## Method
 #
@@ -100,7 +100,8 @@
 #   `$MEMLIB_DATA/conll2003/test.txt` (or `eng.testb`, the original text format) when they are
 #   there, else from the Hugging Face hub (package `datasets`); entity F1 needs `seqeval`.
 #   At every scale small ViTs trained on 10-class Fashion-MNIST, one per seed of
-#   `standin_seeds`, are probed the same way, as a **stand-in**, not a reproduction.
+#   `standin_seeds`, are probed the same way, as a **stand-in**, not a reproduction: their
+#   rows are our own, not the paper's.
 
 # %% tags=["parameters"]
 # The scale: "smoke", "small" or "full", each its own preset
@@ -949,6 +950,21 @@ verdicts come from {seed_words["ran"]}.""") + " What changed from the pilot's ru
 #   inference costs an easy task less than 5 points (`binarization_keeps_easy_*`) and deep
 #   layers stay resilient when randomized by null model B (the `B` bars of Figure 4.8;
 #   `transformer_layers_randomized_*`).
+# * **Every row as the paper states it, changed after the earlier confirmatory runs were
+#   seen** (each earlier version stays beside its row in CLAIMS.md). Stochastic resonance asks
+#   *some* task with room for the interior peak, since the paper says noise *can* raise
+#   binarized accuracy; the registered rule asked every task. The sign-flip row judges the
+#   flip gain on the tasks whose noise gain clears 5 points beyond noise, and its
+#   precondition reads the noise probe alone (the registered one thresholded the noise gain
+#   that its rule judged too). The phase transition no longer asks as a precondition that
+#   every run's rise reach 25 points, which was the outcome itself: every run enters the
+#   rise, the width and the spread of p50, and the preconditions are the manipulation checks
+#   (the hard models learned, binarizing collapsed them). The ViT stand-in rows are our own,
+#   not the paper's. No row has a margin δ, since the paper gives no number for any (the
+#   stand-in rows' 22 points were a quarter of DistilBERT's F1 loss read as points of a
+#   ViT's accuracy); each row names its instrument and the smallest effect its n is planned
+#   for. A new row asks whether the gaps read alike on text (DistilBERT NER's probed
+#   matrices) as on images (`complexity_measure_modality_agnostic`, where DistilBERT runs).
 
 # %%
 measured = measure(results)
@@ -963,11 +979,9 @@ display(Markdown(claims_markdown(table)))
 # %% tags=["remove-input"]
 display(Markdown(explanations(table, {
     "stochastic_resonance": {"does not hold": (
-        "Every pair with room to gain (starting at or below 95%) must gain 5 points or more. "
-        "The hard pairs do, by {fashion_mnist/hard.gain} points on Fashion-MNIST and "
-        "{mnist-5k/hard.gain} on mnist-5k from about {fashion_mnist/hard.start}%, like the "
-        "paper's 54% start. The easy Fashion-MNIST pair starts at "
-        "{fashion_mnist/easy.start}%, under the 95% line, and gains only "
-        "{fashion_mnist/easy.gain}: the verdict hinges on where 'room to gain' was drawn, "
-        "not on the hard pairs, which show the resonance.")},
+        "Some pair with room to gain (its full-precision model at least 5 points above its "
+        "binarized start) must gain 5 points or more at an interior noise level, and none "
+        "does: the hard pairs gain {fashion_mnist/hard.gain} points on Fashion-MNIST from "
+        "about {fashion_mnist/hard.start}%, where the paper's easy MNIST pair rises from 54% "
+        "to 98.5%.")},
 })))

@@ -255,6 +255,9 @@ def test_probes_full_preset(data_root):
     assert results["distilbert"] is not None, results["distilbert_status"]
     assert "6 CoNLL-2003 test sentences" in results["distilbert_status"]
     assert table.set_index("id").loc["transformer_layers_distilbert", "verdict"] != NOT_RUN
+    # the text arm of the modality row reads DistilBERT's six matrices (its image arm needs
+    # the 45 pairs of ten classes, which this shrunk run does not train)
+    assert probes.measure(results)[probes.MODALITIES]["text"].n == 6
 
 
 @pytest.mark.parametrize("packages", ["missing", "installed"])
