@@ -496,7 +496,7 @@ def _register_study(args) -> int:
         register,
         register_path,
     )
-    from memlib.claims.register import verify_register
+    from memlib.claims.register import planned_power, verify_register
 
     study = STUDY_OF.get(args.study, args.study)
     if study not in STUDIES:
@@ -524,7 +524,8 @@ def _register_study(args) -> int:
     if seeds is not None:
         try:
             frozen = new_confirmatory_run(study, seeds, args.reason, today, claims,
-                                          replication=args.replication)
+                                          replication=args.replication,
+                                          power=planned_power(study))
         except ValueError as err:
             raise UsageError(f"--seeds {args.seeds}: {err}") from None
         print(f"memlib: the confirmatory seeds of {study} are now {args.seeds} (set them as "

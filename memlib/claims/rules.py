@@ -471,23 +471,30 @@ def verdict(claim: Claim, value: Any) -> str:
     return judge(claim, value).verdict
 
 
-def holm_adjusted(p: Sequence[float]) -> list[float]:
-    """Holm's adjusted p of every row over the study's family: every row with a p, that is
-    every hypothesis the study tested (decided, within noise, or decided by equivalence);
-    nan for the rows not tested (not run, a failed precondition, no interval)."""
-    family = [i for i, q in enumerate(p) if not math.isnan(q)]
+def holm_adjusted(p: Sequence[float], family: Sequence[bool] | None = None,
+                  absent: int = 0) -> list[float]:
+    """Holm's adjusted p of every row over the study's family; nan for the rows outside it.
+    Without `family`, the family is every row with a p, that is every hypothesis the study
+    tested (decided, within noise, or decided by equivalence), and the rows not tested (not
+    run, a failed precondition, no interval) are outside it. `family` (a flag per row) is a
+    family fixed before the run: each row in it counts, one without a p (its precondition
+    failed, it did not run) as p = 1, and so do `absent` rows of the family the table lacks."""
+    members = [i for i, q in enumerate(p)
+               if (not math.isnan(q) if family is None else family[i])]
+    tested = [1.0 if math.isnan(p[i]) else p[i] for i in members]
     out = [math.nan] * len(p)
-    for i, q in zip(family, holm([p[i] for i in family]), strict=True):
+    for i, q in zip(members, holm([*tested, *[1.0] * absent])[:len(members)], strict=True):
         out[i] = q
     return out
 
 
-def holm_verdicts(verdicts: Sequence[str], p: Sequence[float]) -> list[str]:
+def holm_verdicts(verdicts: Sequence[str], p: Sequence[float],
+                  family: Sequence[bool] | None = None, absent: int = 0) -> list[str]:
     """Each verdict after Holm's adjustment over the study's family (`holm_adjusted`): a
     decided row (holds or does not hold, by its interval or by equivalence) whose adjusted p
     is not below P_LEVEL reads within noise; the other rows keep their verdict."""
     out = list(verdicts)
-    for i, q in enumerate(holm_adjusted(p)):
+    for i, q in enumerate(holm_adjusted(p, family, absent)):
         if out[i].split(":")[0] in (HOLDS, FAILS) and not q < P_LEVEL:
             out[i] = WITHIN_NOISE
     return out
@@ -533,6 +540,7 @@ def evaluate(claims: Sequence[Claim], measured: Mapping[str, Any]) -> pd.DataFra
         p = [judge(c, measured.get(c.id)).p for c in claims]
         table["p_holm"] = [("" if math.isnan(q) else f"{q:.3g}") for q in holm_adjusted(p)]
         table["holm"] = holm_verdicts(list(table["verdict"]), p)
+        table.attrs["p"] = p  # unrounded, for a family fixed at registration (`write`)
     table.attrs["measured"] = {c.id: measured[c.id] for c in claims if c.id in measured}
     return table
 

@@ -144,13 +144,38 @@ def some_beyond_noise(margins: Iterable[Estimate]) -> bool:
                               or any(m.beyond_noise and m.mean > 0 for m in margins))
 
 
+# an SE below this fraction of its centre is the rounding of a mean of equal values (five
+# equal floats average to a float a few ulps off), not a spread between replicates
+ROUNDING = 1e-12
+
+
+def without_spread(m: Estimate) -> bool:
+    """The margin's replicates are all equal (an SE of zero, or one at rounding level)."""
+    centre, se, _ = m.statistic
+    return se == 0 or (se > 0 and se <= ROUNDING * abs(centre))
+
+
+def sign_p(n: int, passing: bool, on_passing_side: bool) -> float:
+    """The one-sided exact sign test of n replicates all on one side of zero (`on_passing_side`
+    whether that is the `passing` one): 0.5**n toward that side, 1 against it. No test of
+    their location on n replicates can give less: it is the p of a margin without spread,
+    whose t statistic would be infinite (2 · 0.5**n two-sided, 0.0625 at five)."""
+    return 0.5 ** n if passing == on_passing_side else 1.0
+
+
 def p_value(m: Estimate, passing: bool = True) -> float:
     """One-sided t-test of a margin: the chance of a mean this far on the `passing` side of
-    zero (positive for passing, negative otherwise) if the margin were zero."""
+    zero (positive for passing, negative otherwise) if the margin were zero. A margin without
+    spread (`without_spread`) has no t statistic: its p is the exact sign test's over its n
+    replicates (`sign_p`), never one below what n replicates can give."""
     from scipy.stats import t
 
     centre, se, df = m.statistic
-    if m.n < 2 or df < 1 or not se > 0 or math.isnan(centre):
+    if m.n < 2 or df < 1 or math.isnan(centre) or math.isnan(se):
+        return math.nan
+    if without_spread(m):
+        return 1.0 if centre == 0 else sign_p(m.n, passing, centre > 0)
+    if not se > 0:
         return math.nan
     stat = centre / se
     return float(t.sf(stat if passing else -stat, df))
@@ -170,9 +195,11 @@ def equivalence_p(m: Estimate, delta: float) -> float:
     from scipy.stats import t
 
     centre, se, df = m.statistic
-    if m.n < 2 or df < 1 or not se > 0 or math.isnan(centre) or not delta > 0:
+    if m.n < 2 or df < 1 or not se >= 0 or math.isnan(centre) or not delta > 0:
         return math.nan
     reach = float(fisher_z(delta)) if m.test is not None else delta
+    if without_spread(m):  # each one-sided test is the exact sign test of equal replicates
+        return max(sign_p(m.n, True, centre > -reach), sign_p(m.n, True, centre < reach))
     return float(max(t.sf((centre + reach) / se, df), t.sf((reach - centre) / se, df)))
 
 
