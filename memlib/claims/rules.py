@@ -300,7 +300,11 @@ def headline(claim: Claim, value: Any) -> str:
     """The one number shown first, with its unit."""
     if value is None:
         return ""
-    shown = claim.headline(value) if claim.headline else next(iter(estimates(value)), None)
+    # by default the Estimate whose margin decides (the p beside it is its test's), else the
+    # value's first
+    shown = claim.headline(value) if claim.headline else (
+        (deciding_estimate(claim, value) if claim.margins else None)
+        or next(iter(estimates(value)), None))
     if shown is None:
         return ""
     text = describe(shown)
@@ -367,6 +371,20 @@ def replicates_note(claim: Claim, value: Any) -> str:
             f"(n={have})")
 
 
+def _deciding(claim: Claim, value: Any, held: bool) -> tuple[float, Estimate] | None:
+    """The p and the margin of the test that decides (or would decide) the rule in the
+    direction `held` (`p_of`); None when no margin lies on the deciding side."""
+    found = _decisive(claim, value)
+    if claim.margins is None:
+        scored, pick = [(two_sided_p(e, e.mean >= 0), e) for e in found], max
+    elif held == (claim.combine == "all"):  # every margin had to clear
+        scored, pick = [(two_sided_p(m, held), m) for m in found], max
+    else:
+        scored = [(two_sided_p(m, held), m) for m in found if (m.mean > 0) == held]
+        pick = min
+    return pick(scored, key=lambda pair: pair[0]) if scored else None
+
+
 def p_of(claim: Claim, value: Any, held: bool) -> float:
     """Two-sided p-value of the test that decides (or would decide) the rule in the direction
     `held`, on the scale of its interval, so that p < P_LEVEL exactly when that interval
@@ -375,26 +393,53 @@ def p_of(claim: Claim, value: Any, held: bool) -> float:
     the smallest of the margins on the deciding side (one settles it). A rule without
     margins tests every Estimate in its value (each in the direction of its sign): the
     largest. nan when no margin lies on the deciding side (settled by a test outside them)."""
-    found = _decisive(claim, value)
-    if claim.margins is None:
-        return max((two_sided_p(e, e.mean >= 0) for e in found), default=math.nan)
-    if held == (claim.combine == "all"):  # every margin had to clear
-        return max((two_sided_p(m, held) for m in found), default=math.nan)
-    return min((two_sided_p(m, held) for m in found if (m.mean > 0) == held),
-               default=math.nan)
+    found = _deciding(claim, value, held)
+    return math.nan if found is None else found[0]
+
+
+def deciding_margin(claim: Claim, value: Any) -> Estimate | None:
+    """The margin whose test gives the row its p, in `judge`'s order: the interval's test
+    unless the rule is decided by equivalence (its two one-sided tests); None for a value
+    that fails a precondition or that no margin decides."""
+    if any(not test(value) for _, test in claim.preconditions) or not _decisive(claim, value):
+        return None
+    held = bool(claim.holds(value))
+    equivalent = _equivalent(claim, value)
+    if (claim.beyond_noise(value) and not held or equivalent is None
+            or not equivalent[0] < P_LEVEL):
+        equivalent = _deciding(claim, value, held)
+    return None if equivalent is None else equivalent[1]
+
+
+def deciding_estimate(claim: Claim, value: Any) -> Estimate | None:
+    """The Estimate of the value whose margin gives the row its p (`deciding_margin`): a
+    margin keeps its Estimate's spread and replicates (`margin`), which find it; None where
+    none matches."""
+    m = deciding_margin(claim, value)
+    if m is None:
+        return None
+    return next((e for e in estimates(value) if e.n == m.n
+                 and (e.se == m.se or (math.isnan(e.se) and math.isnan(m.se)))), None)
+
+
+def _equivalent(claim: Claim, value: Any) -> tuple[float, Estimate] | None:
+    """The p and the margin of the two one-sided tests that decide an equivalence
+    (`equivalence_of`); None for a rule without δ or without a test."""
+    if claim.delta is None:
+        return None
+    scored = [(q, m) for m in _decisive(claim, value)
+              for q in (equivalence_p(m, claim.delta),) if not math.isnan(q)]
+    if not scored:
+        return None
+    return (max if claim.combine == "any" else min)(scored, key=lambda pair: pair[0])
 
 
 def equivalence_of(claim: Claim, value: Any) -> float:
     """The p of the two one-sided tests that the rule's margins lie inside ±δ, the larger
     over every margin for "some test passes" (each must), the smaller for "every test
     passes" (one suffices); nan for a rule without δ."""
-    if claim.delta is None:
-        return math.nan
-    ps = [q for q in (equivalence_p(m, claim.delta) for m in _decisive(claim, value))
-          if not math.isnan(q)]
-    if not ps:
-        return math.nan
-    return max(ps) if claim.combine == "any" else min(ps)
+    found = _equivalent(claim, value)
+    return math.nan if found is None else found[0]
 
 
 def delta_size(claim: Claim) -> str:
