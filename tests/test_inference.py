@@ -255,3 +255,23 @@ def test_each_rows_headline_and_p_come_from_the_same_margin(study, monkeypatch):
         if not _same_test(shown, deciding_margin(claim, value)):
             differ.add((study, claim.id))
     assert differ == {row for row in MISMATCHED if row[0] == study}
+
+
+def test_a_correlation_over_a_handful_of_units_gets_students_exact_p():
+    from scipy.stats import pearsonr
+    from scipy.stats import t as student
+
+    from memlib.claims import correlation
+
+    x = [0.1, 0.4, 0.35, 0.8, 0.9, 0.5]
+    y = [0.2, 0.1, 0.5, 0.7, 0.95, 0.3]
+    r, exact = pearsonr(x, y)
+    assert two_sided_p(margin(correlation(r, len(x)), 0)) == pytest.approx(exact, rel=1e-9)
+    for rho in (-0.95, -0.8, -0.3, 0.0, 0.5, 0.81, 0.82, 0.9, 0.99):
+        e = correlation(rho, 6)
+        m = margin(e, 0)
+        assert m.beyond_noise == (two_sided_p(m, m.mean > 0) < 0.05), rho
+    # the interval excludes zero exactly where Student's t on r with n - 2 df says so
+    critical = student.ppf(0.975, 4) / math.sqrt(4 + student.ppf(0.975, 4) ** 2)
+    assert margin(correlation(critical + 1e-6, 6), 0).beyond_noise
+    assert not margin(correlation(critical - 1e-6, 6), 0).beyond_noise

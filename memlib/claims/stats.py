@@ -262,21 +262,33 @@ def fisher_z(rho) -> np.ndarray:
     return np.arctanh(np.clip(np.asarray(rho, dtype=float), -0.999999, 0.999999))
 
 
+def exact_z_se(rho: float, n: int) -> float:
+    """The spread on Fisher's z scale at which z / spread is the exact t statistic of a
+    correlation over n independent units, r·√(n - 2)/√(1 - r²) with n - 2 degrees of freedom
+    (Student's test of no correlation, exact for normal data at any n, where Fisher's
+    1/√(n - 3) is a large-sample approximation); 1/√(n - 2), its limit, at r = 0."""
+    r = float(np.clip(rho, -0.999999, 0.999999))
+    if r == 0:
+        return 1 / math.sqrt(n - 2)
+    return float(fisher_z(r)) * math.sqrt(1 - r * r) / (r * math.sqrt(n - 2))
+
+
 def correlation(rho: float, n: int, se: float | None = None,
                 z_se: float | None = None) -> Estimate:
-    """A correlation over n units with its 95% Fisher-z interval, which stays inside [-1, 1]:
-    tanh(atanh(rho) ± q·s) with s the standard error on the z scale: `z_se` when given (a
-    bootstrap's spread of atanh(rho) over resampled units), else Fisher's 1/√(n - 3). q is a
-    Student-t quantile, not a normal one, since n is small (10 classes): t(n - 1) for a
-    bootstrap's s, estimated from n units as the SE of a mean over them is (the bootstrap-t
-    convention), t(n - 3) for Fisher's s, matching the n - 3 its variance is built on; both
-    are wider than the normal quantile. Its p-values use the same statistic, z/s, and the
-    same t (`Estimate.test`). `se`, the standard error of rho itself (shown, and used for the
-    replicates needed), defaults to s·(1 - rho²)."""
+    """A correlation over n units with its 95% interval on Fisher's z scale, which stays
+    inside [-1, 1]: tanh(atanh(rho) ± q·s) with s the spread on the z scale: `z_se` when
+    given (a bootstrap's spread of atanh(rho) over resampled units), with q from t(n - 1),
+    estimated from n units as the SE of a mean over them is (the bootstrap-t convention);
+    else the spread at which z/s is the exact t statistic of no correlation (`exact_z_se`),
+    with q from t(n - 2), so that its p against zero is Student's exact one and the interval
+    excludes zero exactly when that p is below 0.05 (n is small: ten classes, a handful of
+    seeds). Its p-values use the same statistic, z/s, and the same t (`Estimate.test`). `se`,
+    the standard error of rho itself (shown, and used for the replicates needed), defaults
+    to s·(1 - rho²)."""
     if n < 4 or math.isnan(rho):
         return Estimate(rho, math.nan if se is None else se, n)
     bootstrap = z_se is not None and not math.isnan(z_se)
-    s, df = (z_se, n - 1) if bootstrap else (1 / math.sqrt(n - 3), n - 3)
+    s, df = (z_se, n - 1) if bootstrap else (exact_z_se(rho, n), n - 2)
     q = t_quantile(n, LEVEL, df)
     z = float(fisher_z(rho))
     return Estimate(rho, s * (1 - rho ** 2) if se is None else se, n,
