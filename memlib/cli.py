@@ -207,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     reg.add_argument("--reason", required=True, help="why the rule is (re)registered")
     reg.add_argument("--seeds", metavar="S,S,...",
                      help="fresh seeds for a new confirmatory run: the current run's verdicts "
-                          "are kept under register/earlier/ and shown beside the new ones")
+                          "are kept under register/earlier/ and shown beside the new ones; each "
+                          "rule's n and Holm's family (pilots/<notebook>_power_run.csv's "
+                          "family column) are recorded with them")
     reg.add_argument("--moved", action="store_true",
                      help="the rules did not change, only where their code or the preset "
                           "values they read live: verified by evaluating the committed and "
