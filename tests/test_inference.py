@@ -275,3 +275,25 @@ def test_a_correlation_over_a_handful_of_units_gets_students_exact_p():
     critical = student.ppf(0.975, 4) / math.sqrt(4 + student.ppf(0.975, 4) ** 2)
     assert margin(correlation(critical + 1e-6, 6), 0).beyond_noise
     assert not margin(correlation(critical - 1e-6, 6), 0).beyond_noise
+
+
+def test_the_register_command_records_the_family_its_power_analysis_names(tmp_path,
+                                                                            monkeypatch):
+    from memlib.cli import main
+    from memlib.paths import ROOT
+    from memlib.studies import study_claims
+
+    monkeypatch.setattr("memlib.paths.repo_root", lambda: tmp_path)
+    monkeypatch.setenv("MEMLIB_FIGURES", str(tmp_path / "figures"))
+    (tmp_path / "params").symlink_to(ROOT / "params")
+    claim = dataclasses.replace(POSITIVE, id="x")
+    register("rlp", [claim], "first", "2026-01-01", new=True)
+    write(evaluate([claim], {"x": STRONG}), STUDIES["rlp"])
+    (tmp_path / "pilots").mkdir()
+    label = "cannot be decided at n = 5: power 14%"
+    pd.DataFrame({"rule": ["retraining", "depth"], "family": [label, "in"]}).to_csv(
+        tmp_path / "pilots" / f"{STUDIES['rlp']}_power_run.csv", index=False)
+    assert main(["register", "rlp", "--reason", "fresh seeds", "--seeds", "9001,9002"]) == 0
+    reg = read_register("rlp")
+    assert reg["outside_family"] == {"retraining": label}
+    assert reg["family"] == [c.id for c in study_claims("rlp") if c.id != "retraining"]
