@@ -297,18 +297,35 @@ def describe(value: Any) -> str:
 
 
 def headline(claim: Claim, value: Any) -> str:
-    """The one number shown first, with its unit."""
+    """The one number shown first, with its unit: the study's headline, else the Estimate
+    whose margin gives the row its p (`deciding_estimate`), else the value's first. A
+    deciding Estimate other than the first is named by where it sits in the value and shown
+    without the unit, which the rule states for its first measure."""
     if value is None:
         return ""
-    # by default the Estimate whose margin decides (the p beside it is its test's), else the
-    # value's first
+    found = estimates(value)
     shown = claim.headline(value) if claim.headline else (
         (deciding_estimate(claim, value) if claim.margins else None)
-        or next(iter(estimates(value)), None))
+        or next(iter(found), None))
     if shown is None:
         return ""
     text = describe(shown)
+    if claim.headline is None and found and shown is not found[0] and shown != found[0]:
+        return f"{_place(value, shown)}: {text}"
     return f"{text} {claim.unit}".strip() if claim.unit else text
+
+
+def _place(value: Any, target: Estimate, path: str = "") -> str:
+    """Where `target` sits in `value` ("enrichment", "mlp.rise"); "" if it does not."""
+    if value is target:
+        return path
+    items = (value.items() if isinstance(value, Mapping) else
+             enumerate(value) if isinstance(value, (list, tuple)) else ())
+    for key, inner in items:
+        found = _place(inner, target, f"{path}.{key}" if path else str(key))
+        if found:
+            return found
+    return ""
 
 
 def _decisive(claim: Claim, value: Any) -> list[Estimate]:
@@ -398,17 +415,17 @@ def p_of(claim: Claim, value: Any, held: bool) -> float:
 
 
 def deciding_margin(claim: Claim, value: Any) -> Estimate | None:
-    """The margin whose test gives the row its p, in `judge`'s order: the interval's test
-    unless the rule is decided by equivalence (its two one-sided tests); None for a value
-    that fails a precondition or that no margin decides."""
-    if any(not test(value) for _, test in claim.preconditions) or not _decisive(claim, value):
+    """The margin whose test gives the row its p (`judge`'s: the interval's test, or the two
+    one-sided tests of an equivalence); None for a row without a p (not run, a failed
+    precondition) or whose p no single margin gives."""
+    judged = judge(claim, value)
+    if math.isnan(judged.p):
         return None
-    held = bool(claim.holds(value))
-    equivalent = _equivalent(claim, value)
-    if (claim.beyond_noise(value) and not held or equivalent is None
-            or not equivalent[0] < P_LEVEL):
-        equivalent = _deciding(claim, value, held)
-    return None if equivalent is None else equivalent[1]
+    for found in (_deciding(claim, value, bool(claim.holds(value))),
+                  _equivalent(claim, value)):
+        if found is not None and found[0] == judged.p:
+            return found[1]
+    return None
 
 
 def deciding_estimate(claim: Claim, value: Any) -> Estimate | None:
