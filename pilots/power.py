@@ -106,7 +106,8 @@ def analyse(study: str):
     import pandas as pd
 
     from memlib import STUDIES as NOTEBOOKS
-    from memlib import studies
+    from memlib import paths, studies
+    from memlib.claims.register import CLAIMS_TABLE, read_results
     from memlib.claims.rules import MIN_REPLICATES
     from memlib.claims.values import read_values
 
@@ -116,6 +117,10 @@ def analyse(study: str):
                  f"{os.environ.get('MEMLIB_FIGURES')}: run `make figures` there first")
     claims = {c.id: c for c in studies.study_claims(study)}
     rows = []
+    # a row the pilot's table holds without a stored value was not run at this scale there;
+    # one it lacks is new since the pilot
+    table = paths.figures_dir(NOTEBOOKS[study]) / f"{CLAIMS_TABLE}.csv"
+    judged = set(read_results(table)["id"]) if table.exists() else set()
     for claim in claims.values():
         row = {"rule": claim.id, "unit": claim.replicates, "delta": claim.delta}
         stand_in = STAND_INS.get(study, {}).get(claim.id)
@@ -131,11 +136,11 @@ def analyse(study: str):
             budget = min(m.n for m in margins) + EXTRA_SEEDS[study]
             rows.append(plan(claim, margins, budget, {**row, "precondition": "stand-in"}))
             continue
-        if claim.id not in values:
+        if claim.id not in values and claim.id not in judged:
             rows.append({**row, "family": "in", "registered": "no pilot value and no stand-in "
                          "(STAND_INS): no n planned"})
             continue
-        value = values[claim.id]
+        value = values.get(claim.id)
         if value is None:
             rows.append({**row, "family": "not run at this scale",
                          "registered": "not run at this scale in the pilot: no n planned"})

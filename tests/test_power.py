@@ -92,7 +92,9 @@ def _power_script():
 def test_the_power_script_plans_at_the_smallest_effect_and_names_its_stand_in(monkeypatch):
     import dataclasses
 
+    from memlib import STUDIES
     from memlib.claims import Claim, all_of, margin
+    from memlib.paths import figures_dir
 
     base = Claim("old", "", "", "", "gain > 0", **all_of(lambda v: [margin(v["gain"], 0)]))
     stated = dataclasses.replace(base, id="stated", smallest_effect=1.0,
@@ -103,8 +105,13 @@ def test_the_power_script_plans_at_the_smallest_effect_and_names_its_stand_in(mo
     values = {"old": {"gain": Estimate(3.0, 0.2, 5)}, "stated": {"gain": Estimate(3.0, 0.2, 5)},
               "weak": {"gain": Estimate(3.0, 0.2, 5)}, "gone": None}
     gone = dataclasses.replace(base, id="gone")
+    elsewhere = dataclasses.replace(base, id="elsewhere")  # in the pilot's table, no value
+    pilot = figures_dir(STUDIES["rlp"])
+    pilot.mkdir(parents=True)
+    (pilot / "claims.csv").write_text("id,verdict\nelsewhere,not run at this scale\n",
+                                      encoding="utf-8")
     monkeypatch.setattr("memlib.studies.study_claims", lambda study: [base, stated, weak, new,
-                                                                      gone])
+                                                                      gone, elsewhere])
     monkeypatch.setattr("memlib.claims.values.read_values", lambda study: values)
     script = _power_script()
     monkeypatch.setattr(script, "STAND_INS", {"rlp": {"new": ("old", "the same arm")}})
@@ -117,3 +124,4 @@ def test_the_power_script_plans_at_the_smallest_effect_and_names_its_stand_in(mo
     assert table.loc["new", "spread_from"] == "old: the same arm"
     assert table.loc["new", "registered"] == table.loc["stated", "registered"]
     assert table.loc["gone", "family"] == "not run at this scale"
+    assert table.loc["elsewhere", "family"] == "not run at this scale"
