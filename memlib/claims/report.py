@@ -442,7 +442,7 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
         f"{tested} rows were tested and {decided} of them decided; if none of the effects "
         f"existed, about {chance:.1f} of the tested rows would still read *holds* by chance "
         f"alone (each interval errs in that direction {ALPHA:.1%} of the time). Holm's "
-        "adjustment over every tested row of each study, which holds the chance of any wrong "
+        "adjustment over each study's family, which holds the chance of any wrong "
         f"decision to {P_LEVEL:.0%} per study, keeps {holm_kept} of them decided; over the "
         f"whole report ({report_family} rows in its family), which holds it to "
         f"{P_LEVEL:.0%} for every claim at once, {report_kept}.\n\n"
