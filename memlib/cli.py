@@ -495,6 +495,7 @@ def _register_study(args) -> int:
         check_reason,
         new_confirmatory_run,
         parse_seeds,
+        read_register,
         register,
         register_path,
     )
@@ -533,6 +534,10 @@ def _register_study(args) -> int:
         print(f"memlib: the confirmatory seeds of {study} are now {args.seeds} (set them as "
               f"the defaults in memlib/studies/{study}/config.py); the earlier run's verdicts "
               f"are kept in {_shown(frozen)}")
+        fixed = read_register(study)
+        outside = fixed.get("outside_family") or {}
+        print(f"memlib: Holm's family of {study}: {len(fixed.get('family') or [])} rule(s)"
+              + "".join(f"; {rule} left out ({why})" for rule, why in outside.items()))
     if args.rekeyed_from:
         _rekey(study, claims, args.rekeyed_from, args.reason, today)
     added = register(study, claims, args.reason, today, moved=args.moved, new=starting)

@@ -279,7 +279,8 @@ def test_a_correlation_over_a_handful_of_units_gets_students_exact_p():
 
 
 def test_the_register_command_records_the_family_its_power_analysis_names(tmp_path,
-                                                                            monkeypatch):
+                                                                            monkeypatch,
+                                                                            capsys):
     from memlib.cli import main
     from memlib.paths import ROOT
     from memlib.studies import study_claims
@@ -298,3 +299,4 @@ def test_the_register_command_records_the_family_its_power_analysis_names(tmp_pa
     reg = read_register("rlp")
     assert reg["outside_family"] == {"retraining": label}
     assert reg["family"] == [c.id for c in study_claims("rlp") if c.id != "retraining"]
+    assert f"retraining left out ({label})" in capsys.readouterr().out
