@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 
 import memlib  # noqa: F401  before numpy and pandas (imported where used): it pins the CPU
+from memlib.claims.power import IN_FAMILY
 
 HERE = Path(__file__).parent
 ALL_STUDIES = ("rlp", "modarith", "fisher", "probes", "lens")
@@ -76,7 +77,7 @@ def plan(claim, margins, budget: int, row: dict) -> dict:
     row |= {"pilot_n": have, "margins": len(margins), "weakest_mean": weakest.mean,
             "weakest_sd": weakest.sd, "smallest_effect": claim.smallest_effect}
     if claim.smallest_effect is None:
-        return {**row, "family": "in",
+        return {**row, "family": IN_FAMILY,
                 "registered": f"n = {MIN_REPLICATES} (no smallest effect stated: the rule "
                               "cannot be planned at one)"}
     effect = at_effect(margins, claim.smallest_effect)
@@ -130,15 +131,15 @@ def analyse(study: str):
             margins = [] if value is None else _margins(claims[other], value)
             row["spread_from"] = f"{other}: {why}"
             if not margins:
-                rows.append({**row, "family": "in", "registered":
+                rows.append({**row, "family": IN_FAMILY, "registered":
                              f"its stand-in {other} has no spread in the pilot: no n planned"})
                 continue
             budget = min(m.n for m in margins) + EXTRA_SEEDS[study]
             rows.append(plan(claim, margins, budget, {**row, "precondition": "stand-in"}))
             continue
         if claim.id not in values and claim.id not in judged:
-            rows.append({**row, "family": "in", "registered": "no pilot value and no stand-in "
-                         "(STAND_INS): no n planned"})
+            rows.append({**row, "family": IN_FAMILY, "registered": "no pilot value and no "
+                         "stand-in (STAND_INS): no n planned"})
             continue
         value = values.get(claim.id)
         if value is None:
@@ -147,12 +148,12 @@ def analyse(study: str):
             continue
         failed = next((name for name, test in claim.preconditions if not test(value)), None)
         if failed:
-            rows.append({**row, "precondition": f"failed: {failed}", "family": "in",
+            rows.append({**row, "precondition": f"failed: {failed}", "family": IN_FAMILY,
                          "registered": f"n = {MIN_REPLICATES} (precondition failed in the pilot)"})
             continue
         margins = _margins(claim, value)
         if not margins:
-            rows.append({**row, "precondition": "held", "family": "in",
+            rows.append({**row, "precondition": "held", "family": IN_FAMILY,
                          "registered": "no spread in the pilot: no n planned"})
             continue
         have = min(m.n for m in margins)

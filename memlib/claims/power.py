@@ -27,6 +27,7 @@ TARGET = 0.80  # the power every registered n is chosen for
 # below this chance of a decision at its planned n, at its smallest effect, a rule cannot be
 # decided and leaves Holm's family (it would only dilute the others' adjustment)
 DECIDABLE = 0.50
+IN_FAMILY = "in"  # `family_label` of a rule Holm's family keeps (pilots/power.py's column)
 
 
 @dataclass(frozen=True)
@@ -122,5 +123,5 @@ def family_label(n: int, power: float) -> str:
     """"in" for a rule its planned n decides with at least DECIDABLE chance at its smallest
     effect, else why it leaves Holm's family: "cannot be decided at n = 10: power 32%"."""
     if power >= DECIDABLE:
-        return "in"
+        return IN_FAMILY
     return f"cannot be decided at n = {n}: power {power:.0%}"

@@ -38,6 +38,7 @@ from pathlib import Path
 import pandas as pd
 
 from memlib import DEFAULT_SCALE, STUDIES, paths
+from memlib.claims.power import IN_FAMILY
 from memlib.claims.rules import Claim
 from memlib.claims.values import DamagedFileError, write_values
 from memlib.config import SEED_MAX
@@ -633,7 +634,6 @@ def check(table: pd.DataFrame, study: str, code: Mapping[str, str] | None = None
 
 
 POWER_RUN = "{notebook}_power_run.csv"  # pilots/: each rule's n and power, by pilots/power.py
-IN_FAMILY = "in"  # the power analysis's `family` cell of a rule Holm's family keeps
 
 
 def planned_power(study: str) -> dict[str, str]:
