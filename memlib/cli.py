@@ -207,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     reg.add_argument("--reason", required=True, help="why the rule is (re)registered")
     reg.add_argument("--seeds", metavar="S,S,...",
                      help="fresh seeds for a new confirmatory run: the current run's verdicts "
-                          "are kept under register/earlier/ and shown beside the new ones")
+                          "are kept under register/earlier/ and shown beside the new ones; each "
+                          "rule's n and Holm's family (pilots/<notebook>_power_run.csv's "
+                          "family column) are recorded with them")
     reg.add_argument("--moved", action="store_true",
                      help="the rules did not change, only where their code or the preset "
                           "values they read live: verified by evaluating the committed and "
@@ -493,10 +495,11 @@ def _register_study(args) -> int:
         check_reason,
         new_confirmatory_run,
         parse_seeds,
+        read_register,
         register,
         register_path,
     )
-    from memlib.claims.register import verify_register
+    from memlib.claims.register import planned_power, verify_register
 
     study = STUDY_OF.get(args.study, args.study)
     if study not in STUDIES:
@@ -524,12 +527,17 @@ def _register_study(args) -> int:
     if seeds is not None:
         try:
             frozen = new_confirmatory_run(study, seeds, args.reason, today, claims,
-                                          replication=args.replication)
+                                          replication=args.replication,
+                                          power=planned_power(study))
         except ValueError as err:
             raise UsageError(f"--seeds {args.seeds}: {err}") from None
         print(f"memlib: the confirmatory seeds of {study} are now {args.seeds} (set them as "
               f"the defaults in memlib/studies/{study}/config.py); the earlier run's verdicts "
               f"are kept in {_shown(frozen)}")
+        fixed = read_register(study)
+        outside = fixed.get("outside_family") or {}
+        print(f"memlib: Holm's family of {study}: {len(fixed.get('family') or [])} rule(s)"
+              + "".join(f"; {rule} left out ({why})" for rule, why in outside.items()))
     if args.rekeyed_from:
         _rekey(study, claims, args.rekeyed_from, args.reason, today)
     added = register(study, claims, args.reason, today, moved=args.moved, new=starting)

@@ -1,21 +1,29 @@
 """Power analysis of every registered rule of the five studies from a pilot run of the
-registered code: `python pilots/power.py PILOT_FIGURES` (seconds) reads each study's measured values
-(`claims_values.json`) from a `make figures` run whose MEMLIB_FIGURES was PILOT_FIGURES, and
-writes `pilots/<notebook>_power_run.csv`: per rule, its replicate unit, the pilot's n, whether its
-preconditions held there, the weakest deciding margin's mean and per-replicate SD, δ, the
-chance of a decision at the study's budget, the n giving >= 80% chance of a decision (either
-way, or inside ±δ), the verdict that n most likely reaches, and the n to register.
+registered code: `python pilots/power.py [PILOT_FIGURES [STUDY ...]]` (seconds) reads each
+study's measured values (`claims_values.json`) from a `make figures` run whose MEMLIB_FIGURES
+was PILOT_FIGURES (default: the committed figures/, the last confirmatory run, whose seeds are
+used already), and writes `pilots/<notebook>_power_run.csv`: per rule, its replicate unit, the
+pilot's n, whether its preconditions held there, the weakest deciding margin's mean and
+per-replicate SD, δ, its stated smallest effect, the chance of a decision at the study's budget
+when the true effect is that smallest effect, the n giving >= 80% chance of a decision (either
+way, or inside ±δ) at it, the verdict that n most likely reaches, the n to register, and
+whether the rule stays in Holm's family (`family`: "in", or why not).
 
-The pilot is the small preset run on the seeds of the confirmatory run before this one
-(already used, so never fresh; `register/seed-ledger.yaml` lists them as this pilot's): the
-registered rules, margins and δ were fixed before it ran, and only each rule's n is chosen
-from it. The decision simulated is the rule's own (`memlib.claims.power`). Study 1's earlier
-analysis from its probe pilot (`pilots/rlp_power.py`, three seeds) stays beside it.
+The pilot is the small preset run on seeds already used (the last confirmatory run's, or a
+pilot's that `register/seed-ledger.yaml` lists): the registered rules, margins, δ and
+smallest effects were fixed before it ran, and only each rule's n is chosen from it, from the
+pilot's per-replicate spread alone (`memlib.claims.power.at_effect`): never at the pilot's
+mean. The decision simulated is the rule's own (`memlib.claims.power`). A rule without a
+stated smallest effect cannot be planned this way and says so in its row. A new rule, with no
+pilot value, takes the spread of a stand-in row (`STAND_INS`, named with its reason in the
+row). Study 1's earlier analysis from its probe pilot (`pilots/rlp_power.py`, three seeds)
+stays beside it.
 
 A rule whose n exceeds its study's budget reads "not run at this scale" with the n it needs;
 a rule whose precondition failed in the pilot gets the registered minimum (its run says
 whether it fails again); a rule whose unit cannot grow (a dataset's classes) keeps its n and
-says its power."""
+says its power; a rule whose chance at the n it runs on stays below half cannot be decided
+there, and `memlib register` leaves it out of Holm's family with that label."""
 
 from __future__ import annotations
 
@@ -25,9 +33,10 @@ import sys
 from pathlib import Path
 
 import memlib  # noqa: F401  before numpy and pandas (imported where used): it pins the CPU
+from memlib.claims.power import IN_FAMILY
 
 HERE = Path(__file__).parent
-STUDIES = tuple(sys.argv[2:]) or ("rlp", "modarith", "fisher", "probes", "lens")
+ALL_STUDIES = ("rlp", "modarith", "fisher", "probes", "lens")
 N_MAX = 200  # beyond this a rule reads "not run at this scale" at any budget
 # the seeds beyond the pilot's each study's small run affords for a rule that needs them,
 # within its notebook's 15 minutes on 2 cores and `make figures`' 45 at the pilot's timings
@@ -35,85 +44,144 @@ N_MAX = 200  # beyond this a rule reads "not run at this scale" at any budget
 # these. Study 3's main arm affords one seed more (about 35 s of compute per seed), study 4 one
 # run per pair more (about 16 s), the lens four seeds more (about 70 s each)
 EXTRA_SEEDS = {"rlp": 0, "modarith": 0, "fisher": 1, "probes": 1, "lens": 4}
+# per study: a rule without pilot values (a new row) -> (the existing row of the same study
+# whose margins lend it their per-replicate spread, why that row measures alike)
+STAND_INS: dict[str, dict[str, tuple[str, str]]] = {}
+
+
+def _likely(power) -> str:
+    return max(("holds", power.holds), ("does not hold", power.fails),
+               ("no effect as large as δ", power.equivalent), key=lambda v: v[1])[0]
+
+
+def _margins(claim, value) -> list:
+    from memlib.claims.rules import _decisive
+
+    return [m for m in _decisive(claim, value) if m.n >= 2 and m.se > 0]
+
+
+def plan(claim, margins, budget: int, row: dict) -> dict:
+    """The row of a rule with pilot margins: its power at `budget` and the n that decides it
+    with 80% chance, both at its stated smallest effect, and whether it stays in Holm's
+    family."""
+    from memlib.claims.power import (
+        at_effect,
+        family_label,
+        power_at,
+        replicates_for_power,
+    )
+    from memlib.claims.rules import MIN_REPLICATES
+
+    weakest = min(margins, key=lambda m: abs(m.statistic[0]) / m.statistic[1])
+    have = min(m.n for m in margins)
+    row |= {"pilot_n": have, "margins": len(margins), "weakest_mean": weakest.mean,
+            "weakest_sd": weakest.sd, "smallest_effect": claim.smallest_effect}
+    if claim.smallest_effect is None:
+        return {**row, "family": IN_FAMILY,
+                "registered": f"n = {MIN_REPLICATES} (no smallest effect stated: the rule "
+                              "cannot be planned at one)"}
+    effect = at_effect(margins, claim.smallest_effect)
+    at_budget = power_at(effect, budget, claim.combine, claim.delta)
+    row["power_at_budget"] = round(at_budget.decides, 3)
+    if not claim.more_replicates:
+        return {**row, "n_needed": math.nan, "expected_verdict": _likely(at_budget),
+                "registered": f"n = {have} {claim.replicates} (cannot grow; power "
+                              f"{at_budget.decides:.2f})",
+                "family": family_label(have, at_budget.decides)}
+    found = replicates_for_power(effect, claim.combine, claim.delta, least=MIN_REPLICATES,
+                                 most=N_MAX)
+    if found is None:
+        return {**row, "n_needed": math.nan, "expected_verdict": "within noise",
+                "registered": f"not run at this scale (more than {N_MAX} {claim.replicates} "
+                              "at its smallest effect)",
+                "family": "not run at this scale"}
+    row |= {"n_needed": found.n, "expected_verdict": _likely(found)}
+    if found.n > budget:
+        return {**row, "registered": f"not run at this scale (needs n = {found.n})",
+                "family": "not run at this scale"}
+    return {**row, "registered": f"n = {found.n}",
+            "family": family_label(found.n, found.decides)}
 
 
 def analyse(study: str):
     import pandas as pd
 
     from memlib import STUDIES as NOTEBOOKS
-    from memlib import studies
-    from memlib.claims.power import power_at, replicates_for_power
-    from memlib.claims.rules import MIN_REPLICATES, _decisive
+    from memlib import paths, studies
+    from memlib.claims.register import CLAIMS_TABLE, read_results
+    from memlib.claims.rules import MIN_REPLICATES
     from memlib.claims.values import read_values
 
     values = read_values(study)
     if values is None:
         sys.exit(f"power.py: no claims_values.json for {NOTEBOOKS[study]} under "
                  f"{os.environ.get('MEMLIB_FIGURES')}: run `make figures` there first")
+    claims = {c.id: c for c in studies.study_claims(study)}
     rows = []
-    for claim in studies.study_claims(study):
-        value = values.get(claim.id)
+    # a row the pilot's table holds without a stored value was not run at this scale there;
+    # one it lacks is new since the pilot
+    table = paths.figures_dir(NOTEBOOKS[study]) / f"{CLAIMS_TABLE}.csv"
+    judged = set(read_results(table)["id"]) if table.exists() else set()
+    for claim in claims.values():
         row = {"rule": claim.id, "unit": claim.replicates, "delta": claim.delta}
-        failed = next((name for name, test in claim.preconditions
-                       if value is not None and not test(value)), None)
-        margins = [] if value is None or failed else [
-            m for m in _decisive(claim, value) if m.n >= 2 and m.se > 0]
-        if value is None:
-            rows.append({**row, "registered": "not run at this scale in the pilot: no n planned"})
+        stand_in = STAND_INS.get(study, {}).get(claim.id)
+        if claim.id not in values and stand_in is not None:
+            other, why = stand_in
+            value = values.get(other)
+            margins = [] if value is None else _margins(claims[other], value)
+            row["spread_from"] = f"{other}: {why}"
+            if not margins:
+                rows.append({**row, "family": IN_FAMILY, "registered":
+                             f"its stand-in {other} has no spread in the pilot: no n planned"})
+                continue
+            budget = min(m.n for m in margins) + EXTRA_SEEDS[study]
+            rows.append(plan(claim, margins, budget, {**row, "precondition": "stand-in"}))
             continue
+        if claim.id not in values and claim.id not in judged:
+            rows.append({**row, "family": IN_FAMILY, "registered": "no pilot value and no "
+                         "stand-in (STAND_INS): no n planned"})
+            continue
+        value = values.get(claim.id)
+        if value is None:
+            rows.append({**row, "family": "not run at this scale",
+                         "registered": "not run at this scale in the pilot: no n planned"})
+            continue
+        failed = next((name for name, test in claim.preconditions if not test(value)), None)
         if failed:
-            rows.append({**row, "precondition": f"failed: {failed}",
+            rows.append({**row, "precondition": f"failed: {failed}", "family": IN_FAMILY,
                          "registered": f"n = {MIN_REPLICATES} (precondition failed in the pilot)"})
             continue
+        margins = _margins(claim, value)
         if not margins:
-            rows.append({**row, "precondition": "held",
+            rows.append({**row, "precondition": "held", "family": IN_FAMILY,
                          "registered": "no spread in the pilot: no n planned"})
             continue
-        weakest = min(margins, key=lambda m: abs(m.statistic[0]) / m.statistic[1])
         have = min(m.n for m in margins)
         budget = have + EXTRA_SEEDS[study] if claim.more_replicates else have
-        at_budget = power_at(margins, budget, claim.combine, claim.delta)
-        row |= {"pilot_n": have, "precondition": "held", "margins": len(margins),
-                "weakest_mean": weakest.mean, "weakest_sd": weakest.sd,
-                "power_at_budget": round(at_budget.decides, 3)}
-        if not claim.more_replicates:
-            likely = max(("holds", at_budget.holds), ("does not hold", at_budget.fails),
-                         ("no effect as large as δ", at_budget.equivalent), key=lambda v: v[1])
-            rows.append({**row, "n_needed": math.nan, "expected_verdict": likely[0],
-                         "registered": f"n = {have} {claim.replicates} (cannot grow; power "
-                                       f"{at_budget.decides:.2f})"})
-            continue
-        found = replicates_for_power(margins, claim.combine, claim.delta,
-                                     least=MIN_REPLICATES, most=N_MAX)
-        if found is None:
-            rows.append({**row, "n_needed": math.nan, "expected_verdict": "within noise",
-                         "registered": f"not run at this scale (sits on its threshold: more "
-                                       f"than {N_MAX} {claim.replicates})"})
-            continue
-        likely = max(("holds", found.holds), ("does not hold", found.fails),
-                     ("no effect as large as δ", found.equivalent), key=lambda v: v[1])
-        registered = (f"n = {found.n}" if found.n <= budget else
-                      f"not run at this scale (needs n = {found.n})")
-        rows.append({**row, "n_needed": found.n, "expected_verdict": likely[0],
-                     "registered": registered})
+        rows.append(plan(claim, margins, budget, {**row, "precondition": "held"}))
     return pd.DataFrame(rows)
 
 
 def main(argv: list[str]) -> int:
-    if not argv or not Path(argv[0]).is_dir():
-        print("usage: python pilots/power.py PILOT_FIGURES (the MEMLIB_FIGURES folder of a "
-              "pilot `make figures` run)", file=sys.stderr)
+    figures = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / "figures"
+    chosen = tuple(argv[1:]) or ALL_STUDIES
+    unknown = [s for s in chosen if s not in ALL_STUDIES]
+    if not figures.is_dir() or unknown:
+        print("usage: python pilots/power.py [PILOT_FIGURES [STUDY ...]]: PILOT_FIGURES the "
+              "MEMLIB_FIGURES folder of a pilot `make figures` run (default: the committed "
+              f"figures/), STUDY among {', '.join(ALL_STUDIES)}", file=sys.stderr)
         return 2
-    os.environ["MEMLIB_FIGURES"] = str(Path(argv[0]).resolve())
+    os.environ["MEMLIB_FIGURES"] = str(figures.resolve())
     from memlib import STUDIES as NOTEBOOKS
 
-    for study in STUDIES:
+    for study in chosen:
         table = analyse(study)
         out = HERE / f"{NOTEBOOKS[study]}_power_run.csv"
         table.to_csv(out, index=False, float_format="%.4g")
         print(f"{out.name}:")
-        print(table[["rule", "pilot_n", "power_at_budget", "n_needed", "expected_verdict",
-                     "registered"]].to_string(index=False))
+        shown = [c for c in ("rule", "pilot_n", "smallest_effect", "power_at_budget",
+                             "n_needed", "registered", "family") if c in table]
+        print(table[shown].to_string(index=False))
     return 0
 
 

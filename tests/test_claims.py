@@ -242,9 +242,10 @@ def test_p_and_interval_agree_for_correlations_over_few_units():
     e = correlation(0.5, 10, z_se=0.3)
     z = math.atanh(0.5)
     assert e.interval[1] == pytest.approx(math.tanh(z + t.ppf(0.975, 9) * 0.3))
-    # Fisher's 1/√(n - 3) takes t(n - 3)
+    # without a bootstrap, Student's exact test of no correlation: t on r with n - 2 df
     e = correlation(0.5, 10)
-    assert e.interval[0] == pytest.approx(math.tanh(z - t.ppf(0.975, 7) / math.sqrt(7)))
+    r_t = 0.5 * math.sqrt(8) / math.sqrt(1 - 0.25)
+    assert two_sided_p(margin(e, 0)) == pytest.approx(2 * t.sf(r_t, 8))
 
 
 # a directional rule with a smallest effect of interest of 1.5 points

@@ -26,9 +26,12 @@ its measured value. A verdict is decided in this order, the same for every study
 
 Every row that was tested (3-6) carries the two-sided p of the test that decides or would
 decide it, on the scale of its interval (p < 0.05 exactly when the interval decides; for an
-equivalence, the larger p of its two one-sided tests). Holm's family is every tested row of
-the study (decided or within noise; not a failed precondition or a row not run); beside each
-verdict, its Holm-adjusted p and the verdict after the adjustment.
+equivalence, the larger p of its two one-sided tests). Holm's family is fixed when the
+study's seeds are registered (every rule registered at this scale but those its planned n
+cannot decide; a member that fails a precondition counts as p = 1); a register without one
+takes every tested row of the study (decided or within noise; not a failed precondition or a
+row not run). Beside each verdict, its Holm-adjusted p and the verdict after the
+adjustment; the report adds the adjustment over every study's family together.
 
 Four modules: `stats` (Estimates, intervals, p-values, Holm), `rules` (Claim, verdicts,
 fingerprints), `register` (the register and its check) and `report` (CLAIMS.md). This

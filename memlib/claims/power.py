@@ -24,6 +24,10 @@ from memlib.claims.stats import EQUIVALENCE_LEVEL, LEVEL, Estimate, fisher_z
 
 DRAWS = 4000
 TARGET = 0.80  # the power every registered n is chosen for
+# below this chance of a decision at its planned n, at its smallest effect, a rule cannot be
+# decided and leaves Holm's family (it would only dilute the others' adjustment)
+DECIDABLE = 0.50
+IN_FAMILY = "in"  # `family_label` of a rule Holm's family keeps (pilots/power.py's column)
 
 
 @dataclass(frozen=True)
@@ -96,3 +100,28 @@ def replicates_for_power(margins: Sequence[Estimate], combine: str = "all",
         if found.decides >= target:
             return found
     return None
+
+
+def at_effect(margins: Sequence[Estimate], effect: float) -> list[Estimate]:
+    """Each margin with its true effect at `effect` (in the margins' unit: the smallest
+    effect a rule states) and the pilot's per-replicate spread and replicates. A
+    correlation's margin, tested on Fisher's z scale, moves its z centre by the pilot's own
+    ratio of z to ρ (the slope of atanh over its span; 1 at a margin of zero, atanh's slope
+    at zero), so its spread on that scale stays the pilot's."""
+    moved = []
+    for m in margins:
+        if m.test is None:
+            moved.append(Estimate(effect, m.se, m.n))
+            continue
+        centre, se, df = m.test
+        slope = centre / m.mean if m.mean and not math.isnan(m.mean) else 1.0
+        moved.append(Estimate(effect, m.se, m.n, None, (effect * slope, se, df)))
+    return moved
+
+
+def family_label(n: int, power: float) -> str:
+    """"in" for a rule its planned n decides with at least DECIDABLE chance at its smallest
+    effect, else why it leaves Holm's family: "cannot be decided at n = 10: power 32%"."""
+    if power >= DECIDABLE:
+        return IN_FAMILY
+    return f"cannot be decided at n = {n}: power {power:.0%}"

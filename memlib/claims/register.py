@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -37,6 +38,7 @@ from pathlib import Path
 import pandas as pd
 
 from memlib import DEFAULT_SCALE, STUDIES, paths
+from memlib.claims.power import IN_FAMILY
 from memlib.claims.rules import Claim
 from memlib.claims.values import DamagedFileError, write_values
 from memlib.config import SEED_MAX
@@ -264,7 +266,8 @@ def _write_register(study: str, data: Mapping) -> None:
     import yaml
 
     ordered = {k: data[k] for k in ("seeds", "pilot_seeds", "seeds_registered",
-                                    "seeds_replication", "planned_n", "earlier_runs", "claims")
+                                    "seeds_replication", "planned_n", "family",
+                                    "outside_family", "earlier_runs", "claims")
                if k in data}
     ordered = {**ordered, **{k: v for k, v in data.items() if k != HEAD}}
     ordered[HEAD] = head_hash(ordered)
@@ -441,7 +444,8 @@ def judged_versions(study: str, data: Mapping | None = None) -> dict[tuple[str, 
 
 
 def new_confirmatory_run(study: str, seeds: Sequence[int], reason: str, today: str,
-                         claims: Sequence[Claim] = (), replication: bool = False) -> Path:
+                         claims: Sequence[Claim] = (), replication: bool = False,
+                         power: Mapping[str, str] | None = None) -> Path:
     """Replace the study's confirmatory seeds by fresh `seeds` for a new confirmatory run
     (the recipe changed, or the run was found unsound), keeping the replaced run visible:
     its verdicts and values (figures/<notebook>/claims.csv at the default scale) are frozen
@@ -450,7 +454,9 @@ def new_confirmatory_run(study: str, seeds: Sequence[int], reason: str, today: s
     earlier run, the pilot or anything in the seed ledger, and, unless `replication`, when
     one of `claims` (the current rules) is a registered version some confirmatory run has
     already judged: running unchanged rules again and keeping the newest run is optional
-    stopping. Returns the frozen file."""
+    stopping. With the seeds it records Holm's family (`family_of`: every one of `claims`
+    but those `power`, the power analysis's reasons, leaves out) and each rule's n. Returns
+    the frozen file."""
     reason = check_reason(reason)
     data = read_register(study)
     _intact(study, data)
@@ -487,7 +493,8 @@ def new_confirmatory_run(study: str, seeds: Sequence[int], reason: str, today: s
     run = {"seeds": old, "replaced": today, "reason": reason,
            "verdicts": frozen.relative_to(paths.repo_root()).as_posix()}
     for key, field in (("seeds_registered", "registered"), ("seeds_replication", "replication"),
-                       ("planned_n", "planned_n")):
+                       ("planned_n", "planned_n"), ("family", "family"),
+                       ("outside_family", "outside_family")):
         if key in data:
             run[field] = data.pop(key)
     _append(data, "earlier_runs", run)
@@ -496,6 +503,10 @@ def new_confirmatory_run(study: str, seeds: Sequence[int], reason: str, today: s
     planned = {c.id: c.confirmatory_n for c in claims if c.confirmatory_n is not None}
     if planned:  # each rule's n from its power analysis, registered with the seeds
         data["planned_n"] = planned
+    if claims:  # Holm's family, fixed before the run (`family_of`)
+        data["family"], outside = family_of(claims, power or {})
+        if outside:
+            data["outside_family"] = outside
     if replication:
         data["seeds_replication"] = True
     _write_register(study, data)
@@ -649,10 +660,84 @@ def check(table: pd.DataFrame, study: str, code: Mapping[str, str] | None = None
     return out
 
 
+POWER_RUN = "{notebook}_power_run.csv"  # pilots/: each rule's n and power, by pilots/power.py
+
+
+def planned_power(study: str) -> dict[str, str]:
+    """claim id -> why the power analysis leaves it out of Holm's family ("cannot be decided
+    at n = 10: power 32%", "not run at this scale"), from its `family` column
+    (pilots/<notebook>_power_run.csv, written by pilots/power.py); empty without that file
+    or column: then every rule stays in."""
+    path = paths.repo_root() / "pilots" / POWER_RUN.format(notebook=STUDIES.get(study, study))
+    if not path.exists():
+        return {}
+    table = pd.read_csv(path, keep_default_na=False, encoding="utf-8", dtype=str)
+    if not {"rule", "family"} <= set(table):
+        return {}
+    return {r: f for r, f in zip(table["rule"], table["family"], strict=True)
+            if f.strip() and f.strip() != IN_FAMILY}
+
+
+def family_of(claims: Sequence[Claim], left_out: Mapping[str, str]
+              ) -> tuple[list[str], dict[str, str]]:
+    """Holm's family fixed at registration: the ids of every rule the study registers at
+    this scale but those the power analysis leaves out (claim id -> why: it cannot be decided
+    at its planned n, power below half at its smallest effect, or it does not run here), and
+    those left out with their reason. A row in the family stays in it whatever its run
+    gives: one that fails a precondition counts as p = 1."""
+    outside = {c.id: str(left_out[c.id]) for c in claims if c.id in left_out}
+    return [c.id for c in claims if c.id not in outside], outside
+
+
+def _p(text: str) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def with_family(table: pd.DataFrame, data: Mapping, p: Sequence[float] | None = None
+                ) -> pd.DataFrame:
+    """The table's Holm columns over the family its register fixed (`family_of`): `p_holm`
+    and `holm` over every row of the family (one without a p, and a registered member the
+    table lacks, as p = 1), and for a row left out of it, `holm` saying why ("outside the
+    family: cannot be decided at n = 10: power 32%") and no `p_holm`. `p`: the rows'
+    unrounded p (else the table's, as printed). A register that records no family leaves
+    the table as it is (every tested row its family, as `evaluate` computed)."""
+    from memlib.claims.rules import holm_adjusted, holm_verdicts
+
+    family = data.get("family")
+    if family is None or not len(table):
+        return table
+    table = table.copy()
+    p = [_p(q) for q in table["p"]] if p is None else list(p)
+    members = [i in family for i in table["id"]]
+    absent = len(set(family) - set(table["id"]))
+    adjusted = holm_adjusted(p, members, absent)
+    table["p_holm"] = ["" if math.isnan(q) or math.isnan(own) else f"{q:.3g}"
+                       for q, own in zip(adjusted, p, strict=True)]
+    holm = holm_verdicts(list(table["verdict"]), p, members, absent)
+    outside = data.get("outside_family") or {}
+    table["holm"] = [h if inside else f"{OUTSIDE}: {outside.get(i, UNPLANNED)}"
+                     for h, inside, i in zip(holm, members, table["id"], strict=True)]
+    return table
+
+
+OUTSIDE = "outside the family"
+UNPLANNED = "registered after the family was fixed"
+
+
 def write(table: pd.DataFrame, study: str, scale: str = DEFAULT_SCALE) -> None:
     """claims.csv (and .md, its long cells folded) with each row's registered version, and
     beside it each row's measured value as `evaluate` kept it (claims_values.json), which
-    `register --moved` evaluates the old and the new rules on."""
+    `register --moved` evaluates the old and the new rules on. Where the register fixed
+    Holm's family (at the default scale), the table's Holm columns are recomputed over it
+    (`with_family`), in `table` too, so the notebook shows what the file holds."""
+    if scale == DEFAULT_SCALE:
+        data = read_register(study, missing_ok=True)
+        if data.get("family") is not None:
+            fixed = with_family(table, data, table.attrs.get("p"))
+            table["p_holm"], table["holm"] = fixed["p_holm"], fixed["holm"]
     measured = table.attrs.get("measured")
     save_table(with_versions(table, study), CLAIMS_TABLE, study, scale, readable=True)
     if measured is not None:

@@ -78,9 +78,54 @@ def tested_rows(table: pd.DataFrame) -> int:
     return int(((p != "") & (p != "n/a")).sum() + ((p == "n/a") & _by_interval(table)).sum())
 
 
-def kept_by_holm(table: pd.DataFrame) -> int:
-    """How many of the rows an interval decided stay decided after Holm's adjustment."""
-    return int((_by_interval(table) & _by_interval(table, "holm")).sum()) if len(table) else 0
+def kept_by_holm(table: pd.DataFrame, column: str = "holm") -> int:
+    """How many of the rows an interval decided stay decided after Holm's adjustment (the
+    study's, or the report's with `column` "holm_report")."""
+    return int((_by_interval(table) & _by_interval(table, column)).sum()) if len(table) else 0
+
+
+def _printed_p(table: pd.DataFrame) -> list[float]:
+    """Each row's p as the table prints it (nan where it has none)."""
+    out = []
+    for text in table["p"].astype(str):
+        try:
+            out.append(float(text))
+        except ValueError:
+            out.append(float("nan"))
+    return out
+
+
+def report_holm(tables: Sequence[pd.DataFrame], registers: Sequence[Mapping]
+                ) -> tuple[list[pd.DataFrame], int]:
+    """Holm's adjustment over the whole report: every study's family together (the family
+    its register fixed, a member without a p and one its table lacks as p = 1; else every
+    row it tested), on the p as each table prints them, so that a reader recomputes it from
+    the tables. Each table gains `p_holm_report` and `holm_report` (a row outside every
+    family: its `holm`); returns them with the family's size."""
+    from memlib.claims.rules import holm_adjusted, holm_verdicts
+
+    p, members, absent = [], [], 0
+    for table, reg in zip(tables, registers, strict=True):
+        own = _printed_p(table)
+        family = reg.get("family")
+        p += own
+        members += ([i in family for i in table["id"]] if family is not None
+                    else [q == q for q in own])  # q == q: not nan
+        absent += len(set(family) - set(table["id"])) if family is not None else 0
+    verdicts = [v for table in tables for v in table["verdict"]]
+    adjusted = holm_adjusted(p, members, absent)
+    after = holm_verdicts(verdicts, p, members, absent)
+    out, start = [], 0
+    for table in tables:
+        stop = start + len(table)
+        table = table.copy()
+        table["p_holm_report"] = ["" if q != q or own != own else f"{q:.3g}" for q, own
+                                  in zip(adjusted[start:stop], p[start:stop], strict=True)]
+        table["holm_report"] = [a if inside else h for a, inside, h in zip(
+            after[start:stop], members[start:stop], table["holm"], strict=True)]
+        out.append(table)
+        start = stop
+    return out, sum(members) + absent
 
 
 def pilot_verdicts(study: str) -> dict[str, str]:
@@ -241,8 +286,10 @@ def _p_cell(row) -> str:
     p, adjusted = escaped(getattr(row, "p", "")), escaped(getattr(row, "p_holm", ""))
     if p in ("", "n/a"):
         return "—"
-    return f"{p} (Holm {adjusted})" if adjusted and adjusted != NOT_COMPUTED else \
-        f"{p} (Holm {NOT_COMPUTED})"
+    report = escaped(getattr(row, "p_holm_report", ""))
+    report = f"; report {report}" if report else ""
+    return f"{p} (Holm {adjusted}{report})" if adjusted and adjusted != NOT_COMPUTED else \
+        f"{p} (Holm {NOT_COMPUTED}{report})"
 
 
 def _section(study: str, table: pd.DataFrame, scale: str) -> str:
@@ -250,8 +297,9 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
     # the register speaks of the default scale's confirmatory run only
     reg = read_register(study) if scale == DEFAULT_SCALE else {}
     notebook = STUDIES.get(study, study)
-    lines = ["| verdict | within study (Holm) | claim | paper | ours | p (Holm-adjusted) | "
-             "note | earlier rounds, each by its own rule |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| verdict | within study (Holm) | claim | paper | ours | p (Holm-adjusted: within "
+             "study; over the report) | note | earlier rounds, each by its own rule |",
+             "|---|---|---|---|---|---|---|---|"]
     rounds = round_verdicts(reg)
     for row in table.itertuples():
         ours = _cell(row.headline)
@@ -416,7 +464,7 @@ def _read(csv) -> pd.DataFrame:
 def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) -> str:
     """Write CLAIMS.md from every study's claims.csv at `scale`; return its text. `code`
     (study -> {claim id: fingerprint}) adds the code's fingerprints to the register check."""
-    sections, tables = [], []
+    shown, tables, regs = [], [], []
     # every register intact and extending its anchor in the report, before anything is read
     # (a study without results yet needs none)
     anchors, registers = recorded_anchors(), {}
@@ -429,7 +477,7 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
         csv = paths.figures_dir(study, scale) / f"{CLAIMS_TABLE}.csv"
         if not csv.exists():
             _require_table(csv)
-            sections.append(f"## {study}\n\nNo results yet: run `make figures SCALE={scale}`.\n")
+            shown.append((key, study, None))
             continue
         found = code(key) if code else None
         table = _read(csv)
@@ -441,15 +489,27 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
         table["judged_by_run"] = judged_by_run(table, reg)
         table["counted"] = [j or v for j, v in zip(table["judged_by_run"], table["verdict"],
                                                     strict=True)]
-        if seeds:
+        if seeds:  # the last run, shown as it was judged: in no family of this report
             waiting[study] = seeds
-            sections.append(f"## {study}\n\n{pending_notice(key, reg)}"
-                            f"{_section(key, table, scale)}")
+            table["p_holm_report"], table["holm_report"] = "", table["holm"]
+            shown.append((key, study, table))
             continue
         tables.append(table)
-        sections.append(f"## {study}\n\n{_section(key, table, scale)}")
+        regs.append(reg)
+        shown.append((key, study, len(tables) - 1))
+    tables, report_family = report_holm(tables, regs)
+
+    def section(key: str, study: str, at: int | pd.DataFrame | None) -> str:
+        if at is None:
+            return f"## {study}\n\nNo results yet: run `make figures SCALE={scale}`.\n"
+        if isinstance(at, pd.DataFrame):
+            return (f"## {study}\n\n{pending_notice(key, read_register(key))}"
+                    f"{_section(key, at, scale)}")
+        return f"## {study}\n\n{_section(key, tables[at], scale)}"
+
+    sections = [section(key, study, at) for key, study, at in shown]
     everything = pd.concat(tables) if tables else pd.DataFrame(
-        columns=["verdict", "scope", "p", "holm"])
+        columns=["verdict", "scope", "p", "holm", "holm_report"])
     papers = everything[everything["scope"] == "paper"]
     ours = everything[everything["scope"] != "paper"]
     decided = decided_by_interval(everything)
@@ -465,6 +525,7 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
             + ". Their sections show the last run, under the rules registered before it, and "
             "count in no total above.")
     holm_kept = kept_by_holm(everything)
+    report_kept = kept_by_holm(everything, "holm_report")
     text = (
         f"# Claims report ({scale} scale)\n\n"
         "Generated by `make figures` from the notebooks' runs; do not edit by hand. Each row "
@@ -490,15 +551,21 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
         "threshold*), or that its unit (a dataset's classes) cannot grow. Each tested row "
         "shows the two-sided p of the test that decides it, on its interval's scale (below "
         f"{P_LEVEL:g} exactly when the interval decides), and beside it Holm's adjusted p over "
-        "its study's family: every row the study tested, decided or within noise. A row "
+        "its study's family (the rows its register fixed before the run, where it records "
+        "them: a row in it that fails a precondition counts as p = 1, and a row the power "
+        "analysis found it cannot decide at its planned n is left out and says so; else "
+        "every row the study tested, decided or within noise), then Holm's adjusted p over "
+        "the whole report, every study's family together. A row "
         "relabelled after the run that judged it is counted under that run's verdict, the new "
         "label beside.\n\n"
         + "\n".join(summary_lines) + "\n\n"
         f"{tested} rows were tested and {decided} of them decided; if none of the effects "
         f"existed, about {chance:.1f} of the tested rows would still read *holds* by chance "
         f"alone (each interval errs in that direction {ALPHA:.1%} of the time). Holm's "
-        "adjustment over every tested row of each study, which holds the chance of any wrong "
-        f"decision to {P_LEVEL:.0%} per study, keeps {holm_kept} of them decided.\n\n"
+        "adjustment over each study's family, which holds the chance of any wrong "
+        f"decision to {P_LEVEL:.0%} per study, keeps {holm_kept} of them decided; over the "
+        f"whole report ({report_family} rows in its family), which holds it to "
+        f"{P_LEVEL:.0%} for every claim at once, {report_kept}.\n\n"
         + "\n".join(sections)
         + anchors_block(registers)
     )

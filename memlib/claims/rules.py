@@ -297,14 +297,35 @@ def describe(value: Any) -> str:
 
 
 def headline(claim: Claim, value: Any) -> str:
-    """The one number shown first, with its unit."""
+    """The one number shown first, with its unit: the study's headline, else the Estimate
+    whose margin gives the row its p (`deciding_estimate`), else the value's first. A
+    deciding Estimate other than the first is named by where it sits in the value and shown
+    without the unit, which the rule states for its first measure."""
     if value is None:
         return ""
-    shown = claim.headline(value) if claim.headline else next(iter(estimates(value)), None)
+    found = estimates(value)
+    shown = claim.headline(value) if claim.headline else (
+        (deciding_estimate(claim, value) if claim.margins else None)
+        or next(iter(found), None))
     if shown is None:
         return ""
     text = describe(shown)
+    if claim.headline is None and found and shown is not found[0] and shown != found[0]:
+        return f"{_place(value, shown)}: {text}"
     return f"{text} {claim.unit}".strip() if claim.unit else text
+
+
+def _place(value: Any, target: Estimate, path: str = "") -> str:
+    """Where `target` sits in `value` ("enrichment", "mlp.rise"); "" if it does not."""
+    if value is target:
+        return path
+    items = (value.items() if isinstance(value, Mapping) else
+             enumerate(value) if isinstance(value, (list, tuple)) else ())
+    for key, inner in items:
+        found = _place(inner, target, f"{path}.{key}" if path else str(key))
+        if found:
+            return found
+    return ""
 
 
 def _decisive(claim: Claim, value: Any) -> list[Estimate]:
@@ -367,6 +388,20 @@ def replicates_note(claim: Claim, value: Any) -> str:
             f"(n={have})")
 
 
+def _deciding(claim: Claim, value: Any, held: bool) -> tuple[float, Estimate] | None:
+    """The p and the margin of the test that decides (or would decide) the rule in the
+    direction `held` (`p_of`); None when no margin lies on the deciding side."""
+    found = _decisive(claim, value)
+    if claim.margins is None:
+        scored, pick = [(two_sided_p(e, e.mean >= 0), e) for e in found], max
+    elif held == (claim.combine == "all"):  # every margin had to clear
+        scored, pick = [(two_sided_p(m, held), m) for m in found], max
+    else:
+        scored = [(two_sided_p(m, held), m) for m in found if (m.mean > 0) == held]
+        pick = min
+    return pick(scored, key=lambda pair: pair[0]) if scored else None
+
+
 def p_of(claim: Claim, value: Any, held: bool) -> float:
     """Two-sided p-value of the test that decides (or would decide) the rule in the direction
     `held`, on the scale of its interval, so that p < P_LEVEL exactly when that interval
@@ -375,26 +410,53 @@ def p_of(claim: Claim, value: Any, held: bool) -> float:
     the smallest of the margins on the deciding side (one settles it). A rule without
     margins tests every Estimate in its value (each in the direction of its sign): the
     largest. nan when no margin lies on the deciding side (settled by a test outside them)."""
-    found = _decisive(claim, value)
-    if claim.margins is None:
-        return max((two_sided_p(e, e.mean >= 0) for e in found), default=math.nan)
-    if held == (claim.combine == "all"):  # every margin had to clear
-        return max((two_sided_p(m, held) for m in found), default=math.nan)
-    return min((two_sided_p(m, held) for m in found if (m.mean > 0) == held),
-               default=math.nan)
+    found = _deciding(claim, value, held)
+    return math.nan if found is None else found[0]
+
+
+def deciding_margin(claim: Claim, value: Any) -> Estimate | None:
+    """The margin whose test gives the row its p (`judge`'s: the interval's test, or the two
+    one-sided tests of an equivalence); None for a row without a p (not run, a failed
+    precondition) or whose p no single margin gives."""
+    judged = judge(claim, value)
+    if math.isnan(judged.p):
+        return None
+    for found in (_deciding(claim, value, bool(claim.holds(value))),
+                  _equivalent(claim, value)):
+        if found is not None and found[0] == judged.p:
+            return found[1]
+    return None
+
+
+def deciding_estimate(claim: Claim, value: Any) -> Estimate | None:
+    """The Estimate of the value whose margin gives the row its p (`deciding_margin`): a
+    margin keeps its Estimate's spread and replicates (`margin`), which find it; None where
+    none matches."""
+    m = deciding_margin(claim, value)
+    if m is None:
+        return None
+    return next((e for e in estimates(value) if e.n == m.n
+                 and (e.se == m.se or (math.isnan(e.se) and math.isnan(m.se)))), None)
+
+
+def _equivalent(claim: Claim, value: Any) -> tuple[float, Estimate] | None:
+    """The p and the margin of the two one-sided tests that decide an equivalence
+    (`equivalence_of`); None for a rule without δ or without a test."""
+    if claim.delta is None:
+        return None
+    scored = [(q, m) for m in _decisive(claim, value)
+              for q in (equivalence_p(m, claim.delta),) if not math.isnan(q)]
+    if not scored:
+        return None
+    return (max if claim.combine == "any" else min)(scored, key=lambda pair: pair[0])
 
 
 def equivalence_of(claim: Claim, value: Any) -> float:
     """The p of the two one-sided tests that the rule's margins lie inside ±δ, the larger
     over every margin for "some test passes" (each must), the smaller for "every test
     passes" (one suffices); nan for a rule without δ."""
-    if claim.delta is None:
-        return math.nan
-    ps = [q for q in (equivalence_p(m, claim.delta) for m in _decisive(claim, value))
-          if not math.isnan(q)]
-    if not ps:
-        return math.nan
-    return max(ps) if claim.combine == "any" else min(ps)
+    found = _equivalent(claim, value)
+    return math.nan if found is None else found[0]
 
 
 def delta_size(claim: Claim) -> str:
@@ -471,23 +533,30 @@ def verdict(claim: Claim, value: Any) -> str:
     return judge(claim, value).verdict
 
 
-def holm_adjusted(p: Sequence[float]) -> list[float]:
-    """Holm's adjusted p of every row over the study's family: every row with a p, that is
-    every hypothesis the study tested (decided, within noise, or decided by equivalence);
-    nan for the rows not tested (not run, a failed precondition, no interval)."""
-    family = [i for i, q in enumerate(p) if not math.isnan(q)]
+def holm_adjusted(p: Sequence[float], family: Sequence[bool] | None = None,
+                  absent: int = 0) -> list[float]:
+    """Holm's adjusted p of every row over the study's family; nan for the rows outside it.
+    Without `family`, the family is every row with a p, that is every hypothesis the study
+    tested (decided, within noise, or decided by equivalence), and the rows not tested (not
+    run, a failed precondition, no interval) are outside it. `family` (a flag per row) is a
+    family fixed before the run: each row in it counts, one without a p (its precondition
+    failed, it did not run) as p = 1, and so do `absent` rows of the family the table lacks."""
+    members = [i for i, q in enumerate(p)
+               if (not math.isnan(q) if family is None else family[i])]
+    tested = [1.0 if math.isnan(p[i]) else p[i] for i in members]
     out = [math.nan] * len(p)
-    for i, q in zip(family, holm([p[i] for i in family]), strict=True):
+    for i, q in zip(members, holm([*tested, *[1.0] * absent])[:len(members)], strict=True):
         out[i] = q
     return out
 
 
-def holm_verdicts(verdicts: Sequence[str], p: Sequence[float]) -> list[str]:
+def holm_verdicts(verdicts: Sequence[str], p: Sequence[float],
+                  family: Sequence[bool] | None = None, absent: int = 0) -> list[str]:
     """Each verdict after Holm's adjustment over the study's family (`holm_adjusted`): a
     decided row (holds or does not hold, by its interval or by equivalence) whose adjusted p
     is not below P_LEVEL reads within noise; the other rows keep their verdict."""
     out = list(verdicts)
-    for i, q in enumerate(holm_adjusted(p)):
+    for i, q in enumerate(holm_adjusted(p, family, absent)):
         if out[i].split(":")[0] in (HOLDS, FAILS) and not q < P_LEVEL:
             out[i] = WITHIN_NOISE
     return out
@@ -533,6 +602,7 @@ def evaluate(claims: Sequence[Claim], measured: Mapping[str, Any]) -> pd.DataFra
         p = [judge(c, measured.get(c.id)).p for c in claims]
         table["p_holm"] = [("" if math.isnan(q) else f"{q:.3g}") for q in holm_adjusted(p)]
         table["holm"] = holm_verdicts(list(table["verdict"]), p)
+        table.attrs["p"] = p  # unrounded, for a family fixed at registration (`write`)
     table.attrs["measured"] = {c.id: measured[c.id] for c in claims if c.id in measured}
     return table
 

@@ -144,13 +144,38 @@ def some_beyond_noise(margins: Iterable[Estimate]) -> bool:
                               or any(m.beyond_noise and m.mean > 0 for m in margins))
 
 
+# an SE below this fraction of its centre is the rounding of a mean of equal values (five
+# equal floats average to a float a few ulps off), not a spread between replicates
+ROUNDING = 1e-12
+
+
+def without_spread(m: Estimate) -> bool:
+    """The margin's replicates are all equal (an SE of zero, or one at rounding level)."""
+    centre, se, _ = m.statistic
+    return se == 0 or (se > 0 and se <= ROUNDING * abs(centre))
+
+
+def sign_p(n: int, passing: bool, on_passing_side: bool) -> float:
+    """The one-sided exact sign test of n replicates all on one side of zero (`on_passing_side`
+    whether that is the `passing` one): 0.5**n toward that side, 1 against it. No test of
+    their location on n replicates can give less: it is the p of a margin without spread,
+    whose t statistic would be infinite (2 · 0.5**n two-sided, 0.0625 at five)."""
+    return 0.5 ** n if passing == on_passing_side else 1.0
+
+
 def p_value(m: Estimate, passing: bool = True) -> float:
     """One-sided t-test of a margin: the chance of a mean this far on the `passing` side of
-    zero (positive for passing, negative otherwise) if the margin were zero."""
+    zero (positive for passing, negative otherwise) if the margin were zero. A margin without
+    spread (`without_spread`) has no t statistic: its p is the exact sign test's over its n
+    replicates (`sign_p`), never one below what n replicates can give."""
     from scipy.stats import t
 
     centre, se, df = m.statistic
-    if m.n < 2 or df < 1 or not se > 0 or math.isnan(centre):
+    if m.n < 2 or df < 1 or math.isnan(centre) or math.isnan(se):
+        return math.nan
+    if without_spread(m):
+        return 1.0 if centre == 0 else sign_p(m.n, passing, centre > 0)
+    if not se > 0:
         return math.nan
     stat = centre / se
     return float(t.sf(stat if passing else -stat, df))
@@ -170,9 +195,11 @@ def equivalence_p(m: Estimate, delta: float) -> float:
     from scipy.stats import t
 
     centre, se, df = m.statistic
-    if m.n < 2 or df < 1 or not se > 0 or math.isnan(centre) or not delta > 0:
+    if m.n < 2 or df < 1 or not se >= 0 or math.isnan(centre) or not delta > 0:
         return math.nan
     reach = float(fisher_z(delta)) if m.test is not None else delta
+    if without_spread(m):  # each one-sided test is the exact sign test of equal replicates
+        return max(sign_p(m.n, True, centre > -reach), sign_p(m.n, True, centre < reach))
     return float(max(t.sf((centre + reach) / se, df), t.sf((reach - centre) / se, df)))
 
 
@@ -235,21 +262,33 @@ def fisher_z(rho) -> np.ndarray:
     return np.arctanh(np.clip(np.asarray(rho, dtype=float), -0.999999, 0.999999))
 
 
+def exact_z_se(rho: float, n: int) -> float:
+    """The spread on Fisher's z scale at which z / spread is the exact t statistic of a
+    correlation over n independent units, r·√(n - 2)/√(1 - r²) with n - 2 degrees of freedom
+    (Student's test of no correlation, exact for normal data at any n, where Fisher's
+    1/√(n - 3) is a large-sample approximation); 1/√(n - 2), its limit, at r = 0."""
+    r = float(np.clip(rho, -0.999999, 0.999999))
+    if r == 0:
+        return 1 / math.sqrt(n - 2)
+    return float(fisher_z(r)) * math.sqrt(1 - r * r) / (r * math.sqrt(n - 2))
+
+
 def correlation(rho: float, n: int, se: float | None = None,
                 z_se: float | None = None) -> Estimate:
-    """A correlation over n units with its 95% Fisher-z interval, which stays inside [-1, 1]:
-    tanh(atanh(rho) ± q·s) with s the standard error on the z scale: `z_se` when given (a
-    bootstrap's spread of atanh(rho) over resampled units), else Fisher's 1/√(n - 3). q is a
-    Student-t quantile, not a normal one, since n is small (10 classes): t(n - 1) for a
-    bootstrap's s, estimated from n units as the SE of a mean over them is (the bootstrap-t
-    convention), t(n - 3) for Fisher's s, matching the n - 3 its variance is built on; both
-    are wider than the normal quantile. Its p-values use the same statistic, z/s, and the
-    same t (`Estimate.test`). `se`, the standard error of rho itself (shown, and used for the
-    replicates needed), defaults to s·(1 - rho²)."""
+    """A correlation over n units with its 95% interval on Fisher's z scale, which stays
+    inside [-1, 1]: tanh(atanh(rho) ± q·s) with s the spread on the z scale: `z_se` when
+    given (a bootstrap's spread of atanh(rho) over resampled units), with q from t(n - 1),
+    estimated from n units as the SE of a mean over them is (the bootstrap-t convention);
+    else the spread at which z/s is the exact t statistic of no correlation (`exact_z_se`),
+    with q from t(n - 2), so that its p against zero is Student's exact one and the interval
+    excludes zero exactly when that p is below 0.05 (n is small: ten classes, a handful of
+    seeds). Its p-values use the same statistic, z/s, and the same t (`Estimate.test`). `se`,
+    the standard error of rho itself (shown, and used for the replicates needed), defaults
+    to s·(1 - rho²)."""
     if n < 4 or math.isnan(rho):
         return Estimate(rho, math.nan if se is None else se, n)
     bootstrap = z_se is not None and not math.isnan(z_se)
-    s, df = (z_se, n - 1) if bootstrap else (1 / math.sqrt(n - 3), n - 3)
+    s, df = (z_se, n - 1) if bootstrap else (exact_z_se(rho, n), n - 2)
     q = t_quantile(n, LEVEL, df)
     z = float(fisher_z(rho))
     return Estimate(rho, s * (1 - rho ** 2) if se is None else se, n,
