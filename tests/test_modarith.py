@@ -330,6 +330,12 @@ def test_image_order_is_read_in_the_first_epochs(monkeypatch):
                                      for s in (0, 1)]).assign(dataset="mnist"))
     assert evaluate([claim], {claim.id: young})["verdict"].item() == \
         f"precondition failed: {ma.NOISE_FITTED[0]}"
+    # a run that never passes 20% train accuracy has no first-epochs reading
+    stuck = ma.image_lead(pd.concat([history, early_history(2, [(0, 0), (0.1, 0.1)])])
+                          .assign(dataset="mnist"))
+    assert math.isnan(stuck["epoch_at_20pct"]["0.5"])
+    assert evaluate([claim], {claim.id: stuck})["verdict"].item() == \
+        f"precondition failed: {ma.EARLY_PASSES[0]}"
 
 
 def test_multiplication_task_is_addition_of_discrete_logs():

@@ -1077,6 +1077,7 @@ def _ff_without_choice(claim: Claim, quadratic: bool) -> Claim:
     activation (the row keeps its id), or x^2 (a row of its own, id + QUADRATIC). The earlier
     rule took the better of the two by the mean over the seeds it then scored."""
     which = "x^2" if quadratic else "the training activation"
+    named, unchosen = "x^2" if quadratic else "relu", "; no choice between activations"
 
     def ff(v: dict) -> Estimate:
         return v["ff_by_activation"]["quadratic" if quadratic else v["trained_with"]]
@@ -1089,10 +1090,9 @@ def _ff_without_choice(claim: Claim, quadratic: bool) -> Claim:
     return dataclasses.replace(
         claim, id=f"{claim.id}{QUADRATIC}" if quadratic else claim.id,
         measure=claim.measure.replace(
-            "the better of relu and x^2 over the seed mean",
-            f"evaluated with {'x^2' if quadratic else 'relu'}; no choice between them"
+            "the better of relu and x^2 over the seed mean", f"evaluated with {named}{unchosen}"
         ).replace("the better of the training activation and x^2 over the seed mean",
-                  f"evaluated with {which}; no choice between activations"),
+                  f"evaluated with {which}{unchosen}"),
         rule=f"FF-G ({which}) test >= 95% ('near-perfect') and raw test <= 20%, beyond noise",
         **all_of(lambda v: [margin(ff(v), 0.95), margin(v["raw_test"], 0.20, at_least=False)]),
         # fails: this row's activation falls short while the other reads near-perfect
