@@ -753,6 +753,23 @@ come from {seed_words["ran"]}""") + "). What changed:"))
 #   (they read *precondition failed*, which this scale's sweep could never meet on any
 #   number of seeds); the claims report keeps that verdict beside.
 #
+# - Registered after the final confirmatory run was seen, each beside the version that run
+#   judged. `partition-weaker` compares the held-out sub-network with the raw net itself,
+#   the paper's comparator, not with the better of the raw net and chance (under wrong-only
+#   noise the raw net can sit below chance; that gain stays in the row's value). The three
+#   FF rows chose between ReLU and $x^2$ by the mean over the very seeds they scored: each
+#   now reads FF-G with the training activation, and FF-G with $x^2$ is a row of its own
+#   (`ff-recovers-rule-quadratic` and its LeakyReLU and multiplication twins), no choice
+#   made. `swap-helps` drops its precondition of a ReLU net above chance, which left out
+#   the paper's "improves" case (a ReLU net at chance whose swaps gain), and keeps the net
+#   fitting its labels as its manipulation check. `noisy-first-images` is read in the first
+#   epochs, where the paper places the order, with noisy-first's statistic (the accuracy
+#   lead at the first epoch past 20% training accuracy); it presupposes that the runs
+#   memorize their noisy labels later in the budget, not which subset gets there first.
+#   Every row names the instrument it reads and the smallest effect its seeds are to
+#   decide; the paper gives no number for any of these effects, so no row has a margin δ
+#   or an equivalence verdict.
+#
 # Every interval is a 95% Student-t interval over seeds (it was ± 2 SE, which with two
 # seeds is about six times narrower).
 
@@ -769,16 +786,20 @@ display(Markdown(claims_markdown(table)))
 # %% tags=["remove-input"]
 display(Markdown(explanations(table, {
     "noisy-first-images": {"does not hold": (
-        "On {data} the clean labels were fitted first: clean minus noisy epochs to fit half "
-        "of each subset is {epochs_lead.0.05} at α = 0.05 and {epochs_lead.0.2} at α = 0.2 "
-        "(negative: the noisy labels later). The older reading, at the first epoch past 20% "
-        "training accuracy, leans the same way ({lead_at_20pct.0.05} as a fraction at "
-        "α = 0.05). On images the clean labels share their class's look, which a network "
-        "learns first; in modular arithmetic no such shortcut exists.")},
-    "swap-helps": {"precondition failed: the ReLU net generalizes": (
-        "The ReLU net trained at α = 0.2 sits at chance on the test set (test accuracy minus "
-        "chance {relu_minus_chance}, as a fraction), so it has no generalization for a swap "
-        "to preserve. Both swaps score above it ({quadratic_minus_relu} for x², "
-        "{reverse_relu_minus_relu} for reverse ReLU), which the rule's first version counted "
-        "as success.")},
+        "On {data} the clean labels were ahead in the first epochs: noisy minus clean "
+        "accuracy at the first epoch past 20% training accuracy (by epoch "
+        "{epoch_at_20pct.0.05} of {epochs} in every run) is {lead_at_20pct.0.05} at "
+        "α = 0.05 and {lead_at_20pct.0.2} at α = 0.2, as fractions. The epochs to fit half "
+        "of each subset lean the same way ({epochs_lead.0.05} at α = 0.05; negative: the "
+        "noisy labels later). On images the clean labels share their class's look, which a "
+        "network learns first; in modular arithmetic no such shortcut exists.")},
+    "swap-helps": {"holds": (
+        "The ReLU net trained at α = 0.2 sits {relu_minus_chance} (as a fraction) from "
+        "chance on the test set; the swaps change its test accuracy by "
+        "{quadratic_minus_relu} (x²) and {reverse_relu_minus_relu} (reverse ReLU). Near "
+        "chance this is the paper's 'improves' case, above it its 'preserves' case.")},
+    "ff-recovers-rule": {"does not hold": (
+        "FF-G evaluated with the training activation reads {ff_by_activation.relu} on the "
+        "test set; evaluated with x² it reads {ff_by_activation.quadratic}, which its own "
+        "row (ff-recovers-rule-quadratic) judges. Neither is chosen on these seeds.")},
 })))
