@@ -803,6 +803,10 @@ _GAP = (f"0.05 of the peak: a quarter of the {COLLAPSE:g} bar, the least departu
 def _revise(claim: Claim, **changes) -> Claim:
     """`claim` with `changes`, its registered version (every changed field as it was) kept
     beside it in `previous` (`earlier_version`)."""
+    if "caveat" in changes and claim.confirmatory_n is not None:  # the n it was planned with
+        replicates = changes.get("replicates", claim.replicates)
+        changes = {**changes, "caveat": f"{changes['caveat']}; confirmatory n ≥ "
+                                        f"{claim.confirmatory_n} {replicates} ({POWER_SOURCE})"}
     revised = dataclasses.replace(claim, **changes)
     return earlier_version(revised, **{k: getattr(claim, k) for k in changes})
 
@@ -863,7 +867,7 @@ _FIRST_ORDER_V4 = dict(
            "SmallCNN on every confirmatory seed (arch_seeds), about 23 s of compute a run",
     replicates="seeds",
     preset_keys=("attribution_corruption", "arch_models", "arch_seeds", "arch_epochs", "model",
-                 "seeds", "spectrum", *_FIT_KEYS),
+                 "spectrum", *_FIT_KEYS),
     delta_reason="a threshold rule (the paper's CNN figure, Spearman > 0.96): an interval "
                  "wholly below 0.96 reads does not hold, so no margin is needed",
     smallest_effect=0.02, smallest_effect_reason=_SPEARMAN, instrument=FIRST_ORDER)
