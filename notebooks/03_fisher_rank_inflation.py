@@ -49,22 +49,25 @@
 # Here (small scale, 2 CPU cores) we use a 2,000-image Fashion-MNIST subset, an MLP
 # 784-256-64-10 (so $D=650$, rank bound $585$), the seeds under the setup cell below, Adam on
 # standardized inputs (the
-# training split's mean and standard deviation), a 1,000-example scatter set, and one small
-# SmallCNN run at 40% noise. Each run trains until it fits its labels (train accuracy ≥ 99%,
+# training split's mean and standard deviation), a 1,000-example scatter set, and a short
+# SmallCNN run at 40% noise on every seed (the CNN the `first_order` claim is judged on). Each
+# run trains until it fits its labels (train accuracy ≥ 99%,
 # ≥ 95% of the flipped labels, on the scatter set) and 10 epochs more, at most 100 epochs.
 # The full preset (`params/full`) holds the paper's settings. cleanlab's confident learning
 # is not part of the comparison (not installed; it is AGPL). Scores are judged against the
 # true flip mask.
 #
 # **How the claims are judged.** Every claim is measured on each seed's run and read as the
-# mean ± the half-width of its 95% Student-t interval over the confirmatory seeds (two rules,
-# `first_order` and `difficulty_control`, also read the seeds of an attribution arm, sections
+# mean ± the half-width of its 95% Student-t interval over the confirmatory seeds (the values
+# shown beside two rules, the MLP's first-order agreement and the clean run's hardest-decile
+# share, and those rules' earlier versions also read the seeds of an attribution arm, sections
 # 4 and 5; which seeds, under the setup cell below); a verdict
-# whose threshold lies inside that interval is *within noise*. Each rule also names what it
-# presupposes (the noisy labels were fitted, er peaks and then declines, test accuracy
-# degrades); where that fails the verdict is *precondition failed*, never "holds". The
-# rules were registered (`register/03_fisher_rank_inflation.yaml`) after a pilot and before
-# these seeds were run; the claims section says what changed.
+# whose threshold lies inside that interval is *within noise*. No rule of this study has a
+# smallest effect of interest δ (an equivalence verdict): the paper gives no number for one.
+# Each rule also names what it presupposes (the noisy labels were fitted, er peaks and then
+# declines, test accuracy degrades); where that fails the verdict is *precondition failed*,
+# never "holds". The rules were registered (`register/03_fisher_rank_inflation.yaml`) after a
+# pilot and before these seeds were run; the claims section says what changed.
 
 # %% tags=["parameters"]
 # The scale: "smoke", "small" or "full", each its own preset
@@ -189,6 +192,8 @@ noisy_runs = runs_main[runs_main["corruption"] > 0]
 clean_runs = runs_main[runs_main["corruption"] == 0]
 gaps = [collapse_gap(g.sort_values("epoch")["er"])
         for _, g in main[main["corruption"] > 0].groupby(["corruption", "seed"])]
+after_test = noisy_runs["peak_epoch"] - noisy_runs["test_peak_epoch"]
+before_fit = pd.to_numeric(noisy_runs["fit_epoch"], errors="coerce") - noisy_runs["peak_epoch"]
 # The claim's precondition: every noisy run met its declared fit (its fit record).
 collapse_check = ("can be checked here: every noisy run met its declared fit (train accuracy "
                   "≥ 99% with ≥ 95% of its flipped labels) within its epoch budget"
@@ -210,7 +215,10 @@ smaller of the rise from epoch 1 and the fall to the last epoch relative to the 
 run's last epoch ({span(noisy_runs["epochs_trained"], 0)}; {stopping})
 {pct_span(noisy_runs["noisy_fit_last"])} (the table above, columns `noisy_fit_at_peak`,
 `noisy_fit_last`, `fit_epoch` and `epochs_trained`). The paper's "collapse once the noise is
-fitted" {collapse_check}.
+fitted" {collapse_check}. Where the peak falls: {span(after_test, 0)} epochs after the epoch
+of best test accuracy and {span(before_fit, 0)} epochs before the declared fit of the noisy
+labels (the `peak_at_turn` claim: between learning the structure and having memorised the
+noise).
 """))
 
 # %% [markdown]
@@ -335,21 +343,23 @@ rho_first = summary[(summary["model"] == config.model)
 arm_runs = results["arm_summary"]
 rho_arm = arm_runs[arm_runs["corruption"] == config.attribution_corruption][
     "spearman_exact_first"] if len(arm_runs) else pd.Series(dtype=float)
+rho_cnn = summary[summary["model"].isin(["smallcnn", "resnet18"])
+                  & (summary["corruption"] == config.attribution_corruption)][
+    "spearman_exact_first"]
 side = ("below" if below > 0.5 else "above")
 
 
-def arm_phrase(rule: str, reads: str) -> str:
-    """Which seeds the claim `rule` reads (it reads `reads`), and why an attribution arm, where
-    one ran."""
+def arm_phrase(what: str, reads: str) -> str:
+    """Which seeds `what` (a value shown beside a claim) reads (`reads` of each), and what the
+    attribution arm is, where one ran."""
     if not config.attribution_seeds:
-        return f"The `{rule}` claim reads the {len(config.seeds)} seeds."
-    return (f"The `{rule}` claim reads {reads} of these {len(config.seeds)} seeds and of the "
+        return f"{what} reads the {len(config.seeds)} seeds."
+    return (f"{what} reads {reads} of these {len(config.seeds)} seeds and of the "
             f"{len(config.attribution_seeds)} seeds of an attribution arm "
-            f"({len(config.seeds) + len(config.attribution_seeds)} in all): its seed-to-seed "
-            f"spread is too wide for {len(config.seeds)} seeds to decide it, so the arm's seeds "
-            f"run only the clean run and the run at {config.attribution_corruption:.0%} noise, "
-            "the two levels `first_order` and `difficulty_control` read, and nothing else "
-            "reads them.")
+            f"({len(config.seeds) + len(config.attribution_seeds)} in all), which run only the "
+            f"clean run and the run at {config.attribution_corruption:.0%} noise; the earlier "
+            "versions of `first_order` and `difficulty_control` were judged on them, and no "
+            "rule of this version decides on them.")
 
 
 display(Markdown(f"""
@@ -361,8 +371,11 @@ paper's {lowest:g}–{highest:g}% over its models. The first-order value sits
 {"underestimates" if side == "below" else "overestimates"} the exact $\\Delta_i$. How alike
 the two rank the examples, which is what attribution by ranking needs: Spearman
 ρ(exact, first order) {span(rho_first, 3)} over the confirmatory seeds
-{f"and {span(rho_arm, 3)} over the attribution arm's" if len(rho_arm) else ""}.
-{arm_phrase("first_order", f"the {config.attribution_corruption:.0%} noise run")}
+{f"and {span(rho_arm, 3)} over the attribution arm's" if len(rho_arm) else ""}. The paper's
+figure (> 0.96) is for CNNs, so the `first_order` claim is judged on the CNN runs, one value per
+seed: {span(rho_cnn, 3) if len(rho_cnn) else "none ran"} over
+{len(rho_cnn)} CNN run{"" if len(rho_cnn) == 1 else "s"}.
+{arm_phrase("The MLP's value beside it", f"the {config.attribution_corruption:.0%} noise run")}
 """))
 
 # %%
@@ -444,18 +457,27 @@ clean_down = int((by_decile[False] < 0).sum()) if False in by_decile.index else 
 deciles = noisy["decile"].nunique()
 hardest_share = share.iloc[-1] / 0.1 if len(share) else np.nan
 top_deciles = share.sort_values(ascending=False).index[:3].tolist()
+# the claim's measure: the share of the noisy run's own top-k held by hard clean examples
+hard_clean = (noisy[(noisy["decile"] == 10) & ~noisy["flipped"].astype(bool)]
+              .groupby("seed")["top_share"].sum()
+              .reindex(sorted(noisy["seed"].unique()), fill_value=0.0))
 display(Markdown(f"""
 Left: in the {config.attribution_corruption:.0%} noise run corrupted examples raise er (mean
 $\\Delta$ above zero) in {corrupted_up} of {deciles} difficulty deciles (mean $\\Delta$
 {span(by_decile.get(True, pd.Series(dtype=float)), 3)}), while clean ones lower it in
 {clean_down} of {deciles}: {"difficulty does not explain the attribution" if corrupted_up
-== deciles else "difficulty explains part of the attribution"}. Right: in the clean run the
-hardest decile holds {num(hardest_share, 1)}× its uniform share of the top-100 $\\Delta$ (the
-claim checks it against 2×); the deciles holding the most are {listing(str(d) for d in
-top_deciles)}. The rule looks only at the hardest decile, so fairly hard clean examples that
-contribute from other deciles are not seen by it. The left panel shows the confirmatory
-seeds, the right one those and the attribution arm's ({clean["seed"].nunique()} seeds).
-{arm_phrase("difficulty_control", "the clean run")}
+== deciles else "difficulty explains part of the attribution"}. The claim's measure: in the
+{config.attribution_corruption:.0%} noise run the clean examples of the hardest decile hold
+{pct_span(hard_clean)} of its top {config.top_k} $\\Delta$ over the seeds (the paper calls
+their part negligible; the rule's bound is 5%, below the
+{pct((1 - config.attribution_corruption) / 10)} a top {config.top_k} drawn at random would
+give them). Right: in the clean run, whose top {config.top_k} are all clean, the hardest decile
+holds {num(hardest_share, 1)}× its uniform share; the deciles holding the most are
+{listing(str(d) for d in top_deciles)}. The rule looks only at the hardest decile, so fairly
+hard clean examples that contribute from other deciles are not seen by it. The left panel
+shows the confirmatory seeds, the right one those and the attribution arm's
+({clean["seed"].nunique()} seeds).
+{arm_phrase("The clean run's share beside the claim", "the clean run")}
 """))
 
 # %% [markdown]
@@ -495,9 +517,11 @@ other_text = listing(f"the {m} (AUROC {num(arch_table.loc[m, 'auroc'], 2)}, prec
 # Onset at epoch 2 at the latest: er rose from the first epoch on.
 early = bool(len(onset_epochs)) and onset_epochs.max() <= 2
 display(Markdown(f"""
-Besides the {config.model}, {other_text or "no other model"} ran at the attribution noise rate;
-at this scale such a run is one short run of a narrow network, a smoke-level check rather than
-a reproduction of the paper's CNN numbers. Onset lands at epoch {span(onset_epochs, 0)} and the
+Besides the {config.model}, {other_text or "no other model"} ran at the attribution noise rate
+(means over its runs, one on each of the first {min(config.arch_seeds, len(config.seeds))}
+seeds); at this scale such a run is
+a short run of a narrow network ({config.arch_epochs} epochs), a check rather than a
+reproduction of the paper's CNN numbers. Onset lands at epoch {span(onset_epochs, 0)} and the
 best test epoch at {span(onset["test_peak_epoch"], 0)}; onset comes first in
 {int((onset["onset_epoch"] < onset["test_peak_epoch"]).sum())} of {len(onset)} noisy runs.
 {"Onset by epoch 2 in every noisy run means er climbs from the first epochs on, so whether "
@@ -615,6 +639,20 @@ come from {seed_words["ran"]}""") + "). What changed:"))
 #   first-order Spearman below each CNN's, paired by seed) and `first_order_cifar100`
 #   (on `dataset: cifar100`: first-order attribution less accurate there than CIFAR-10's
 #   0.96, the paper's direction; it first asked for the opposite).
+#
+# - Rules changed after that confirmatory run, each registered as a new version with the
+#   earlier one kept beside it: `difficulty_control` is an absolute bound, the share of the
+#   40% run's top-100 held by clean examples of the hardest decile below 5% (the paper calls
+#   their part negligible; the decile contrast it replaces was relative, and the clean run's
+#   hardest decile held 1.8× its uniform share); `first_order` is judged on the SmallCNN,
+#   trained at 40% noise on every confirmatory seed (it had one run), one value per seed
+#   averaged over a seed's CNNs; no row has a δ any more (the paper gives no number for one;
+#   `monotone_peak`, `onset`, `attribution_weakens` and `first_order_vit` had one of the study's
+#   choosing); every row names its instrument and the smallest effect its n is powered for.
+# - New rows, statements of the paper about er's course that had none: `inflation_under_noise`
+#   (a noisy run's er rises to its peak beyond the clean run's change over the same epochs) and
+#   `peak_at_turn` (er peaks after test accuracy stops improving and before the noisy labels
+#   are fitted).
 #
 # Every interval is a 95% Student-t interval over seeds (it was ± 2 SE, which with three
 # seeds is less than half as wide).

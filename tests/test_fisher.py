@@ -240,10 +240,13 @@ def synthetic_results(config, noisy_fit=0.95, auroc=0.7, test_peak=3):
             signals.append({**run, "signal": "LOO er attribution (exact)",
                             "precision_at_100": 0.9 + 0.01 * seed, "enrichment": 2 + 0.1 * seed,
                             "auroc": auroc + 0.01 * seed})
-            # corrupted examples lead clean ones in every decile, and most in the hardest
+            # corrupted examples lead clean ones in every decile, and most in the hardest;
+            # in a noisy run the hardest decile's clean examples hold 1-3% of its top-k
             difficulty += [{"corruption": c, "seed": seed, "decile": d, "flipped": flipped,
                             "mean_delta": (1.0 + 0.1 * seed + 0.05 * d) if flipped else 0.2,
-                            "clean_top_share": 0.1 + 0.01 * seed if d == 10 else 0.1}
+                            "clean_top_share": 0.1 + 0.01 * seed if d == 10 else 0.1,
+                            "top_share": (0.01 + 0.01 * seed if c > 0 and d == 10 else 0.0)
+                            if not flipped else 0.1}
                            for d in range(1, 11) for flipped in (False, True)[:1 + (c > 0)]]
     return {"curves": pd.DataFrame(curves), "summary": pd.DataFrame(summary),
             "signals": pd.DataFrame(signals), "difficulty": pd.DataFrame(difficulty)}
@@ -281,8 +284,14 @@ def test_measure_per_seed_and_the_verdicts(monkeypatch):
     assert measured["attribution_weakens"]["peak_minus_last"].mean == pytest.approx(0.19)
     assert measured["inflation_architectures"] is None  # one architecture
     assert measured["difficulty_control"]["by_decile"]["10"].mean == pytest.approx(1.4)
+    assert measured["difficulty_control"]["hard_clean_top_share"].mean == pytest.approx(0.02)
+    # er peaks at epoch 3 in every run: its rise beyond the clean run's is the onset's
+    assert measured["inflation_under_noise"]["inflation_at_peak"].mean == pytest.approx(16)
+    assert measured["peak_at_turn"]["after_best_test"] == Estimate(0.0, 0.0, 3)
+    assert measured["peak_at_turn"]["before_fit"] == Estimate(1.0, 0.0, 3)
     v = verdicts(measured)
     assert v.pop("first_order").startswith("precondition failed: a CNN ran")  # MLPs only
+    assert v.pop("peak_at_turn") == WITHIN_NOISE  # the peak falls on the best test epoch
     assert set(v.values()) == {HOLDS, NOT_RUN}
 
     measured = fisher.measure(synthetic_results(config, noisy_fit=0.5, auroc=0.89), config)
@@ -394,8 +403,12 @@ def test_cifar100_row_reads_first_order_only_on_cifar100():
     assert measured["cifar10n_enrichment"] is None and measured["first_order_vit"] is None
     cifar100 = tiny(fisher.Config, {"epochs": 5, "dataset": "cifar100"})
     measured = fisher.measure(synthetic_results(cifar100), cifar100)
-    first_order = {k: v for k, v in measured["first_order"].items() if k != "cnn"}
+    first_order = {k: v for k, v in measured["first_order"].items()
+                   if k not in ("cnn", "cnn_seeds")}
     assert measured["first_order_cifar100"] == first_order
+    # the per-seed correlations behind the mean, for an exact test on them
+    assert measured["first_order_cifar100"]["by_seed"] == {
+        s: pytest.approx(0.975 + 0.002 * s) for s in range(3)}
     assert measured["first_order_cifar100"]["data"] == "cifar100"
     claim = {c.id: c for c in fisher.CLAIMS}["first_order_cifar100"]
     assert verdict(claim, measured["first_order_cifar100"]) == WITHIN_NOISE  # three seeds
@@ -435,7 +448,7 @@ def test_the_arm_runs_the_clean_and_the_attribution_level_only():
     arm = [r for r in planned if r[3] in (7, 8)]
     assert sorted((r[2], r[3]) for r in arm) == [(0.0, 7), (0.0, 8), (0.4, 7), (0.4, 8)]
     assert all(tuple(r[:2]) == ("mlp", "symmetric") and r[4] == config.epochs for r in arm)
-    assert len(planned) == 4 * 2 + 1 + 4  # the grid, one SmallCNN run, the arm
+    assert len(planned) == 4 * 2 + 2 + 4  # the grid, a SmallCNN run per seed, the arm
     # longest first: the arm's 40% runs go with the other 40% runs, before the clean ones
     levels = [r[2] for r in planned if r[0] == "mlp"]
     assert levels == sorted(levels, reverse=True)
@@ -493,11 +506,14 @@ def test_difficulty_control_compares_corrupted_with_clean_within_each_decile(mon
     gaps = fisher.decile_contrast(table, 0.4)
     assert list(gaps) == [str(d) for d in range(1, 11)]
     assert gaps["10"] == Estimate.of([1.5, 2.5, 3.5]) and gaps["1"].mean == pytest.approx(2.95)
-    claim = {c.id: c for c in fisher.CLAIMS}["difficulty_control"]
+    # the version that compared deciles, kept beside the absolute bound that replaced it
+    claim = {c.id: c for c in fisher.CLAIMS}["difficulty_control"].previous[-1]
+    assert claim.rule.startswith("every decile's difference > 0")
     value = {"share_over_uniform": Estimate(4.0, 0.1, 3), "by_decile": gaps}
     assert verdict(claim, value) == HOLDS
     # the earlier rule read the hardest decile's share of the clean run's top-100 alone
-    assert verdict(claim.previous[0], value) == "does not hold"
+    assert verdict({c.id: c for c in fisher.CLAIMS}["difficulty_control"].previous[0],
+                   value) == "does not hold"
     # hard clean examples that outweigh the corrupted ones in the hardest decile
     hard = table.assign(mean_delta=np.where((table["decile"] == 10) & ~table["flipped"],
                                             9.0, table["mean_delta"]))
@@ -506,6 +522,53 @@ def test_difficulty_control_compares_corrupted_with_clean_within_each_decile(mon
     assert fisher.decile_contrast(table, 0.2) == {}
     assert verdict(claim, {**value, "by_decile": {k: gaps[k] for k in list(gaps)[:9]}}) \
         .startswith("precondition failed: every difficulty decile")
+
+
+def difficulty_examples(hard_in_top: int, seeds=(0, 1, 2)) -> pd.DataFrame:
+    """Per seed, a clean run and a 40% run of 100 scatter examples (every third flipped),
+    difficulty rising with the index; in the 40% run the clean examples among the hardest
+    decile's first 3 * `hard_in_top` lead the attribution, then the corrupted ones, then the
+    rest."""
+    rows = []
+    for seed in seeds:
+        for i in range(100):
+            flipped = i % 3 == 0
+            hard_clean = i >= 90 and not flipped and (i - 90) < 3 * hard_in_top
+            rows += [{"model": "mlp", "noise": "symmetric", "corruption": c, "seed": seed,
+                      "index": i, "flipped": c > 0 and flipped, "final_loss_true": i / 100,
+                      "delta_exact": (10.0 if hard_clean else 5.0 if flipped else 0.01 * i)
+                      if c > 0 else 0.01 * i}
+                     for c in (0.0, 0.4)]
+    return pd.DataFrame(rows)
+
+
+def test_hard_clean_examples_share_of_the_top_is_an_absolute_bound(monkeypatch):
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    config = tiny(fisher.Config, {"corruptions": [0.0, 0.4], "top_k": 20})
+    claim = {c.id: c for c in fisher.CLAIMS}["difficulty_control"]
+    few = fisher.difficulty_control(difficulty_examples(hard_in_top=0), config)
+    # every group's share of its run's top-k sums to one over the run
+    assert few.groupby(["corruption", "seed"])["top_share"].sum().to_numpy() == \
+        pytest.approx(1.0)
+    # the clean run's own top-k is all clean: its share is clean_top_share
+    clean = few[few["corruption"] == 0.0]
+    assert clean["top_share"].to_numpy() == pytest.approx(clean["clean_top_share"].to_numpy())
+    assert fisher.hard_clean_share(few, 0.4) == Estimate.of([0.0, 0.0, 0.0])
+    many = fisher.difficulty_control(difficulty_examples(hard_in_top=2), config)
+    # decile 10 holds indices 90-99: its clean 91, 92, 94 and 95 lead, 4 of the top 20
+    assert fisher.hard_clean_share(many, 0.4).mean == pytest.approx(4 / 20)
+    assert fisher.hard_clean_share(many, 0.2) is None
+    fitted = {"fitted": True, "share_over_uniform": Estimate(1.8, 0.1, 3), "by_decile": {}}
+    assert verdict(claim, {**fitted, "hard_clean_top_share": Estimate(0.01, 0.002, 3)}) == HOLDS
+    spread = Estimate.of([0.28, 0.30, 0.32])
+    assert verdict(claim, {**fitted, "hard_clean_top_share": spread}) == "does not hold"
+    # an unfitted clean or noisy run says nothing about difficulty: the precondition says so
+    assert verdict(claim, {**fitted, "fitted": False,
+                           "hard_clean_top_share": Estimate(0.01, 0.002, 3)}).startswith(
+        "precondition failed: the runs met their declared fit")
+    # a table without the runs' own top-k shares is not judged by this rule
+    assert verdict(claim, {**fitted, "hard_clean_top_share": None}) == NOT_RUN
+    assert claim.delta is None and claim.smallest_effect == 0.02 and claim.instrument
 
 
 def test_first_order_is_judged_on_cnn_runs(monkeypatch):
@@ -520,9 +583,34 @@ def test_first_order_is_judged_on_cnn_runs(monkeypatch):
     assert value["spearman"].mean == pytest.approx(0.977)  # the MLP's, beside it
     claim = {c.id: c for c in fisher.CLAIMS}["first_order"]
     assert verdict(claim, value) == HOLDS
+    judged_on_runs = claim.previous[-1]  # the version that pooled every CNN run
     poor = {**value, "cnn": {**value["cnn"], "spearman": Estimate(0.9, 0.01, 3)}}
-    assert verdict(claim, poor) == "does not hold"
+    assert verdict(judged_on_runs, poor) == "does not hold"
     assert verdict(claim.previous[0], poor) == HOLDS  # the earlier rule judged the MLP
+    poor = {**value, "cnn_seeds": {**value["cnn_seeds"], "spearman": Estimate(0.9, 0.01, 3)}}
+    assert verdict(claim, poor) == "does not hold"
+
+
+def test_first_order_averages_each_seeds_cnns_and_keeps_every_runs_value(monkeypatch):
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    config = tiny(fisher.Config, {"epochs": 5, "arch_models": ["smallcnn", "resnet18"],
+                                   "arch_seeds": 3})
+    results = synthetic_results(config)
+    mlp = results["summary"].query("corruption == 0.4")
+    cnns = [mlp.assign(model="smallcnn", spearman_exact_first=0.99 + 0.001 * mlp["seed"]),
+            mlp.assign(model="resnet18", spearman_exact_first=0.97 + 0.001 * mlp["seed"])]
+    results["summary"] = pd.concat([results["summary"], *cnns], ignore_index=True)
+    value = fisher.measure(results, config)["first_order"]
+    # two CNNs on each of three seeds: three replicates (the runs of a seed share its data)
+    seeds = value["cnn_seeds"]
+    assert seeds["spearman"].n == 3 and value["cnn"]["spearman"].n == 6
+    assert seeds["by_seed"] == {s: pytest.approx(0.98 + 0.001 * s) for s in range(3)}
+    assert seeds["by_run"]["resnet18 seed 2"] == pytest.approx(0.972)
+    assert len(seeds["by_run"]) == 6 and seeds["min_over_seeds"] == pytest.approx(0.98)
+    claim = {c.id: c for c in fisher.CLAIMS}["first_order"]
+    assert claim.replicates == "seeds" and claim.smallest_effect == 0.02
+    assert verdict(claim, value) == HOLDS
+    assert verdict(claim, {**value, "cnn_seeds": None}).startswith("precondition failed: a CNN")
 
 
 def test_first_order_cifar100_reads_the_papers_direction(monkeypatch):
@@ -686,3 +774,46 @@ def test_editing_a_measure_computes_that_measure_and_trains_nothing(tmp_path):
                                                                      "margins"))
     again = computed_by(margins, config)
     assert again["fisher-run"] == runs and again["fisher-loo-first-order"] == runs
+
+
+def test_peak_at_turn_places_the_er_peak_between_the_best_test_epoch_and_the_fit(monkeypatch):
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    config = tiny(fisher.Config, {"epochs": 5})
+    claim = {c.id: c for c in fisher.CLAIMS}["peak_at_turn"]
+    results = synthetic_results(config, test_peak=2)
+    # the second seed's runs fit at epoch 5, the others at 4: before_fit 1, 2, 1
+    results["summary"].loc[results["summary"]["seed"] == 1, "fit_epoch"] = 5
+    value = fisher.measure(results, config)["peak_at_turn"]
+    assert value["after_best_test"] == Estimate(1.0, 0.0, 3)  # er peaks at 3, test at 2
+    assert value["before_fit"] == Estimate.of([1.0, 2.0, 1.0])
+    assert value["by_corruption"]["before_fit"]["0.4"] == Estimate.of([1.0, 2.0, 1.0])
+    assert value["noisy_fit_at_peak"].mean == pytest.approx(0.1)
+    assert verdict(claim, {**value, "before_fit": Estimate(30.0, 1.0, 3)}) == HOLDS
+    # er peaking after the noise is fitted (fit at epoch 2, peak at 3) does not hold
+    late = synthetic_results(config, test_peak=2)
+    late["summary"]["fit_epoch"] = 2
+    assert verdict(claim, fisher.measure(late, config)["peak_at_turn"]) == "does not hold"
+    # a run that never fits has no fit epoch: the precondition says so
+    unfit = fisher.measure(synthetic_results(config, noisy_fit=0.5), config)["peak_at_turn"]
+    assert verdict(claim, unfit).startswith("precondition failed: the noisy labels are fitted")
+
+
+def test_inflation_under_noise_compares_each_rise_with_the_clean_runs(monkeypatch):
+    monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    config = tiny(fisher.Config, {"epochs": 5})
+    claim = {c.id: c for c in fisher.CLAIMS}["inflation_under_noise"]
+    results = synthetic_results(config)
+    value = fisher.measure(results, config)["inflation_under_noise"]
+    # by the peak (epoch 3) a noisy run rose 20 + 40 c + 0.5 s - 10 against the clean 20 + 0.5 s
+    # - 10: 40 c beyond it, 8 / 16 / 24 per rate
+    assert value["by_corruption"]["0.6"].mean == pytest.approx(24)
+    assert verdict(claim, value) == HOLDS
+    # noisy curves that follow the clean one rise no more than it: no inflation
+    clean = results["curves"].query("corruption == 0.0")
+    flat = pd.concat([clean.assign(corruption=c) for c in config.corruptions],
+                     ignore_index=True)
+    results["curves"] = flat
+    value = fisher.measure(results, config)["inflation_under_noise"]
+    assert value["inflation_at_peak"].mean == 0
+    assert verdict(claim, value) == WITHIN_NOISE
+    assert claim.delta is None and claim.smallest_effect == 5.7 and claim.scope == "paper"

@@ -121,8 +121,10 @@ def _split_arm(frame: pd.DataFrame, config: Config) -> tuple[pd.DataFrame, pd.Da
 def difficulty_control(examples: pd.DataFrame, config: Config) -> pd.DataFrame:
     """Delta by difficulty decile, difficulty = loss under the clean-label run (same seed).
 
-    One row per (corruption, seed, decile, flipped): mean exact Delta and count, plus the
-    clean run's share of top-k Delta in each decile (column top_share).
+    One row per (corruption, seed, decile, flipped): mean exact Delta and count, the clean
+    run's share of its top-k Delta in each decile (clean_top_share), and the share of this
+    run's own top-k Delta that the group's examples hold (top_share: in a noisy run, how much
+    of the top of the attribution clean examples of a difficulty decile take).
     """
     if 0.0 not in config.corruptions:
         return pd.DataFrame()
@@ -137,11 +139,13 @@ def difficulty_control(examples: pd.DataFrame, config: Config) -> pd.DataFrame:
         for corruption in config.corruptions:
             run_ex = main[(main["corruption"] == corruption) & (main["seed"] == seed)]
             run_ex = run_ex.assign(decile=deciles.loc[run_ex["index"]].to_numpy())
+            run_top = set(run_ex.nlargest(config.top_k, "delta_exact")["index"])
             for (decile, flipped), group in run_ex.groupby(["decile", "flipped"]):
                 rows.append({"corruption": corruption, "seed": seed, "decile": int(decile) + 1,
                              "flipped": bool(flipped), "mean_delta": group["delta_exact"].mean(),
                              "count": len(group),
-                             "clean_top_share": float(top_share.get(decile, 0.0))})
+                             "clean_top_share": float(top_share.get(decile, 0.0)),
+                             "top_share": group["index"].isin(run_top).sum() / len(run_top)})
     return pd.DataFrame(rows)
 
 
