@@ -104,10 +104,11 @@ class Config:
     weight_decay: Annotated[float, NonNegative] = 0.0  # extractor and task head; RLP heads never
     schedule: Literal["constant", "cosine", "warmup_cosine"] = "cosine"
     warmup_epochs: Annotated[float, NonNegative, AtMost(10**4)] = 0.0
-    # one value per grid at the small scale (the strongest the pilots kept), for the budget
-    dropouts: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.5,)
-    weight_decays: Annotated[tuple[float, ...], NonEmpty, NonNegative] = (1e-3,)
-    label_smoothings: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.3,)
+    # three strengths per grid (the paper's claim is a trend over strength), the strongest
+    # the one the pilots kept, the others spaced below it
+    dropouts: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.3, 0.5)
+    weight_decays: Annotated[tuple[float, ...], NonEmpty, NonNegative] = (1e-4, 3e-4, 1e-3)
+    label_smoothings: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.2, 0.3)
     # λ > 0 of the sweep (λ = 0 always runs): last-layer regularization, and all-layer
     # regularization (None: the same values), whose penalty sums over every probed layer and
     # so stops a network from training at a smaller λ
