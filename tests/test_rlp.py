@@ -1036,3 +1036,61 @@ def test_the_frozen_control_trains_the_same_k_draws():
     assert s.heads == 2
     frozen = rlp.frozen_baseline(s)["history"]
     assert len(frozen) == 3 and frozen.filter(like="rlp_").to_numpy().max() <= 1
+
+
+# --- the paper's rows on the heads, memlib's rows on the probes ---------------------------------
+
+
+def test_paper_rows_read_the_online_heads_and_the_probes_read_memlibs_own_rows():
+    by_id = {c.id: c for c in rlp.CLAIMS}
+    for name in ("depth", "levels", "early_rise", "regularizers", "regularizer_trend",
+                 "regularizer_works", "shift", "all_layers", "frozen_near_chance"):
+        assert by_id[name].scope == "paper" and by_id[name].instrument == rlp.HEADS_INSTRUMENT
+    for name in ("depth_probes", "penalty_probes", "retraining"):
+        assert by_id[name].scope == "ours" and by_id[name].instrument == rlp.PROBES_INSTRUMENT
+    for name in ("positive_control", "noise_reading"):
+        assert by_id[name].scope == "ours" and by_id[name].instrument == rlp.HEADS_INSTRUMENT
+    assert (rlp.TRAINED, rlp.FROZEN) == ("rlp_acc", "frozen_acc")
+    # the memorization target gates no row any more, and every changed rule keeps its
+    # earlier version beside it
+    for claim in rlp.CLAIMS:
+        assert not any("memorization target" in name or name == rlp.TARGET
+                       for name, _ in claim.preconditions), claim.id
+    for name in ("depth", "levels", "regularizer_works", "noise", "retraining"):
+        assert by_id[name].previous, name
+
+
+def test_the_regularizer_checks_read_what_each_regularizer_acts_on():
+    sweep = pd.DataFrame([{"regularize": "last", "lam": lam, "seed": s,
+                           "pen_block3": 2.0 - 0.5 * (lam > 0) + 0.01 * s}
+                          for lam in (0.0, 3.0) for s in range(5)])
+    drop = rlp.penalty_drop(sweep, "block3", "last", 3.0)
+    assert drop.n == 5 and drop.mean == pytest.approx(0.5) and drop.beyond_noise
+    assert rlp.penalty_drop(sweep.drop(columns="pen_block3"), "block3", "last", 3.0) is None
+    reg = pd.DataFrame([{"regularizer": k, "strength": v, "seed": s,
+                         "train_ce": 0.01 + 0.1 * v + 0.001 * s}
+                        for k, v in (("none", 0.0), ("dropout", 0.1), ("dropout", 0.5))
+                        for s in range(5)])
+    rise = rlp.ce_rise(reg, "dropout")
+    assert rise.mean == pytest.approx(0.05)  # at the strongest, 0.5
+
+
+def test_noise_reduction_reads_flipped_fit_and_heads_at_the_chosen_lambda():
+    rows = [{"noise": 0.4, "lam": lam, "seed": s,
+             "noisy_fit": 1.0 if lam == 0 else 0.6 + 0.01 * s,
+             "rlp_block3": 0.3 if lam < 3 else 0.2}
+            for lam in (0.0, 1.0, 3.0) for s in range(5)]
+    out = rlp.noise_reduction(pd.DataFrame(rows), "block3", {0.4: 3.0})[0.4]
+    assert out["lam"] == 3.0 and out["flipped_fit_0"] == pytest.approx(100.0)
+    assert out["flipped_drop"].mean == pytest.approx(38.0)
+    assert out["rlp_drop"].mean == pytest.approx(10.0)
+
+
+def test_reading_difference_and_frozen_levels_subtract_the_frozen_control():
+    base = pd.DataFrame([{"model": "m", "layer": n, "seed": s, "rlp_acc": 0.2, "frozen_acc": 0.15}
+                         for n in ("a", "b") for s in range(5)])
+    rand = base.assign(rlp_acc=[0.3 + 0.001 * i for i in range(10)])
+    diff = rlp.reading_difference(rand, base, "b")
+    assert diff.n == 5 and diff.mean == pytest.approx(10.7, abs=0.3)
+    levels = rlp.frozen_levels(base, "m", 0.1)
+    assert list(levels) == ["a", "b"] and levels["a"].mean == pytest.approx(5.0)
