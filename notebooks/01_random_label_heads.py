@@ -750,7 +750,7 @@ judged_lam = works["lam"]
 judged = (f"""The rules judge the regularizer at the largest λ at which every seed still fits at
 least {TRAINS:.0%} of its training labels: λ = {judged_lam:g}, where the worst seed fits
 {pct(works["lam_train"])} and the last layer's heads drop by {pm(works["drop"], 1)} points.
-The penalty acted there: the heads' $-\log(1-\hat p)$ fell by {pm(works["penalty_drop"], 3)}
+The penalty acted there: the heads' −log(1 − p̂) fell by {pm(works["penalty_drop"], 3)}
 nats (the manipulation check of the regularizer rows). The unpenalized post-hoc probes, which
 nothing acts through, drop by {pm(works["probe_drop"], 1)} points at the same λ (the
 `penalty_probes` row): what the penalty removed from the features, beside what the heads it
