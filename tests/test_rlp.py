@@ -223,7 +223,7 @@ def test_measure_and_per_class_accuracy():
     x, y, model, heads = tiny_setup()
     r = torch.randint(0, 4, (len(x),))
     out = rlp.measure(model, heads, (x, y), r, batch_size=10)
-    assert set(out) == {"acc", "loss", "rlp_act1", "rlp_act2"}
+    assert set(out) == {"acc", "loss", "rlp_act1", "rlp_act2", "pen_act1", "pen_act2"}
     with torch.no_grad(), taps(model, ["act2"]) as outs:
         logits = model(x)
         hits = (heads.head("act2")(outs["act2"]).argmax(1) == r).float().mean()
@@ -534,7 +534,7 @@ def test_loader_and_tensors_give_the_same_measures(imagefolder):
     loader = rlp.eval_loader(data, batch_size=5)
     by_tensor, by_loader = rlp.measure(model, heads, (x, y), r, 5), rlp.measure(model, heads,
                                                                                   loader, r)
-    assert by_loader == pytest.approx(by_tensor, abs=1e-6) and len(by_loader) == 2 + len(layers)
+    assert by_loader == pytest.approx(by_tensor, abs=1e-6) and len(by_loader) == 2 + 2 * len(layers)
     part = torch.tensor([0, 3, 4, 9, 17, 23])
     assert rlp.measure(model, heads, rlp.eval_loader(Subset(data, part.tolist()), 4), r) == \
         pytest.approx(rlp.measure(model, heads, (x[part], y[part], part), r), abs=1e-6)
@@ -555,8 +555,8 @@ def test_train_run_and_frozen_baseline_on_an_imagefolder(imagefolder):
     assert {"train_acc", "test_acc", "test_loss", "clean_train_acc", *columns} <= set(h.columns)
     scores = h[["train_acc", "test_acc", "clean_train_acc", *columns]].to_numpy()
     assert ((scores >= 0) & (scores <= 1)).all()
-    # measured on 12 samples: every accuracy is a multiple of 1/12
-    assert ((h[columns].to_numpy() * 12).round(6) % 1 == 0).all()
+    # measured on 12 samples by K heads: every mean accuracy is a multiple of 1/(12 K)
+    assert ((h[columns].to_numpy() * 12 * s.heads).round(6) % 1 == 0).all()
     assert sum(result["class_counts"]) == 21 and len(result["class_acc"]) == 3
     assert 0 <= result["noisy_fit"] <= 1  # from the measured samples' pass
     assert result["collapse"] is None  # features not held in memory
@@ -936,3 +936,161 @@ def test_probes_trained_together_match_each_set_trained_alone():
     finally:
         method.PROBE_CHUNK = cap
     assert all(torch.allclose(a, b) for a, b in zip(split, together))
+
+
+# --- K online heads per layer -----------------------------------------------------------------
+
+
+def test_each_head_reads_its_own_random_label_draw_and_the_first_is_a_single_heads():
+    labels = rlp.head_labels(200, 5, seed=11, heads=4)
+    assert labels.shape == (200, 4)
+    assert torch.equal(labels[:, 0], rlp.random_labels(200, 5, seed=11))
+    for i in range(4):
+        for j in range(i + 1, 4):
+            assert (labels[:, i] != labels[:, j]).float().mean() > 0.5  # independent draws
+    config = tiny(rlp.Config, dict(dataset="digits", train_samples=100, test_samples=50,
+                                   heads=3))
+    d = rlp.load_data(rlp.spec(config))
+    assert d["randoms"].shape == (len(d["index"]), 3)
+    assert torch.equal(d["random"], d["randoms"][:, 0])
+    assert torch.equal(d["randoms"], rlp.head_labels(d["num_samples"], d["n_random"],
+                                                     config.label_seed, 3)[d["index"].cpu()])
+
+
+def k_setup(k=3, n=48):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(n, 6, generator=g)
+    torch.manual_seed(0)
+    model = MLP(6, (16, 16), 3)
+    heads = rlp.RLPHeads(rlp.feature_dims(model, model.probe_layers, x), 4, k=k)
+    r = torch.randint(0, 4, (n, k), generator=g)
+    return x, model, heads, r
+
+
+def test_k_heads_random_label_loss_reaches_every_head_and_no_extractor_weight():
+    x, model, heads, r = k_setup()
+    with taps(model, heads.layers) as outs:
+        model(x)
+    l_rnd, l_reg = rlp.rlp_losses(outs, heads, r, reg_layers=())
+    assert l_reg.item() == 0
+    l_rnd.backward()
+    assert all(p.grad is None for p in model.parameters())
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in heads.parameters())
+
+
+def test_k_heads_penalty_reaches_the_features_not_the_heads_and_is_their_mean():
+    x, model, heads, r = k_setup()
+    with taps(model, heads.layers) as outs:
+        model(x)
+    _, l_reg = rlp.rlp_losses(outs, heads, r, ("act2",))
+    l_reg.backward()
+    assert all(p.grad is None for p in heads.parameters())
+    assert model.fc1.weight.grad.abs().sum() > 0
+    # the mean of the K heads' own penalties: λ means what it does for one head
+    f = outs["act2"].detach()
+    own = [rlp.rlp_penalty(h(f), r[:, j]) for j, h in enumerate(heads["act2"].heads)]
+    assert l_reg.item() == pytest.approx(torch.stack(own).mean().item(), rel=1e-5)
+
+
+def test_each_head_learns_from_its_own_labels_as_if_alone():
+    x, model, heads, r = k_setup(k=2)
+    with taps(model, heads.layers) as outs:
+        model(x)
+    l_rnd, _ = rlp.rlp_losses(outs, heads, r, reg_layers=())
+    l_rnd.backward()
+    f = outs["act1"].detach()
+    for j, h in enumerate(heads["act1"].heads):
+        alone = torch.autograd.grad(F.cross_entropy(h(f), r[:, j]), h.weight)[0]
+        assert torch.allclose(h.weight.grad, alone, atol=1e-6)
+
+
+def test_one_head_is_the_single_head_bit_for_bit():
+    x, _, model, _ = tiny_setup()
+    torch.manual_seed(5)
+    one = rlp.RLPHeads(rlp.feature_dims(model, model.probe_layers, x), 4, k=1)
+    torch.manual_seed(5)
+    single = {n: rlp.make_head(d, 4) for n, d in
+              rlp.feature_dims(model, model.probe_layers, x).items()}
+    for n, head in single.items():
+        assert torch.equal(one.head(n).weight, head.weight)
+
+
+def test_measure_averages_the_heads_accuracies():
+    x, model, heads, r = k_setup(k=3)
+    y = torch.zeros(len(x), dtype=torch.long)
+    out = rlp.measure(model, heads, (x, y), r)
+    with taps(model, heads.layers) as outs:
+        model.eval()
+        model(x)
+    f = outs["act1"]
+    each = [(h(f).argmax(1) == r[:, j]).double().mean().item()
+            for j, h in enumerate(heads["act1"].heads)]
+    assert out["rlp_act1"] == pytest.approx(sum(each) / 3)
+    assert out["pen_act1"] > 0
+
+
+def test_the_frozen_control_trains_the_same_k_draws():
+    config = tiny(rlp.Config, dict(dataset="digits", train_samples=100, test_samples=50,
+                                   heads=2, epochs=2))
+    s = rlp.spec(config)
+    assert s.heads == 2
+    frozen = rlp.frozen_baseline(s)["history"]
+    assert len(frozen) == 3 and frozen.filter(like="rlp_").to_numpy().max() <= 1
+
+
+# --- the paper's rows on the heads, memlib's rows on the probes ---------------------------------
+
+
+def test_paper_rows_read_the_online_heads_and_the_probes_read_memlibs_own_rows():
+    by_id = {c.id: c for c in rlp.CLAIMS}
+    for name in ("depth", "levels", "early_rise", "regularizers", "regularizer_trend",
+                 "regularizer_works", "shift", "all_layers", "frozen_near_chance"):
+        assert by_id[name].scope == "paper" and by_id[name].instrument == rlp.HEADS_INSTRUMENT
+    for name in ("depth_probes", "penalty_probes", "retraining"):
+        assert by_id[name].scope == "ours" and by_id[name].instrument == rlp.PROBES_INSTRUMENT
+    for name in ("positive_control", "noise_reading"):
+        assert by_id[name].scope == "ours" and by_id[name].instrument == rlp.HEADS_INSTRUMENT
+    assert (rlp.TRAINED, rlp.FROZEN) == ("rlp_acc", "frozen_acc")
+    # the memorization target gates no row any more, and every changed rule keeps its
+    # earlier version beside it
+    for claim in rlp.CLAIMS:
+        assert not any("memorization target" in name or name == rlp.TARGET
+                       for name, _ in claim.preconditions), claim.id
+    for name in ("depth", "levels", "regularizer_works", "noise", "retraining"):
+        assert by_id[name].previous, name
+
+
+def test_the_regularizer_checks_read_what_each_regularizer_acts_on():
+    sweep = pd.DataFrame([{"regularize": "last", "lam": lam, "seed": s,
+                           "pen_block3": 2.0 - 0.5 * (lam > 0) + 0.01 * s}
+                          for lam in (0.0, 3.0) for s in range(5)])
+    drop = rlp.penalty_drop(sweep, "block3", "last", 3.0)
+    assert drop.n == 5 and drop.mean == pytest.approx(0.5) and drop.beyond_noise
+    assert rlp.penalty_drop(sweep.drop(columns="pen_block3"), "block3", "last", 3.0) is None
+    reg = pd.DataFrame([{"regularizer": k, "strength": v, "seed": s,
+                         "train_ce": 0.01 + 0.1 * v + 0.001 * s}
+                        for k, v in (("none", 0.0), ("dropout", 0.1), ("dropout", 0.5))
+                        for s in range(5)])
+    rise = rlp.ce_rise(reg, "dropout")
+    assert rise.mean == pytest.approx(0.05)  # at the strongest, 0.5
+
+
+def test_noise_reduction_reads_flipped_fit_and_heads_at_the_chosen_lambda():
+    rows = [{"noise": 0.4, "lam": lam, "seed": s,
+             "noisy_fit": 1.0 if lam == 0 else 0.6 + 0.01 * s,
+             "rlp_block3": 0.3 if lam < 3 else 0.2}
+            for lam in (0.0, 1.0, 3.0) for s in range(5)]
+    out = rlp.noise_reduction(pd.DataFrame(rows), "block3", {0.4: 3.0})[0.4]
+    assert out["lam"] == 3.0 and out["flipped_fit_0"] == pytest.approx(100.0)
+    assert out["flipped_drop"].mean == pytest.approx(38.0)
+    assert out["rlp_drop"].mean == pytest.approx(10.0)
+
+
+def test_reading_difference_and_frozen_levels_subtract_the_frozen_control():
+    base = pd.DataFrame([{"model": "m", "layer": n, "seed": s, "rlp_acc": 0.2, "frozen_acc": 0.15}
+                         for n in ("a", "b") for s in range(5)])
+    rand = base.assign(rlp_acc=[0.3 + 0.001 * i for i in range(10)])
+    diff = rlp.reading_difference(rand, base, "b")
+    assert diff.n == 5 and diff.mean == pytest.approx(10.7, abs=0.3)
+    levels = rlp.frozen_levels(base, "m", 0.1)
+    assert list(levels) == ["a", "b"] and levels["a"].mean == pytest.approx(5.0)

@@ -35,7 +35,10 @@ __all__ = [
     "noise_gains", "layer_agreement", "CONFIRMATORY_N", "RANDOM_FITS",
     "PROBES_READ", "INTERPOLATES", "MEMORIZES", "STILL_TRAINS", "REGULARIZER_BITES",
     "ALL_TRAIN", "SEEDS", "AT_TRAINED", "AT_ALL_TRAINED", "TARGET", "CHOSEN", "LEFT_OUT",
-    "meets_target", "CLAIMS"
+    "meets_target", "CLAIMS", "HEADS", "PROBES", "PROBE_TRAINED", "PROBE_FROZEN",
+    "penalty_drop", "ce_rise", "noise_reduction", "frozen_levels", "reading_difference",
+    "depth_of", "HEADS_READ", "HEADS_INSTRUMENT", "PROBES_INSTRUMENT", "EVERY_MODEL_FITS",
+    "PENALTY_ACTS", "REGULARIZERS_ACT", "NOISE_REDUCES", "NOISY_FITS"
 ]
 
 
@@ -87,29 +90,40 @@ def points(values: Iterable[float]) -> list[float]:
     return [100 * float(v) for v in values]
 
 
-# the columns every random-label value is read from: the mean of the post-hoc probes, trained
-# after the fact on the stored features of the trained network and of its
-# frozen-initialisation network (nothing penalizes them, so a regularizer's drop is what the
-# features lost, not what the penalized head can no longer read)
-TRAINED, FROZEN = "probe_acc", "probe_frozen_acc"
+# the paper's instrument, which every row about the paper's claims reads: the mean accuracy
+# of the run's K online heads per layer, trained alongside the network (the random-label
+# loss on detached features), and of the same K draws trained on its frozen initialisation
+TRAINED, FROZEN = "rlp_acc", "frozen_acc"
+HEADS = (TRAINED, FROZEN)
+# memlib's second instrument, read by rows of its own: the mean of the post-hoc probes,
+# trained after the fact on the stored features of the trained network and of its
+# frozen-initialisation network (nothing penalizes them, so a regularizer's drop on them is
+# what the features lost, not what the penalized heads can no longer read)
+PROBE_TRAINED, PROBE_FROZEN = "probe_acc", "probe_frozen_acc"
+PROBES = (PROBE_TRAINED, PROBE_FROZEN)
 
 
-def excess_by_layer(layerwise: pd.DataFrame, model: str) -> dict[str, Estimate]:
-    """Post-hoc probe accuracy on the trained network minus on its frozen initialisation at
-    each layer of `model` (each the mean of the run's probes), in points, over seeds."""
+def excess_by_layer(layerwise: pd.DataFrame, model: str,
+                    columns: tuple[str, str] = HEADS) -> dict[str, Estimate]:
+    """Random-label accuracy on the trained network minus on its frozen initialisation at
+    each layer of `model` (`columns`: the online heads' by default, or the post-hoc
+    probes'; each the mean over the run's heads or probes), in points, over seeds."""
+    trained, frozen = columns
     rows = layerwise[layerwise["model"] == model]
-    return {n: Estimate.of(points(d.sort_values("seed")[TRAINED]
-                                  - d.sort_values("seed")[FROZEN]))
+    return {n: Estimate.of(points(d.sort_values("seed")[trained]
+                                  - d.sort_values("seed")[frozen]))
             for n, d in rows.groupby("layer", sort=False)}
 
 
-def layer_rise(layerwise: pd.DataFrame, model: str) -> Estimate:
+def layer_rise(layerwise: pd.DataFrame, model: str,
+               columns: tuple[str, str] = HEADS) -> Estimate:
     """The excess at the deepest probed layer minus at the first, paired by seed (points)."""
+    trained, frozen = columns
     rows = layerwise[layerwise["model"] == model]
     layers = list(dict.fromkeys(rows["layer"]))
     first, last = (rows[rows["layer"] == n].sort_values("seed") for n in (layers[0], layers[-1]))
-    return Estimate.of(points((last[TRAINED] - last[FROZEN]).to_numpy()
-                              - (first[TRAINED] - first[FROZEN]).to_numpy()))
+    return Estimate.of(points((last[trained] - last[frozen]).to_numpy()
+                              - (first[trained] - first[frozen]).to_numpy()))
 
 
 def layer_agreement(clean: pd.DataFrame, retrained: pd.DataFrame, model: str) -> dict:
@@ -123,26 +137,26 @@ def layer_agreement(clean: pd.DataFrame, retrained: pd.DataFrame, model: str) ->
     clean, retrained = (d[d["model"] == model] for d in (clean, retrained))
     rhos = []
     for seed, own in retrained.groupby("seed"):
-        pair = [d.set_index("layer")[TRAINED] - d.set_index("layer")[FROZEN]
+        pair = [d.set_index("layer")[PROBE_TRAINED] - d.set_index("layer")[PROBE_FROZEN]
                 for d in (clean[clean["seed"] == seed], own)]
         layers = [n for n in pair[1].index if n in pair[0].index]
         rhos.append(float(spearmanr(pair[0][layers], pair[1][layers]).statistic)
                     if len(layers) > 2 else math.nan)
     runs = retrained.drop_duplicates("seed")
     return {"rhos": rhos, "agreement": correlations(rhos),
-            "clean": excess_by_layer(clean, model),
-            "retrained": excess_by_layer(retrained, model),
+            "clean": excess_by_layer(clean, model, PROBES),
+            "retrained": excess_by_layer(retrained, model, PROBES),
             "random_train": float(runs["train_acc"].min()),
             **{f"random_{k}": v for k, v in fit_record(runs).items()}}
 
 
-def memorization(results: dict, model: str) -> dict:
+def memorization(results: dict, model: str, columns: tuple[str, str] = HEADS) -> dict:
     """The preconditions' numbers for `model`: the worst seed's train accuracy and fit of its
     flipped labels (fractions), its largest RLP excess over frozen init (the layer with the
-    largest mean, points) and the excess at its last probed layer."""
+    largest mean, points) and the excess at its last probed layer (`columns`' instrument)."""
     fit = results["fit"]
     fit = fit[fit["model"] == model]
-    excess = excess_by_layer(results["layerwise"], model)
+    excess = excess_by_layer(results["layerwise"], model, columns)
     flipped = fit["noisy_fit"].dropna()
     return {"data": results["dataset"], "train": float(fit["train_acc"].min()),
             "flipped": float(flipped.min()) if len(flipped) else None,
@@ -201,10 +215,66 @@ def _drop(sweep: pd.DataFrame, column: str, lam: float) -> Estimate:
 
 
 def layer_changes(sweep: pd.DataFrame, layers: Sequence[str], where: str,
-                  lam: float) -> dict[str, Estimate]:
-    """Post-hoc probe accuracy change (points) of each earlier layer, λ vs 0, paired by
-    seed."""
-    return {n: _change(sweep, f"probe_{n}", where, lam) for n in layers[:-1]}
+                  lam: float, prefix: str = "rlp_") -> dict[str, Estimate]:
+    """Random-label accuracy change (points) of each earlier layer, λ vs 0, paired by seed:
+    the online heads' ("rlp_") or the post-hoc probes' ("probe_")."""
+    return {n: _change(sweep, f"{prefix}{n}", where, lam) for n in layers[:-1]}
+
+
+def penalty_drop(sweep: pd.DataFrame, layer: str, where: str, lam: float) -> Estimate | None:
+    """The heads' penalty -log(1 - p̂) at `layer` (the mean over its heads and the measured
+    training samples, nats) at λ = 0 minus at (where, λ), paired by seed: whether the RLP
+    regularizer lowered what it penalizes (None for runs that did not record it)."""
+    column = f"pen_{layer}"
+    if column not in sweep:
+        return None
+    at = sweep[sweep["regularize"] == where]
+    return Estimate.of(a - b for a, b in zip(by_seed(at, column, lam=0.0),
+                                             by_seed(at, column, lam=lam), strict=True))
+
+
+def ce_rise(reg: pd.DataFrame, kind: str) -> Estimate | None:
+    """The eval-mode training cross-entropy (nats) with the standard regularizer `kind` at
+    its strongest minus without, paired by seed: whether the regularizer restrained the fit
+    it acts on (None for runs that did not record it)."""
+    if "train_ce" not in reg:
+        return None
+    rows = reg[reg["regularizer"] == kind]
+    return paired(by_seed(rows, "train_ce", strength=rows["strength"].max()),
+                  by_seed(reg, "train_ce", regularizer="none"))
+
+
+def noise_reduction(noise: pd.DataFrame, last: str, lams: dict[float, float]) -> dict:
+    """Per noise rate > 0, at the λ validation chose (`lams`): the fraction of flipped labels
+    the network still fits and its last layer's online-head accuracy (seed means), each at
+    λ = 0 and at that λ, and their drops (points, paired by seed): whether the regularizer
+    reduced memorization where it is judged."""
+    out = {}
+    for rate, lam in lams.items():
+        rows = noise[noise["noise"] == rate]
+        fit0, fit = (points(by_seed(rows, "noisy_fit", lam=v)) for v in (0.0, lam))
+        rlp0, rlp = (points(by_seed(rows, f"rlp_{last}", lam=v)) for v in (0.0, lam))
+        out[rate] = {"lam": lam, "flipped_fit_0": sum(fit0) / len(fit0),
+                     "flipped_fit": sum(fit) / len(fit), "rlp_0": sum(rlp0) / len(rlp0),
+                     "rlp": sum(rlp) / len(rlp), "flipped_drop": paired(fit0, fit),
+                     "rlp_drop": paired(rlp0, rlp)}
+    return out
+
+
+def frozen_levels(layerwise: pd.DataFrame, model: str, chance: float) -> dict[str, Estimate]:
+    """Each layer's frozen-initialisation heads' random-label accuracy minus chance (points,
+    over seeds): how much the heads memorize by themselves."""
+    rows = layerwise[layerwise["model"] == model]
+    return {n: Estimate.of(points(d.sort_values("seed")[FROZEN] - chance))
+            for n, d in rows.groupby("layer", sort=False)}
+
+
+def reading_difference(rows: pd.DataFrame, base: pd.DataFrame, layer: str) -> Estimate:
+    """The online heads' excess over their frozen control at `layer`, of the runs in `rows`
+    minus of the runs in `base` (layer rows with rlp_acc and frozen_acc), paired by seed
+    (points)."""
+    a, b = (d[d["layer"] == layer].sort_values("seed") for d in (rows, base))
+    return paired(points(a[TRAINED] - a[FROZEN]), points(b[TRAINED] - b[FROZEN]))
 
 
 def _rises(changes: dict[str, Estimate]) -> dict[str, Estimate]:
@@ -319,6 +389,18 @@ def sampling_claims(results: dict, data: str) -> dict:
                                                 for c in per_seed)}}
 
 
+def depth_of(results: dict, model: str, columns: tuple[str, str]) -> dict:
+    """The depth rows' value for `model` on one instrument (`columns`): its fit record, its
+    excess at each layer (points), the rise (deepest minus first, paired by seed), the
+    deepest layer's excess and Spearman's ρ of depth against the seed-mean excess."""
+    excess = excess_by_layer(results["layerwise"], model, columns)
+    means = [e.mean for e in excess.values()]
+    rho = spearmanr(range(len(means)), means).statistic if len(means) > 2 else math.nan
+    return {**memorization(results, model, columns), "spearman": float(rho),
+            "rise": layer_rise(results["layerwise"], model, columns),
+            "deepest": list(excess.values())[-1], "by_layer": excess}
+
+
 def measure_claims(results: dict) -> dict:
     """The measured value of every claim in CLAIMS, from `run`'s results. Accuracy
     differences are in points and paired over seeds (Estimates); every value carries the
@@ -330,36 +412,41 @@ def measure_claims(results: dict) -> dict:
     column = f"rlp_{last}"
     measured = {}
 
-    depth = {}
-    for model in models:
-        excess = excess_by_layer(results["layerwise"], model)
-        means = [e.mean for e in excess.values()]
-        rho = spearmanr(range(len(means)), means).statistic if len(means) > 2 else math.nan
-        depth[model] = {**memorization(results, model), "spearman": float(rho),
-                        "rise": layer_rise(results["layerwise"], model),
-                        "deepest": list(excess.values())[-1]}
-    measured["depth"] = depth
+    for name, columns in (("depth", HEADS), ("depth_probes", PROBES)):
+        measured[name] = {model: depth_of(results, model, columns) for model in models}
 
     retrained = results.get("retraining")  # None: results assembled before the row existed
     measured["retraining"] = None if retrained is None else {
         **pre, **layer_agreement(results["layerwise"], retrained, results["model"])}
+    # the instrument's positive control: the same network trained on random labels reads
+    # higher at its last probed layer than the clean one (both minus the same frozen control)
+    measured["positive_control"] = None if retrained is None or FROZEN not in retrained else {
+        **pre, **{f"random_{k}": v for k, v in fit_record(
+            retrained.drop_duplicates("seed")).items()},
+        "difference": reading_difference(
+            retrained, results["layerwise"][results["layerwise"]["model"] == results["model"]],
+            last)}
+    measured["frozen_near_chance"] = {
+        "chance": results["chance"],
+        "by_layer": frozen_levels(results["layerwise"], results["model"], results["chance"])}
 
     histories = results["histories"]
-    measured["early_rise"] = {**pre, **onset_and_gap(histories, results["probe_curves"])}
+    measured["early_rise"] = {**pre, **rise_and_gap(histories, results["frozen_histories"],
+                                                    column)}
 
     reg = results["regularizers"]
-    probe = f"probe_{last}"
-    none = points(by_seed(reg, probe, regularizer="none"))
-    drops, trends = {}, {}
+    none = points(by_seed(reg, column, regularizer="none"))
+    drops, trends, acts = {}, {}, {}
     for kind in STANDARD_REGULARIZERS:
         rows = reg[reg["regularizer"] == kind]
-        drops[kind] = paired(none, points(by_seed(rows, probe,
+        drops[kind] = paired(none, points(by_seed(rows, column,
                                                   strength=rows["strength"].max())))
-        trends[kind] = strength_trend(reg, probe, kind)
+        trends[kind] = strength_trend(reg, column, kind)
+        acts[kind] = ce_rise(reg, kind)
     fits = {kind: float(reg.loc[reg["regularizer"] == kind, "train_acc"].min())
             for kind in STANDARD_REGULARIZERS}
-    measured["regularizers"] = {**pre, **drops, "fits": fits}
-    measured["regularizer_trend"] = {**pre, **trends, "fits": fits,
+    measured["regularizers"] = {**pre, **drops, "fits": fits, "ce_rise": acts}
+    measured["regularizer_trend"] = {**pre, **trends, "fits": fits, "ce_rise": acts,
                                      "strengths": {k: sorted(float(v) for v in reg.loc[
                                          reg["regularizer"] == k, "strength"].unique())
                                                    for k in STANDARD_REGULARIZERS}}
@@ -370,12 +457,17 @@ def measure_claims(results: dict) -> dict:
     sweep = results["lambda_sweep"]
     lam = trained_lambda(sweep)
     top = float(sweep["lam"].max())
-    judged = {"lam": lam, "lam_train": worst_train(sweep, "last", lam)}
-    drop = None if lam is None else _drop(sweep, probe, lam)
+    judged = {"lam": lam, "lam_train": worst_train(sweep, "last", lam),
+              "penalty_drop": None if lam is None else penalty_drop(sweep, last, "last", lam)}
+    drop = None if lam is None else _drop(sweep, column, lam)
+    probe = f"probe_{last}"
+    probe_drop = None if lam is None else _drop(sweep, probe, lam)
     measured["regularizer_works"] = {
         **pre, **judged, "drop": drop, "largest_lam": top,
-        "drop_at_largest_lam": _drop(sweep, probe, top),
-        "head_drop": None if lam is None else _drop(sweep, column, lam)}
+        "drop_at_largest_lam": _drop(sweep, column, top), "probe_drop": probe_drop}
+    # the penalty removes information the unpenalized probes can read
+    measured["penalty_probes"] = {**pre, **judged, "drop": probe_drop, "head_drop": drop,
+                                  "drop_at_largest_lam": _drop(sweep, probe, top)}
     shift = {} if lam is None else layer_changes(sweep, layers, "last", lam)
     measured["shift"] = {**pre, **judged, "drop": drop, "changes": shift}
     all_lam = trained_lambda(sweep, "all")
@@ -389,7 +481,14 @@ def measure_claims(results: dict) -> dict:
         "last_layer_change": None if lam is None else _change(sweep, "test_acc", "last", lam)}
 
     noise = results["noise"]
+    # label noise raises the reading: the highest rate's unregularized runs minus the clean
+    # runs of the same recipe (the regularizer table's unregularized rows), paired by seed
     rate = noise["noise"].max()
+    noisy0 = noise[(noise["noise"] == rate) & (noise["lam"] == 0)]
+    measured["noise_reading"] = {
+        "rate": float(rate), **pre,
+        **{f"noisy_{k}": v for k, v in fit_record(noisy0).items()},
+        "difference": paired(points(by_seed(noisy0, column)), none)}
     high = noise[noise["noise"] == rate]
     val = high[high["lam"] > 0].groupby("lam")["val_acc"].mean()
     noise_lam = float(val.idxmax())
@@ -400,6 +499,7 @@ def measure_claims(results: dict) -> dict:
                          "gain": paired(points(by_seed(high, "test_acc", lam=noise_lam)),
                                         points(by_seed(high, "test_acc", lam=0.0))),
                          **noise_gains(noise)}
+    measured["noise"]["reduction"] = noise_reduction(noise, last, measured["noise"]["lams"])
 
     measured["sampling"] = measured["tails"] = None  # not run where the preset leaves it out
     if results["fractions"] is not None:
@@ -968,6 +1068,279 @@ CLAIMS += [
           where="fig2c_retraining"),
 ]
 
+# Rules read on the paper's own instrument: the online RLP heads, K per probed layer (each
+# with its own random-label draw, trained alongside the network as the paper trains its
+# head, their accuracies averaged within the run), minus the same K draws trained on the
+# frozen initialisation. The versions read on the post-hoc probes stay beside them
+# (`previous`); the probes read memlib's own rows (depth_probes, penalty_probes). Their
+# preconditions are manipulation checks that do not read the measure the rule judges: the
+# network fitted its labels, and a regularizer changed what it regularizes (the penalty's
+# own -log(1 - p̂), the training cross-entropy the standard regularizers restrain). The
+# memorization target (10 points of excess at some layer) gated the rows on the measure they
+# judge: it is no precondition now.
+HEADS_READ = ("the mean of the run's K online RLP heads, each with its own random-label "
+              "draw, trained alongside the network on detached features, minus the same K "
+              "draws trained on the frozen initialisation for as many epochs")
+HEADS_INSTRUMENT = "online RLP heads (K per layer)"
+PROBES_INSTRUMENT = "post-hoc random-label probes (8 per layer)"
+EVERY_MODEL_FITS = ("every layer-wise model interpolates: every seed met its declared fit "
+                    "(train acc >= 99% with >= 95% of flipped labels fitted) within its epoch "
+                    "budget, by its fit record", lambda v: all(m["fitted"] for m in v.values()))
+PENALTY_ACTS = ("the penalty acted: at that λ the last layer's heads' penalty −log(1 − p̂) "
+                "(nats, on the training samples) is lower than at λ = 0 beyond noise, paired "
+                "by seed", lambda v: v["penalty_drop"] is not None
+                and v["penalty_drop"].mean > 0 and v["penalty_drop"].beyond_noise)
+REGULARIZERS_ACT = ("every standard regularizer acted: at its strongest it raised the "
+                    "network's eval-mode training cross-entropy over none beyond noise, paired "
+                    "by seed", lambda v: all(e is not None and e.mean > 0 and e.beyond_noise
+                                             for e in v["ce_rise"].values()))
+NOISE_REDUCES = ("the regularizer reduced memorization at every rate: at the λ validation "
+                 "chose, the fit of the flipped labels or the last layer's RLP heads' accuracy "
+                 "is lower than at λ = 0 beyond noise, paired by seed",
+                 lambda v: all(any(r[k].mean > 0 and r[k].beyond_noise
+                                   for k in ("flipped_drop", "rlp_drop"))
+                               for r in v["reduction"].values()))
+NOISY_FITS = ("the noisy runs at λ = 0 met their declared fit (train acc >= 99% with >= 95% "
+              "of flipped labels fitted), by their fit records", lambda v: v["noisy_fitted"])
+_ACTS = {"penalty_drop": _e(0.3, 0.05)}
+_IDLE = {"penalty_drop": _e(0.0, 0.05)}
+_CE = {"ce_rise": {k: _e(0.2, 0.02) for k in STANDARD_REGULARIZERS}}
+_NO_CE = {"ce_rise": {**_CE["ce_rise"], "dropout": _e(0.0, 0.02)}}
+_GRID = {"strengths": {k: [0.1, 0.2, 0.3] for k in STANDARD_REGULARIZERS}}
+
+
+def _heads_depth(excess: dict) -> bool:
+    return all(m["spearman"] >= 0.5 and m["rise"].mean > 0 for m in excess.values())
+
+
+_DEPTH_RULE = ("for every layer-wise model: rise > 0 beyond noise (the paper's near-zero "
+               "first layer below a high deep one) and Spearman(depth, mean excess) >= 0.5 "
+               "(a trend over the layers, not only at the ends)")
+_DEPTH_CASES = Cases(holds={"mlp": _model(), "smallcnn": _model()},
+                     fails={"mlp": _model(-0.5, -12.0), "smallcnn": _model()},
+                     preconditions={EVERY_MODEL_FITS[0]: {"mlp": _model(fitted=False),
+                                                          "smallcnn": _model()}})
+_DEPTH = dict(rule=_DEPTH_RULE, holds=_heads_depth, preconditions=(EVERY_MODEL_FITS,),
+              beyond_noise=lambda v: all(m["rise"].beyond_noise for m in v.values()),
+              margins=lambda v: [m["rise"] for m in v.values()], combine="all",
+              cases=_DEPTH_CASES,
+              headline=lambda v: min((m["rise"] for m in v.values()), key=lambda e: e.mean))
+_NOISE_REDUCTION = {0.2: {"flipped_drop": _e(20.0), "rlp_drop": _e(3.0)},
+                    0.4: {"flipped_drop": _e(0.0, 1.0), "rlp_drop": _e(5.0)}}
+_NOISY_REDUCED = {**_NOISY, "reduction": _NOISE_REDUCTION}
+_HEAD_WORDS = {
+    "depth": dict(
+        measure="online RLP heads' excess per probed layer (" + HEADS_READ + "; points), each "
+                "layer-wise model: rise = deepest layer's excess minus the first layer's, "
+                "paired by seed; Spearman of depth against the seed-mean excess",
+        caveat="headline: the smallest rise over the layer-wise models; the levels are far "
+               "below the paper's", **_DEPTH),
+    "early_rise": dict(
+        measure="per seed at λ = 0: first epoch with train − test accuracy > 5 points minus "
+                "the epoch at which the last layer's online heads' excess (" + HEADS_READ
+                + ", at the same epoch) reaches half its final value (epochs, the lead; "
+                "measured every 2 epochs)",
+        rule="lead >= 0 (the heads' excess half-way no later than the divergence), decided "
+             "by the 95% t interval over seeds",
+        preconditions=(INTERPOLATES, ("both epochs defined in every seed",
+                                      lambda v: v["lead"] is not None)),
+        cases=Cases(holds={**_PRE, "lead": _e(20.0, 3.0)},
+                    fails={**_PRE, "lead": _e(-60.0, 5.0)},
+                    preconditions={INTERPOLATES[0]: {**_NO_FIT, "lead": _e(20.0)},
+                                   "both epochs defined in every seed": {**_PRE, "lead": None}}),
+        caveat="the divergence is read on a fixed 1,000-image test subset at the measured "
+               "epochs before the last"),
+    "regularizers": dict(
+        measure="last-layer online RLP heads' accuracy (the mean of the run's K heads) "
+                "without minus with each regularizer at its strongest (the frozen control is "
+                "the same in both)" + SEEDS,
+        preconditions=(INTERPOLATES, REGULARIZERS_ACT),
+        cases=Cases(holds={**_PRE, **_CE, **{k: _e(5.0) for k in STANDARD_REGULARIZERS}},
+                    fails={**_PRE, **_CE, "dropout": _e(5.0), "weight_decay": _e(5.0),
+                           "label_smoothing": _e(-5.0)},
+                    preconditions={INTERPOLATES[0]: {**_NO_FIT, **_CE, **{
+                        k: _e(5.0) for k in STANDARD_REGULARIZERS}},
+                                   REGULARIZERS_ACT[0]: {**_PRE, **_NO_CE, **{
+                        k: _e(5.0) for k in STANDARD_REGULARIZERS}}})),
+    "regularizer_trend": dict(
+        measure="per seed, the least-squares slope of the last layer's online RLP heads' "
+                "accuracy (the mean of the run's K heads) against the rank of the "
+                "regularizer's strength (none, then each of the three or more strengths of "
+                "its grid), negated: the drop per step (points per step, a paired slope over "
+                "seeds)",
+        preconditions=(INTERPOLATES, REGULARIZERS_ACT),
+        judged_at=lambda v: all(len(s) >= 3 for s in v["strengths"].values()),
+        cases=Cases(holds={**_PRE, **_CE, **_GRID, **_TREND},
+                    fails={**_PRE, **_CE, **_GRID, **_TREND, "label_smoothing": _e(-2.0)},
+                    preconditions={INTERPOLATES[0]: {**_NO_FIT, **_CE, **_GRID, **_TREND},
+                                   REGULARIZERS_ACT[0]: {**_PRE, **_NO_CE, **_GRID,
+                                                         **_TREND}}),
+        caveat="headline: the smallest of the three trends; judged only with three or more "
+               "strengths per regularizer; every run's train accuracy is in the value"),
+    "levels": dict(
+        measure="the default model's online heads' excess (" + HEADS_READ + ") at the first "
+                "and at the deepest probed layer (points, over seeds)",
+        rule=f"first layer's excess below {_LEVEL:g} points (near zero) and deepest layer's "
+             f"excess above {_LEVEL:g} points (high: not near zero), each decided by its 95% "
+             "t interval",
+        **all_of(lambda v: [margin(v["first"], _LEVEL, at_least=False),
+                            margin(v["deepest"], _LEVEL)]),
+        cases=Cases(holds=_LEVELS, fails={**_LEVELS, "first": _e(12.0)},
+                    preconditions={INTERPOLATES[0]: {**_LEVELS, "fitted": False}}),
+        caveat="the paper's ≈0% first layer and ≈70–80% deep layers are raw accuracies on "
+               "ImageNet; here excesses over the frozen control, with near zero meaning "
+               f"within {_LEVEL:g} points"),
+    "regularizer_works": dict(
+        measure="last-layer online RLP heads' accuracy (the mean of the run's K heads) at "
+                "λ = 0 minus at the judged λ (last-layer regularization), " + AT_TRAINED
+                + SEEDS,
+        rule="drop > 0, decided by the 95% t interval; never judged at a λ that stops the "
+             "network from training",
+        preconditions=(INTERPOLATES, STILL_TRAINS, PENALTY_ACTS),
+        **all_of(lambda v: [margin(v["drop"], 0)]),
+        cases=Cases(holds={**_PRE, **_JUDGED, **_ACTS, "drop": _e(12.0)},
+                    fails={**_PRE, **_JUDGED, **_ACTS, "drop": _e(-3.0)},
+                    preconditions={INTERPOLATES[0]: {**_NO_FIT, **_JUDGED, **_ACTS,
+                                                     "drop": _e(12.0)},
+                                   STILL_TRAINS[0]: {**_PRE, "lam": None, "drop": None,
+                                                     "penalty_drop": None},
+                                   PENALTY_ACTS[0]: {**_PRE, **_JUDGED, **_IDLE,
+                                                     "drop": _e(12.0)}}),
+        caveat=f"judged at the largest λ at which every seed still fits >= {TRAINS:.0%} of "
+               "its labels; the heads are what the penalty acts through (their accuracy can "
+               "fall below chance): the value shows the post-hoc probes' drop beside it "
+               "(memlib's row penalty_probes)"),
+    "shift": dict(
+        measure="online RLP heads' accuracy change (the mean of the run's K heads) of each "
+                "earlier layer, judged λ vs λ = 0, last-layer regularization, " + AT_TRAINED
+                + SEEDS,
+        preconditions=(INTERPOLATES, STILL_TRAINS, PENALTY_ACTS),
+        cases=Cases(holds=_shift({"act1": _e(-3.0), "act2": _e(3.0)}, **_ACTS),
+                    fails=_shift({"act1": _e(-3.0), "act2": _e(-3.0)}, **_ACTS),
+                    preconditions={INTERPOLATES[0]: _shift({}, fitted=False, **_ACTS),
+                                   STILL_TRAINS[0]: _shift({}, lam=None, drop=None,
+                                                           penalty_drop=None),
+                                   PENALTY_ACTS[0]: _shift({}, **_IDLE)})),
+    "all_layers": dict(
+        measure="online RLP heads' accuracy change (the mean of the run's K heads) under "
+                "all-layer regularization, " + AT_ALL_TRAINED + ", of each earlier layer that "
+                "rose beyond noise under last-layer regularization" + SEEDS,
+        preconditions=(INTERPOLATES, STILL_TRAINS,
+                       ("last-layer regularization shifts memorization (some earlier layer "
+                        "rises beyond noise at that λ)", lambda v: bool(v["shifted"])),
+                       ALL_TRAIN),
+        cases=Cases(holds=_all_layers({"act2": _e(-4.0)}), fails=_all_layers({"act2": _e(3.0)}),
+                    preconditions={
+                        INTERPOLATES[0]: _all_layers({}, fitted=False),
+                        STILL_TRAINS[0]: _all_layers({}, lam=None),
+                        "last-layer regularization shifts memorization (some earlier layer "
+                        "rises beyond noise at that λ)": _all_layers({}, shifted={}),
+                        ALL_TRAIN[0]: _all_layers({}, all_lam=None)})),
+    "noise": dict(
+        measure="test accuracy, best λ > 0 minus λ = 0, at every noise rate > 0 of the "
+                "experiment, λ chosen per rate from a grid of three or more on held-out "
+                "training-split images (clean labels)" + SEEDS + "; the value records, per "
+                "rate at the chosen λ and at λ = 0, the fit of the flipped labels and the "
+                "last layer's online RLP heads' accuracy",
+        preconditions=(_EVERY_RATE_FITS, NOISE_REDUCES),
+        cases=Cases(holds={**_NOISY_REDUCED, "gains": {0.2: _e(2.0), 0.4: _e(3.0)}},
+                    fails={**_NOISY_REDUCED, "gains": {0.2: _e(2.0), 0.4: _e(-3.0)}},
+                    preconditions={
+                        _EVERY_RATE_FITS[0]: {**_NOISY_REDUCED, "every_rate_fitted": False,
+                                              "gains": {0.2: _e(2.0), 0.4: _e(3.0)}},
+                        NOISE_REDUCES[0]: {**_NOISY, "gains": {0.2: _e(2.0), 0.4: _e(3.0)},
+                                           "reduction": {**_NOISE_REDUCTION, 0.4: {
+                                               "flipped_drop": _e(0.0, 1.0),
+                                               "rlp_drop": _e(-1.0, 1.0)}}}})),
+    # memlib's own question: the paper claims a convenience ("without retraining the whole
+    # network"), not agreement with retraining
+    "retraining": dict(scope="ours"),
+}
+CLAIMS = [_revised(c, **_HEAD_WORDS[c.id]) if c.id in _HEAD_WORDS else c for c in CLAIMS]
+
+_POSITIVE = {**_PRE, "random_fitted": True, "random_fit_epochs": [60] * 5}
+_NOISE_READ = {**_PRE, "rate": 0.4, "noisy_fitted": True, "noisy_fit_epochs": [60] * 5}
+_CHANCE = {"chance": 0.1, "by_layer": {"block1": _e(1.0), "block2": _e(1.5)}}
+CLAIMS += [
+    Claim("depth_probes", "Post-hoc probes, a second instrument, read random-label accuracy "
+          "growing with depth.", "", "post-hoc probe accuracy on the trained minus on the "
+          "frozen-initialisation network per probed layer (points; each " + PROBES_READ
+          + "), each layer-wise model: rise = deepest layer's excess minus the first layer's, "
+          "paired by seed; Spearman of depth against the seed-mean excess", unit="points",
+          caveat="headline: the smallest rise over the layer-wise models; the paper's "
+                 "instrument is the online heads (row depth)",
+          where="fig2_layerwise_rlp", scope="ours", **_DEPTH),
+    Claim("positive_control", "The online RLP heads read more memorization in a network "
+          "trained on random labels than in the clean network (the instrument's positive "
+          "control).", "",
+          "the last probed layer's online heads' excess (" + HEADS_READ + "), the default "
+          "model trained from scratch on random labels (the retraining runs: same "
+          "initialisation, training subset and recipe) minus the clean network" + SEEDS,
+          "difference > 0, decided by the 95% t interval",
+          preconditions=(INTERPOLATES, RANDOM_FITS),
+          **all_of(lambda v: [margin(v["difference"], 0)]),
+          cases=Cases(holds={**_POSITIVE, "difference": _e(5.0)},
+                      fails={**_POSITIVE, "difference": _e(-5.0)},
+                      preconditions={INTERPOLATES[0]: {**_POSITIVE, "fitted": False,
+                                                       "difference": _e(5.0)},
+                                     RANDOM_FITS[0]: {**_POSITIVE, "random_fitted": False,
+                                                      "difference": _e(5.0)}}),
+          unit="points", headline=lambda v: v["difference"],
+          caveat="both readings subtract the same frozen control (the same initialisation and "
+                 "head draws)", where="fig2c_retraining", scope="ours"),
+    Claim("noise_reading", "Label noise raises the online RLP heads' reading.", "",
+          "the last probed layer's online heads' accuracy (the mean of the run's K heads), "
+          "λ = 0 runs at the highest label-noise rate minus the clean runs of the same recipe "
+          "(seed, initialisation, training subset, epochs)" + SEEDS,
+          "difference > 0, decided by the 95% t interval",
+          preconditions=(INTERPOLATES, NOISY_FITS),
+          **all_of(lambda v: [margin(v["difference"], 0)]),
+          cases=Cases(holds={**_NOISE_READ, "difference": _e(5.0)},
+                      fails={**_NOISE_READ, "difference": _e(-5.0)},
+                      preconditions={INTERPOLATES[0]: {**_NOISE_READ, "fitted": False,
+                                                       "difference": _e(5.0)},
+                                     NOISY_FITS[0]: {**_NOISE_READ, "noisy_fitted": False,
+                                                     "difference": _e(5.0)}}),
+          unit="points", headline=lambda v: v["difference"],
+          caveat="both runs of a seed share the frozen control (their initialisation and head "
+                 "draws), so the difference of their readings is that of their excesses",
+          where="fig7_label_noise", scope="ours"),
+    Claim("penalty_probes", "The RLP penalty removes information that unpenalized probes can "
+          "read at the regularized layer.", "",
+          "last-layer post-hoc probe accuracy (" + PROBES_READ + ") at λ = 0 minus at the "
+          "judged λ (last-layer regularization), " + AT_TRAINED + SEEDS,
+          "drop > 0, decided by the 95% t interval",
+          preconditions=(INTERPOLATES, STILL_TRAINS, PENALTY_ACTS),
+          **all_of(lambda v: [margin(v["drop"], 0)]),
+          cases=Cases(holds={**_PRE, **_JUDGED, **_ACTS, "drop": _e(3.0)},
+                      fails={**_PRE, **_JUDGED, **_ACTS, "drop": _e(-3.0)},
+                      preconditions={INTERPOLATES[0]: {**_NO_FIT, **_JUDGED, **_ACTS,
+                                                       "drop": _e(3.0)},
+                                     STILL_TRAINS[0]: {**_PRE, "lam": None, "drop": None,
+                                                       "penalty_drop": None},
+                                     PENALTY_ACTS[0]: {**_PRE, **_JUDGED, **_IDLE,
+                                                       "drop": _e(3.0)}}),
+          unit="points", headline=lambda v: v["drop"],
+          caveat="the value shows the online heads' drop at the same λ beside it",
+          where="fig5_rlp_regularizer", scope="ours"),
+    Claim("frozen_near_chance", "A head trained on the frozen initialisation fails to fit the "
+          "random labels (the paper's sanity check of the instrument).",
+          "qualitative: the frozen-initialisation head fails to fit random labels",
+          "each probed layer's frozen-initialisation heads' random-label accuracy (the mean of "
+          "the run's K heads, trained on the untrained default model's features for as many "
+          "epochs as the network trains) minus chance (points, over seeds)",
+          f"every layer's accuracy less than {_LEVEL:g} points above chance (near chance: "
+          "the bound levels calls near zero), each decided by its 95% t interval",
+          **all_of(lambda v: [margin(e, _LEVEL, at_least=False)
+                              for e in v["by_layer"].values()]),
+          cases=Cases(holds=_CHANCE,
+                      fails={**_CHANCE, "by_layer": {"block1": _e(1.0), "block2": _e(10.0)}}),
+          unit="points", headline=lambda v: max(v["by_layer"].values(), key=lambda e: e.mean),
+          caveat="headline: the layer whose frozen heads fit most; a linear head on a small "
+                 "training set can fit random labels by itself",
+          where="fig2_layerwise_rlp"),
+]
+
 CLAIMS = [powered(c, CONFIRMATORY_N.get(c.id, MIN_REPLICATES), POWER_SOURCE) for c in CLAIMS]
 
 # what decides each claim besides its rule: the functions that compute its value (with the
@@ -975,29 +1348,35 @@ CLAIMS = [powered(c, CONFIRMATORY_N.get(c.id, MIN_REPLICATES), POWER_SOURCE) for
 # claim's fingerprint. Every value passes through measure_claims, which reads the runs' final
 # rows and histories; the sweep's settings decide which runs those are.
 _RECIPE = ("model", "epochs", "noise", "train_samples", "measure_every", "fit_train_acc",
-           "fit_flipped_acc")
+           "fit_flipped_acc", "heads")
 _PROBED = (*_RECIPE, "feature_grid", "probes", "probe_epochs", "probe_lr", "probe_batch")
 _SWEEP = (*_PROBED, "lambdas", "all_lambdas")
 _SAMPLING = (*_RECIPE, "lambdas", "sampling_experiment", "sampling_noise", "fractions",
              "long_tail_ratio")
 CLAIMS = declare(CLAIMS, {
-    "depth": ((measure_claims, memorization, excess_by_layer), (*_PROBED, "layer_models",
-                                                                 "layer_model_epochs")),
-    "early_rise": ((measure_claims, onset_and_gap, excess_onset, gap_epoch), _PROBED),
-    "regularizers": ((measure_claims,), (*_PROBED, "dropouts", "weight_decays",
-                                         "label_smoothings")),
-    "regularizer_trend": ((measure_claims, strength_trend), (*_PROBED, "dropouts",
-                                                             "weight_decays",
-                                                             "label_smoothings")),
+    "depth": ((measure_claims, depth_of, memorization, excess_by_layer, layer_rise),
+              (*_PROBED, "layer_models", "layer_model_epochs")),
+    "depth_probes": ((measure_claims, depth_of, memorization, excess_by_layer, layer_rise),
+                     (*_PROBED, "layer_models", "layer_model_epochs")),
+    "positive_control": ((measure_claims, memorization, fit_record, reading_difference),
+                         _PROBED),
+    "noise_reading": ((measure_claims, memorization, fit_record), (*_PROBED, "noise_rates")),
+    "frozen_near_chance": ((measure_claims, frozen_levels), _PROBED),
+    "early_rise": ((measure_claims, rise_and_gap, onset_epoch, gap_epoch), _PROBED),
+    "regularizers": ((measure_claims, ce_rise), (*_PROBED, "dropouts", "weight_decays",
+                                                 "label_smoothings")),
+    "regularizer_trend": ((measure_claims, strength_trend, ce_rise),
+                          (*_PROBED, "dropouts", "weight_decays", "label_smoothings")),
     "levels": ((measure_claims, memorization, excess_by_layer), _PROBED),
     "retraining": ((measure_claims, memorization, excess_by_layer, layer_agreement, fit_record),
                    _PROBED),
-    "regularizer_works": ((measure_claims, trained_lambda), _SWEEP),
-    "shift": ((measure_claims, trained_lambda, layer_changes), _SWEEP),
+    "regularizer_works": ((measure_claims, trained_lambda, penalty_drop), _SWEEP),
+    "penalty_probes": ((measure_claims, trained_lambda, penalty_drop), _SWEEP),
+    "shift": ((measure_claims, trained_lambda, layer_changes, penalty_drop), _SWEEP),
     "all_layers": ((measure_claims, trained_lambda, layer_changes), _SWEEP),
     "all_layers_test": ((measure_claims, trained_lambda), _SWEEP),
-    "noise": ((measure_claims, best_lambda, noise_gains), (*_RECIPE, "noise_rates",
-                                                            "noise_lambdas")),
+    "noise": ((measure_claims, best_lambda, noise_gains, noise_reduction),
+              (*_RECIPE, "noise_rates", "noise_lambdas")),
     "sampling": ((measure_claims, sampling_claims, best_lambda), _SAMPLING),
     "tails": ((measure_claims, sampling_claims, head_tail_change, best_lambda), _SAMPLING),
     "imagenet": ((measure_claims, best_lambda), _SWEEP),
@@ -1036,4 +1415,39 @@ CLAIMS = with_margins(CLAIMS, {
         "than one swap in every seed is none worth the name")},
     "all_layers_test": {"delta_reason": _NON_INFERIOR},
     "cifar100_train_stable": {"delta_reason": _NON_INFERIOR},
+})
+
+# what each row reads, and the smallest effect its confirmatory n is powered to decide (in
+# its margins' unit); the rows added with the online heads say why they have no δ
+_NO_NUMBER = ("the paper gives no number for this quantity: no δ, so no equivalence verdict")
+_TWO = {"smallest_effect": 2.0, "smallest_effect_reason": (
+    "2 points of random-label accuracy: about the spread between seeds of one layer's "
+    "reading, the least difference worth reporting")}
+_HEADS = {"instrument": HEADS_INSTRUMENT}
+_PROBE = {"instrument": PROBES_INSTRUMENT}
+_TEST = {"instrument": "test accuracy"}
+CLAIMS = with_margins(CLAIMS, {
+    "depth": {**_HEADS, **_TWO}, "levels": {**_HEADS, **_TWO}, "regularizers": {**_HEADS, **_TWO},
+    "shift": {**_HEADS, **_TWO}, "all_layers": {**_HEADS, **_TWO},
+    "regularizer_works": {**_HEADS, **_TWO, "delta_reason": _NO_NUMBER},
+    "early_rise": {**_HEADS, "smallest_effect": 2.0, "smallest_effect_reason": (
+        "one measurement interval (2 epochs)")},
+    "regularizer_trend": {**_HEADS, "smallest_effect": 2.0 / 3, "smallest_effect_reason": (
+        "2 points of random-label accuracy over the three steps of the strength grid")},
+    "noise": {"instrument": "test accuracy (the online RLP heads and the flipped-label fit "
+                            "in its manipulation check)",
+              "smallest_effect": 1.5, "smallest_effect_reason": (
+                  "the size of the paper's own test gain from the regularizer (ImageNet "
+                  "67.0% → 68.5%), taken as the gain worth detecting")},
+    "retraining": {**_PROBE, "smallest_effect": 0.5, "smallest_effect_reason": (
+        "ρ = 0.5: a single swap of adjacent layers among three")},
+    "depth_probes": {**_PROBE, **_TWO, "delta_reason": _NO_NUMBER},
+    "penalty_probes": {**_PROBE, **_TWO, "delta_reason": _NO_NUMBER},
+    "positive_control": {**_HEADS, **_TWO, "delta_reason": _NO_NUMBER},
+    "noise_reading": {**_HEADS, **_TWO, "delta_reason": _NO_NUMBER},
+    "frozen_near_chance": {**_HEADS, **_TWO, "delta_reason": (
+        f"{_BAR} (less than {_LEVEL:g} points above chance)")},
+    "imagenet_rlp": _HEADS, "cifar100_rlp": _HEADS,
+    "sampling": _TEST, "tails": _TEST, "imagenet": _TEST, "cifar100_small_lambda": _TEST,
+    "all_layers_test": _TEST, "cifar100_train_stable": {"instrument": "train accuracy"},
 })

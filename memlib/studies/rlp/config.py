@@ -80,6 +80,12 @@ class Config:
     layer_model_epochs: Annotated[int, Positive, AtMost(10**4)] = 150
     n_random: Annotated[int | None, AtLeast(2), AtMost(10**5)] = None  # None: the number of classes
     head_hidden: Annotated[int, NonNegative, AtMost(2**16)] = 0  # 0: linear heads
+    # online RLP heads per probed layer, trained alongside the network as the paper's head
+    # is, each with its own random-label draw (`method.head_labels`); the claims read their
+    # mean accuracy, which averages away most of one head's noise (the penalty is their mean
+    # too, so λ means what it does for one head); the frozen-initialisation control trains
+    # the same K draws on the untrained network
+    heads: Annotated[int, Positive, AtMost(256)] = 4
     # > 0: also a capacity-matched control head per layer, reading it through a fixed random
     # projection to this many dimensions (rlpproj_<layer>)
     head_project: Annotated[int, NonNegative, AtMost(2**16)] = 32
@@ -98,10 +104,11 @@ class Config:
     weight_decay: Annotated[float, NonNegative] = 0.0  # extractor and task head; RLP heads never
     schedule: Literal["constant", "cosine", "warmup_cosine"] = "cosine"
     warmup_epochs: Annotated[float, NonNegative, AtMost(10**4)] = 0.0
-    # one value per grid at the small scale (the strongest the pilots kept), for the budget
-    dropouts: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.5,)
-    weight_decays: Annotated[tuple[float, ...], NonEmpty, NonNegative] = (1e-3,)
-    label_smoothings: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.3,)
+    # three strengths per grid (the paper's claim is a trend over strength), the strongest
+    # the one the pilots kept, the others spaced below it
+    dropouts: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.3, 0.5)
+    weight_decays: Annotated[tuple[float, ...], NonEmpty, NonNegative] = (1e-4, 3e-4, 1e-3)
+    label_smoothings: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.1, 0.2, 0.3)
     # λ > 0 of the sweep (λ = 0 always runs): last-layer regularization, and all-layer
     # regularization (None: the same values), whose penalty sums over every probed layer and
     # so stops a network from training at a smaller λ
@@ -252,6 +259,8 @@ class RunSpec:
     noise: float = 0.0
     seed: int = 0
     head_project: int = 0
+    # online heads per probed layer (`Config.heads`); 1: the paper's single head
+    heads: int = 1
     measure_every: int = 1
     inputs: str = "standardized"
     fit_train_acc: float = 0.99

@@ -154,13 +154,18 @@ def run(config: Config) -> dict:
                              "frozen_collapse": (frozen["collapse"] or {}).get(n, math.nan)})
     out["layerwise"], out["fit"] = pd.DataFrame(rows), pd.DataFrame(fit)
 
-    # 1b. the default model trained from scratch on random labels: the same post-hoc probes
-    # of each layer, beside the clean network's (the `retraining` row)
+    # 1b. the default model trained from scratch on random labels: the same online heads and
+    # post-hoc probes of each layer, beside the clean network's (the `retraining` and
+    # `positive_control` rows). Its frozen control is the clean run's: the same
+    # initialisation and head draws, and the frozen heads never see the training labels
     rows = []
     for seed in seeds:
         result, probes = probed(config, retraining_spec(config, seed))
+        frozen = cached_frozen(spec(config, seed=seed))["history"].set_index("epoch")
+        last = frozen.loc[result["epochs_trained"]]
         for row in layer_rows(result, probes, model=config.model, seed=seed):
-            rows.append({**row, "fit_epoch": result["fit_epoch"],
+            rows.append({**row, "frozen_acc": last[f"rlp_{row['layer']}"],
+                         "fit_epoch": result["fit_epoch"],
                          "epochs_trained": result["epochs_trained"],
                          "noisy_fit": result["noisy_fit"]})
     out["retraining"] = pd.DataFrame(rows)

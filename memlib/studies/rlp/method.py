@@ -20,8 +20,9 @@ from memlib.train import (
 )
 
 __all__ = [
-    "random_labels", "log1m_softmax", "rlp_penalty", "make_head", "RandomProjection", "PROJECTED",
-    "RLPHeads", "feature_dims", "rlp_losses", "rlp_step", "EvalData", "eval_batches",
+    "random_labels", "head_labels", "HEAD_SEED_STRIDE", "log1m_softmax", "rlp_penalty",
+    "make_head", "HeadSet", "RandomProjection", "PROJECTED", "RLPHeads", "feature_dims",
+    "rlp_losses", "rlp_step", "EvalData", "eval_batches",
     "eval_loader", "EVAL_CHUNK", "eval_forward", "measure", "grid_pool", "pooled_features",
     "class_variance_ratio",
     "per_class_accuracy", "predictions", "PROBE_SEED_STRIDE", "label_draws", "train_probes",
@@ -38,6 +39,17 @@ def random_labels(num_samples: int, n_random: int, seed: int) -> torch.Tensor:
     if n_random < 2:
         raise ValueError(f"n_random must be >= 2, got {n_random}")
     return torch.randint(0, n_random, (num_samples,), generator=generator(seed))
+
+
+HEAD_SEED_STRIDE = 104_729  # between the label seeds of a layer's successive heads (a prime)
+
+
+def head_labels(num_samples: int, n_random: int, seed: int, heads: int) -> torch.Tensor:
+    """(num_samples, heads) random labels by sample index of the full dataset: head j's from
+    its own seed, seed + j * HEAD_SEED_STRIDE, so head 0 reads the one draw a single head
+    would (`random_labels(num_samples, n_random, seed)`)."""
+    return torch.stack([random_labels(num_samples, n_random, seed + j * HEAD_SEED_STRIDE)
+                        for j in range(heads)], 1)
 
 
 def log1m_softmax(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -64,6 +76,19 @@ def make_head(in_features: int, n_random: int, hidden: int = 0) -> nn.Module:
                          nn.Linear(hidden, n_random))
 
 
+class HeadSet(nn.Module):
+    """K independent heads on one layer's pooled output, each predicting its own random
+    labels: (B, d) -> (B, K, n_random). Head j is drawn after head j - 1 from the same
+    stream, so a set of one is the single head of the paper, bit for bit."""
+
+    def __init__(self, in_features: int, n_random: int, k: int = 1, hidden: int = 0):
+        super().__init__()
+        self.heads = nn.ModuleList(make_head(in_features, n_random, hidden) for _ in range(k))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.stack([head(x) for head in self.heads], 1)
+
+
 class RandomProjection(nn.Module):
     """A fixed Gaussian map from `d` to `k` dimensions (scaled by 1/sqrt(k), so norms are
     kept on average), stored as a buffer: never trained, never decayed."""
@@ -81,7 +106,8 @@ PROJECTED = "proj__"
 
 
 class RLPHeads(nn.ModuleDict):
-    """One head per probed layer name (module names may contain dots, keys may not).
+    """K heads per probed layer name (a HeadSet; module names may contain dots, keys may
+    not), head j of every layer predicting the j-th column of the random labels.
 
     With `project` > 0 every layer also gets a capacity-matched control head, which reads
     the layer through a fixed random projection to `project` dimensions: the same number of
@@ -90,22 +116,26 @@ class RLPHeads(nn.ModuleDict):
     """
 
     def __init__(self, dims: dict[str, int], n_random: int, hidden: int = 0,
-                 project: int = 0, seed: int = 0):
-        heads = {_key(n): make_head(d, n_random, hidden) for n, d in dims.items()}
+                 project: int = 0, seed: int = 0, k: int = 1):
+        heads = {_key(n): HeadSet(d, n_random, k, hidden) for n, d in dims.items()}
         if project > 0:
             heads.update({PROJECTED + _key(n): nn.Sequential(
-                RandomProjection(d, project, seed + i), make_head(project, n_random, hidden))
+                RandomProjection(d, project, seed + i), HeadSet(project, n_random, k, hidden))
                 for i, (n, d) in enumerate(dims.items())})
         super().__init__(heads)
         self.layers = tuple(dims)
         self.project = project
+        self.k = k
 
     def head(self, layer: str) -> nn.Module:
-        return self[_key(layer)]
+        """The layer's first head alone, (B, d) -> (B, n_random): the one that reads the
+        first column of the random labels (a single head's draw)."""
+        return self[_key(layer)].heads[0]
 
     def probes(self) -> list[tuple[str, str, nn.Module]]:
-        """(metric, layer, head) of every head: rlp_<layer>, then rlpproj_<layer>."""
-        out = [(f"rlp_{n}", n, self.head(n)) for n in self.layers]
+        """(metric, layer, head set) of every layer: rlp_<layer>, then rlpproj_<layer>; each
+        maps (B, d) to (B, K, n_random)."""
+        out = [(f"rlp_{n}", n, self[_key(n)]) for n in self.layers]
         if self.project > 0:
             out += [(f"rlpproj_{n}", n, self[PROJECTED + _key(n)]) for n in self.layers]
         return out
@@ -128,24 +158,34 @@ def feature_dims(model: nn.Module, layers: Sequence[str], example: torch.Tensor)
 
 def rlp_losses(features: dict[str, torch.Tensor], heads: RLPHeads, r: torch.Tensor,
                reg_layers: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
-    """(L_rnd, L_reg) summed over layers, from the live tapped outputs.
+    """(L_rnd, L_reg) summed over layers, from the live tapped outputs; `r` holds the
+    batch's random labels, one column per head (B, K), or (B,) for one head.
 
-    L_rnd sees detached features: only the heads learn from it. L_reg runs the head with
-    detached parameters (functional_call): only the extractor learns from it.
+    L_rnd sees detached features: only the heads learn from it. It is the sum of the K
+    heads' mean cross-entropies, so each head gets the gradient it would get alone. L_reg
+    runs the heads with detached parameters (functional_call): only the extractor learns
+    from it. It is the *mean* of the K heads' penalties: the extractor is pushed to hide
+    every head's labels, with the strength λ gives a single head, so λ means what it means
+    in the paper (at K = 1 both losses are the single head's).
     """
+    r = r[:, None] if r.ndim == 1 else r
+    k = r.shape[1]
     l_rnd = l_reg = features[heads.layers[0]].new_zeros(())
     for metric, layer, head in heads.probes():
         f = pool(features[layer])
-        l_rnd = l_rnd + F.cross_entropy(head(f.detach()), r)
+        logits = head(f.detach())
+        l_rnd = l_rnd + k * F.cross_entropy(logits.flatten(0, 1), r.flatten())
         if layer in reg_layers and metric == f"rlp_{layer}":
-            frozen = {k: v.detach() for k, v in head.named_parameters()}
-            l_reg = l_reg + rlp_penalty(torch.func.functional_call(head, frozen, (f,)), r)
+            frozen = {name: v.detach() for name, v in head.named_parameters()}
+            live = torch.func.functional_call(head, frozen, (f,))
+            l_reg = l_reg + rlp_penalty(live.flatten(0, 1), r.flatten())
     return l_rnd, l_reg
 
 
 def rlp_step(heads: RLPHeads, random: torch.Tensor, lam: float = 0.0,
              reg_layers: Sequence[str] = (), label_smoothing: float = 0.0):
-    """A `memlib.train` step: L_class + L_rnd + λ L_reg; `random[idx]` are the batch's labels."""
+    """A `memlib.train` step: L_class + L_rnd + λ L_reg; `random[idx]` are the batch's random
+    labels (one column per head)."""
     reg_layers = tuple(reg_layers) if lam > 0 else ()
 
     def step(model: nn.Module, batch) -> torch.Tensor:
@@ -230,8 +270,9 @@ def eval_forward(model: nn.Module, x: torch.Tensor, layers: Sequence[str] = (),
 def measure(model: nn.Module, heads: RLPHeads | None, data: EvalData,
             random: torch.Tensor | None = None, batch_size: int = 2048,
             labels: dict[str, torch.Tensor] | None = None) -> dict[str, float]:
-    """Eval-mode accuracy and mean cross-entropy on `data` and, with `heads`, each head's
-    accuracy on the random labels `random[idx]`; for each `labels` entry (labels by sample
+    """Eval-mode accuracy and mean cross-entropy on `data` and, with `heads`, each layer's
+    head accuracy on the random labels `random[idx]` (one column per head; the mean over
+    the layer's K heads); for each `labels` entry (labels by sample
     position, -1 where a sample does not count), the accuracy "acc_<name>" against them
     over the samples that count (NaN: none), from the same forward pass. Sums are
     all-reduced over ranks."""
@@ -241,13 +282,22 @@ def measure(model: nn.Module, heads: RLPHeads | None, data: EvalData,
     was_training = model.training
     model.eval()
     device = _device(model)
-    sums = torch.zeros(3 + len(probes) + 2 * len(targets), dtype=torch.float64, device=device)
+    sums = torch.zeros(3 + 2 * len(probes) + 2 * len(targets), dtype=torch.float64,
+                       device=device)
     for batch in eval_batches(data, batch_size):
         x, y, idx = to_device(batch, device)
         logits, pooled = eval_forward(model, x, layers)
         predicted = logits.argmax(1)
-        hits = [(head(pooled[layer]).argmax(1) == random[idx]).sum()
-                for _, layer, head in probes]
+        r = random[idx][:, None] if random is not None and random.ndim == 1 else (
+            random[idx] if random is not None else None)
+        hits, penalties = [], []
+        for _, layer, head in probes:
+            guess = head(pooled[layer])
+            # each layer's hits and penalty averaged over its heads: the mean head's
+            hits.append((guess.argmax(-1) == r).double().mean(1).sum())
+            penalties.append(-log1m_softmax(guess.flatten(0, 1), r.flatten())
+                             .view(r.shape).double().mean(1).sum())
+        hits += penalties
         for target in targets.values():
             t = target.to(device)[idx]
             hits += [(predicted == t).sum(), (t >= 0).sum()]
@@ -255,10 +305,15 @@ def measure(model: nn.Module, heads: RLPHeads | None, data: EvalData,
                              F.cross_entropy(logits.float(), y, reduction="sum"), *hits])
     model.train(was_training)
     correct, n, loss, *rest = distributed.all_sum(sums.tolist())
-    hits, counts = rest[:len(probes)], rest[len(probes):]
+    hits, penalties = rest[:len(probes)], rest[len(probes):2 * len(probes)]
+    counts = rest[2 * len(probes):]
     n = max(1.0, n)
     return {"acc": correct / n, "loss": loss / n,
             **{metric: h / n for (metric, _, _), h in zip(probes, hits, strict=True)},
+            # the penalty -log(1 - p̂) each layer's heads would put on the extractor: what the
+            # RLP regularizer lowers, the check that it acted
+            **{"pen" + metric.removeprefix("rlp"): p / n
+               for (metric, _, _), p in zip(probes, penalties, strict=True)},
             **{f"acc_{name}": (right / count if count else math.nan)
                for name, right, count in zip(targets, counts[::2], counts[1::2], strict=True)}}
 

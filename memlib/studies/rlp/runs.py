@@ -24,6 +24,7 @@ from memlib.studies.rlp.method import (
     class_variance_ratio,
     eval_loader,
     feature_dims,
+    head_labels,
     label_draws,
     measure,
     per_class_accuracy,
@@ -147,8 +148,10 @@ def load_data(s: RunSpec) -> dict:
         measured = datasets.stratified_subset(clean_y, count=s.measure_samples,
                                               seed=s.data_seed + 3)
     device = resolve_device(s.device)
-    labels_by_position = {"y": y, "clean_y": clean_y, "index": idx,
-                          "random": random_labels(len(labels), n_random, s.label_seed)[idx]}
+    # one column of random labels per head; "random" is the first head's (a single head's)
+    randoms = head_labels(len(labels), n_random, s.label_seed, s.heads)[idx]
+    labels_by_position = {"y": y, "clean_y": clean_y, "index": idx, "randoms": randoms,
+                          "random": randoms[:, 0]}
     d = {**{k: v.to(device) for k, v in labels_by_position.items()}, "device": device,
          "num_classes": num_classes, "n_random": n_random, "measured": measured,
          "num_samples": len(labels),
@@ -246,7 +249,7 @@ def make_heads(s: RunSpec, model: nn.Module, layers: Sequence[str], d: dict) -> 
     label seed, so trained and frozen-init runs read their layers through the same ones."""
     dims = feature_dims(model, layers, d["example"].to(d["device"]))
     return RLPHeads(dims, d["n_random"], s.head_hidden, s.head_project,
-                    seed=s.label_seed).to(d["device"])
+                    seed=s.label_seed, k=s.heads).to(d["device"])
 
 
 def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
@@ -286,7 +289,7 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
         if latest.get("epoch") != epoch:
             latest.clear()
             with precision:
-                scores = measure(model, heads, d["train_eval"], d["random"], labels=targets)
+                scores = measure(model, heads, d["train_eval"], d["randoms"], labels=targets)
             latest.update(epoch=epoch, **scores)
         return latest
 
@@ -315,7 +318,12 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
         scores = dict(train_scores(state.epoch))
         state.row["train_acc"] = scores["acc"]
         state.row["clean_train_acc"] = scores["acc_clean"]
+        # the eval-mode cross-entropy on the training labels: what the standard regularizers
+        # act on (a network they restrain fits its labels less confidently)
+        state.row["train_ce"] = scores["loss"]
         state.row.update({metric: scores[metric] for metric, _, _ in heads.probes()})
+        state.row.update({"pen" + metric.removeprefix("rlp"): scores[
+            "pen" + metric.removeprefix("rlp")] for metric, _, _ in heads.probes()})
         state.row["val_acc"] = validation["acc"]
         if s.feature_grid > 0:
             store_features(state.epoch, last)
@@ -336,7 +344,7 @@ def train_run(s: RunSpec, observe: Callable | None = None) -> dict:
     fit = fit_tracker(fit_criterion(s), fit_scores, memo)
     extra = list(observe(model, heads, d, memo)) if observe is not None else []
     history = train(model, d["train"], ts,
-                    step=rlp_step(heads, d["random"], s.lam, reg_layers, s.label_smoothing),
+                    step=rlp_step(heads, d["randoms"], s.lam, reg_layers, s.label_smoothing),
                     optimizers=optimizers, modules={"heads": heads},
                     callbacks=[fit, record, *extra], memo=memo, desc=f"{s.model} λ={s.lam:g}")
     epochs_trained = int(history["epoch"].iloc[-1])
@@ -393,9 +401,10 @@ def layer_collapse(model: nn.Module, layers: Sequence[str], data: tuple) -> dict
 
 
 def frozen_baseline(s: RunSpec) -> dict:
-    """Per-epoch RLP accuracy (columns rlp_<layer>) of heads trained with the same optimizer,
-    epochs and batch size on the untrained extractor's eval-mode features: what a head
-    memorizes by itself."""
+    """Per-epoch RLP accuracy (columns rlp_<layer>: the mean over the layer's K heads) of
+    heads with the same K random-label draws, trained with the same optimizer, epochs and
+    batch size on the untrained extractor's eval-mode features: what a head memorizes by
+    itself, the control of every head reading."""
     d = load_data(s)
     seed_everything(s.seed)
     model, layers = make_model(s, d["num_classes"], tuple(d["example"].shape[1:]))
@@ -414,12 +423,31 @@ def frozen_baseline(s: RunSpec) -> dict:
             if layer not in group:
                 continue
             seed_everything(s.seed)
-            h = train(head, TensorBatches(feats[layer], d["random"], s.batch_size, s.seed),
-                      head_spec, eval_sets={"random": (feats[layer], d["random"])})
+            h = train(head, TensorBatches(feats[layer], d["randoms"], s.batch_size, s.seed),
+                      head_spec, step=_heads_step,
+                      callbacks=[_heads_accuracy(head, feats[layer], d["randoms"])])
             history[metric] = h["random_acc"].to_numpy()
     collapse = (layer_collapse(model, layers, d["clean_eval"][:2])
                 if isinstance(d["clean_eval"], tuple) else None)
     return {"history": history, "collapse": collapse}
+
+
+def _heads_step(heads: nn.Module, batch) -> torch.Tensor:
+    """A head set's random-label loss on fixed features: the sum of its heads' mean
+    cross-entropies, as the online heads learn (`rlp_losses`)."""
+    x, r, _ = batch
+    return r.shape[1] * nn.functional.cross_entropy(heads(x).flatten(0, 1), r.flatten())
+
+
+def _heads_accuracy(heads: nn.Module, x: torch.Tensor, r: torch.Tensor):
+    """A callback recording the head set's mean accuracy on its random labels (eval mode)."""
+    @torch.no_grad()
+    def record(state) -> None:
+        was_training = heads.training
+        heads.eval()
+        state.row["random_acc"] = (heads(x).argmax(-1) == r).double().mean().item()
+        heads.train(was_training)
+    return record
 
 
 @computation("rlp_run", 1)
@@ -494,6 +522,10 @@ def final_row(result: dict, probes: dict | None = None, **labels) -> dict:
     row = {**labels, "train_acc": last["train_acc"], "val_acc": last["val_acc"],
            "test_acc": last["test_acc"], "fit_epoch": result["fit_epoch"]}
     row.update({f"rlp_{n}": last[f"rlp_{n}"] for n in result["layers"]})
+    # the heads' penalty and the training cross-entropy: the regularizers' manipulation
+    # checks (absent from runs assembled before they were recorded)
+    row.update({c: last[c] for c in (*(f"pen_{n}" for n in result["layers"]), "train_ce")
+                if c in last})
     return {**row, **probe_means(probes)}
 
 
