@@ -149,7 +149,7 @@ display(Markdown(markdown_table(pd.DataFrame(setting, columns=["setting", "value
 # the seeds this run ran (its Config) and the registers' history, for the prose below
 seed_words = seed_history("lens", config)
 own = len(config.extra_seeds)
-display(Markdown(f"""**Seeds.** This run ran {seed_words["ran"]}: study 1's
+display(Markdown(f"""**Seeds.** This run ran {seed_words["ran"]}: study 1's seeds
 {seed_span(config.study1.seeds)}, which every run uses (study 1's registered confirmatory seeds
 are {seed_history("rlp")["registered"]}), """ + (
     f"and {count_word(own)} of the lens's own ({seed_span(config.extra_seeds)})." if own else
@@ -443,7 +443,8 @@ display(Markdown(rf"""
    ```
    **Run time:** {run_time(more_noise * lens_each)}: {more_noise} new runs (every clean run
    but study 1's own, which the lens watched already, and every 60% run, on
-   {count_word(len(DATA))} datasets and {count_word(len(config.seeds))} seeds) at the measured
+   {count_word(len(DATA))} dataset{"s" if len(DATA) > 1 else ""} and
+   {count_word(len(config.seeds))} seeds) at the measured
    cost of one lens run ({cost_of(lens_runs)}), two at a time; the 40% runs and the frozen
    baselines (shared by every noise rate) load from the cache.
    <details><summary>Answer</summary>
