@@ -29,7 +29,6 @@ import hashlib
 import io
 import json
 import os
-import struct
 import time
 import warnings
 from collections.abc import Callable, Collection
@@ -96,35 +95,6 @@ def _decode(value):
     if isinstance(value, (list, tuple)):
         return type(value)(_decode(v) for v in value)
     return value
-
-
-def stored_bits(value: Any, leave_out: str | None = None) -> bytes:
-    """`value` as an entry stores it (a table as its columns of plain values), every leaf as
-    its bits in order: a tensor's dtype, shape and memory, a float's IEEE bytes (NaN's sign
-    and payload included), any other leaf its type and repr; dict keys naming `leave_out`
-    (e.g. "seconds": a clock differs run to run) left out. A value computed here and the
-    same value loaded from its entry give the same bits (a table is read back once as it
-    would be loaded). Not torch's serialisation itself: pickle shares one object met twice,
-    and which objects are one depends on how the process built them, not on what they hold."""
-    return _bits(_encode(_decode(_encode(value))), leave_out)
-
-
-def _bits(value: Any, leave_out: str | None) -> bytes:
-    if isinstance(value, torch.Tensor):
-        t = value.detach().cpu().contiguous()
-        return (f"T{t.dtype}{tuple(t.shape)}".encode()
-                + t.reshape(-1).view(torch.uint8).numpy().tobytes())
-    if isinstance(value, float):
-        return b"F" + struct.pack("<d", value)
-    if isinstance(value, dict):
-        return b"D" + b"".join(_bits(k, leave_out) + _bits(v, leave_out)
-                               for k, v in value.items()
-                               if not (leave_out and isinstance(k, str) and leave_out in k)) \
-            + b"E"
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__[0].encode()
-                + b"".join(_bits(v, leave_out) for v in value) + b"E")
-    return f"{type(value).__name__}:{value!r}".encode()
 
 
 def save(path: Path, value: Any, seconds: float | None = None, own: float | None = None,

@@ -4,6 +4,7 @@ alone: the check that the studies' tests share."""
 import dataclasses
 import io
 import math
+import struct
 
 import pandas as pd
 import torch
@@ -40,9 +41,23 @@ def entries(folder) -> set[str]:
 
 
 def bits(value) -> bytes:
-    """Every leaf of a stored value as its bits, in order (`memlib.cache.stored_bits`, on the
-    value as given): wall-clock fields (dict keys naming seconds) left out."""
-    return cache._bits(value, "seconds")
+    """Every leaf of a stored value as its bits, in order: a tensor's dtype, shape and memory,
+    a float's IEEE bytes (NaN's sign and payload included), any other leaf its type and repr;
+    wall-clock fields (dict keys and table columns naming seconds) left out.
+    Not torch's serialisation itself: pickle shares one object met twice, and which objects
+    are one depends on how the process built them, not on what they hold."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous()
+        return (f"T{t.dtype}{tuple(t.shape)}".encode()
+                + t.view(-1).view(torch.uint8).numpy().tobytes())
+    if isinstance(value, float):
+        return b"F" + struct.pack("<d", value)
+    if isinstance(value, dict):  # a clock (a key naming seconds) differs run to run
+        return b"D" + b"".join(bits(k) + bits(v) for k, v in value.items()
+                               if not (isinstance(k, str) and "seconds" in k)) + b"E"
+    if isinstance(value, (list, tuple)):
+        return type(value).__name__[0].encode() + b"".join(map(bits, value)) + b"E"
+    return f"{type(value).__name__}:{value!r}".encode()
 
 
 def stored_bytes(path) -> bytes:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import math
+import struct
 
 import pandas as pd
 import torch
 from torch import nn
 
-from memlib import cache
 from memlib import data as datasets
 from memlib.config import check
 from memlib.runs import computation
@@ -21,7 +21,8 @@ from memlib.studies.lens.config import LensMeasures, LensRun
 from memlib.studies.lens.method import example_scores, layer_probes
 
 __all__ = ["scatter_positions", "observer", "OBSERVED", "study1_part", "field_digests",
-           "lens_run", "cached_lens", "trained_model", "measure_run", "cached_measures"]
+           "stored_bits", "lens_run", "cached_lens", "trained_model", "measure_run",
+           "cached_measures"]
 
 
 def scatter_positions(s: rlp.RunSpec, clean: torch.Tensor, count: int | None) -> torch.Tensor:
@@ -96,9 +97,32 @@ def study1_part(result: dict) -> dict:
 
 
 def field_digests(stored: dict) -> dict[str, str]:
-    """Per field, the SHA-256 of its bits as an entry stores them (`cache.stored_bits`): the
-    same for a result computed here and for that result loaded from its entry."""
-    return {k: hashlib.sha256(cache.stored_bits(v)).hexdigest() for k, v in stored.items()}
+    """Per field, the SHA-256 of its bits (`stored_bits`): the same for a result computed
+    here and for that result loaded from its cache entry."""
+    return {k: hashlib.sha256(stored_bits(v)).hexdigest() for k, v in stored.items()}
+
+
+def stored_bits(value) -> bytes:
+    """Every leaf of `value` as its bits, in order: a tensor's dtype, shape and memory, a
+    float's IEEE bytes (NaN's sign and payload included), any other leaf its type and repr;
+    a table as its columns of plain values, read back as the cache reads a stored table (a
+    table computed here and the same table loaded from an entry give the same bits). Not
+    torch's serialisation itself: pickle shares one object met twice, and which objects are
+    one depends on how the process built them, not on what they hold."""
+    if isinstance(value, pd.DataFrame):
+        loaded = pd.DataFrame({c: value[c].tolist() for c in value.columns})
+        return b"P" + stored_bits({c: loaded[c].tolist() for c in loaded.columns})
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous()
+        return (f"T{t.dtype}{tuple(t.shape)}".encode()
+                + t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    if isinstance(value, float):
+        return b"F" + struct.pack("<d", value)
+    if isinstance(value, dict):
+        return b"D" + b"".join(stored_bits(k) + stored_bits(v) for k, v in value.items()) + b"E"
+    if isinstance(value, (list, tuple)):
+        return type(value).__name__[0].encode() + b"".join(map(stored_bits, value)) + b"E"
+    return f"{type(value).__name__}:{value!r}".encode()
 
 
 def lens_run(r: LensRun) -> dict:
