@@ -23,22 +23,23 @@
 # 5. the per-example measures agree (mean Spearman correlation ≥ 0.3).
 #
 # ## The model
-# Study 1's layer-wise MLP, exactly: its preset at this scale with the changes in
-# `study1_sets` below (`params/<scale>/01_random_label_heads.yaml`: at the small scale 1,000
-# training images, a 6×256 ReLU MLP trained 150 epochs with Adam and a cosine schedule to
-# interpolation, a linear random-label head on every hidden layer; study 1 sweeps its
-# regularizers on a SmallCNN, and the lens names the MLP) trained by study 1's own
-# `memlib.studies.rlp.train_run`, on Fashion-MNIST and on MNIST (the bundled 5,000-digit subset,
-# `mnist-5k`, when the full set is not on disk), at the symmetric label-noise rates of
-# `noise_rates` below (at the small scale only study 1's 40%, the rate every question is
-# asked at), on each of the run's seeds (under the setup cell below). While it trains, a
-# callback watches it through the other studies' public functions; watching only evaluates
-# (eval mode, no random draws), so the training is what study 1's code computes for the
-# same configuration and seed; below, every run study 1 has also cached is compared with the
-# lens's, value for value, and the notebook says how many it found. The frozen-initialisation
-# baselines come from study 1's
-# code too; they do not depend on the label noise, so every noise rate shares one per seed
-# (on Fashion-MNIST, study 1's own).
+# Study 1's layer-wise MLP, exactly: study 1's own runs of the model named by `model` below,
+# made from its preset at this scale (`params/<scale>/01_random_label_heads.yaml`: at the
+# small scale 1,000 training images, a 6×256 ReLU MLP trained 150 epochs with Adam and a
+# cosine schedule to interpolation, a linear random-label head on every hidden layer; study
+# 1 sweeps its regularizers on a SmallCNN, and the lens names the MLP) and trained by study
+# 1's own `memlib.studies.rlp.train_run`, on Fashion-MNIST and on MNIST (the bundled
+# 5,000-digit subset, `mnist-5k`, when the full set is not on disk), at the symmetric
+# label-noise rates of `noise_rates` below (at the small scale only 40%, the rate every
+# question is asked at), on study 1's confirmatory seeds and `extra_seeds` more (the setup
+# cell below names them). On clean Fashion-MNIST labels the lens also watches study 1's own
+# layer-wise runs, on study 1's seeds. While a run trains, a callback watches it through the
+# other studies' public functions; watching only evaluates (eval mode, no random draws), so
+# the training is study 1's. Below, every run study 1 also trains is checked: what study 1
+# stored of it and what the lens's training of it would store hold the same bits, field by
+# field. The frozen-initialisation baselines come from study 1's code too; they do not
+# depend on the label noise, so every noise rate shares one per seed (on Fashion-MNIST on
+# study 1's seeds, study 1's own).
 #
 # ## The four lenses
 # **Random-label heads (notebook 01).** Every training example $i$ gets a fixed random label
@@ -95,7 +96,7 @@
 # %% tags=["parameters"]
 # The scale: "smoke", "small" or "full", each its own preset
 # (params/<scale>/05_memorization_lens.yaml). To change a setting, add a line here,
-# e.g. `seeds = [0, 1]`, and run this cell and the ones below; a line you
+# e.g. `extra_seeds = [650]`, and run this cell and the ones below; a line you
 # delete no longer counts. papermill injects every setting after this cell.
 scale = "small"
 
@@ -104,6 +105,8 @@ scale = "small"
 from memlib.pipeline import notebook_config, study_results
 
 # isort: split
+import dataclasses
+
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
@@ -115,6 +118,7 @@ from memlib.plotting import column_figure, figure, reference_line, savefig
 from memlib.prose import (
     claims_markdown,
     cost_of,
+    count_word,
     entry_seconds,
     explanations,
     listing,
@@ -144,8 +148,12 @@ setting = [(k, v) for k, v in to_dict(spec).items()
 display(Markdown(markdown_table(pd.DataFrame(setting, columns=["setting", "value"]))))
 # the seeds this run ran (its Config) and the registers' history, for the prose below
 seed_words = seed_history("lens", config)
-display(Markdown(f"""**Seeds.** This run ran {seed_words["ran"]}; study 1's confirmatory
-seeds are {seed_history("rlp")["registered"]}."""))
+own = len(config.extra_seeds)
+display(Markdown(f"""**Seeds.** This run ran {seed_words["ran"]}: study 1's seeds
+{seed_span(config.study1.seeds)}, which every run uses (study 1's registered confirmatory seeds
+are {seed_history("rlp")["registered"]}), """ + (
+    f"and {count_word(own)} of the lens's own ({seed_span(config.extra_seeds)})." if own else
+    "and none of the lens's own.")))
 
 # %% [markdown]
 # The training setting above is study 1's preset at this scale, read from its parameter
@@ -158,27 +166,15 @@ runs.groupby(["dataset", "noise"])[["train_acc", "test_acc", "noisy_fit", "peak_
     .agg(["mean", "min", "max"]).round(3)
 
 # %% [markdown]
-# Whether the lens really watched study 1's model: where study 1 has run the same
-# configuration (its dataset, noise rate and seed), its cached result is compared with the
-# lens's run of it, value for value.
+# Whether the lens really watched study 1's model: every run whose settings are those of a run
+# study 1 trains (the same run specification, hence the same cache entry, computed by
+# whichever notebook got there first) is compared with what study 1 stored of it, every
+# stored tensor and table bit for bit.
 
 # %% tags=["remove-input"]
-checks = []
-for r in results["specs"]:
-    if not rlp.cached_run.has(r.run):  # study 1 has not run this configuration
-        continue
-    ours, theirs = lens.cached_lens(r)["history"], rlp.cached_run(r.run)["history"]
-    checks.append(ours.equals(theirs))
-lens_seeds = sorted({r.run.seed for r in results["specs"]})
-mismatch = "" if all(checks) else ": the others did not, so there the lens changed the training"
-if checks:
-    display(Markdown(f"""Study 1's cache holds {len(checks)} of the lens's {len(results["specs"])}
-runs; {sum(checks)} of them trained to the identical history, value for value{mismatch}."""))
-else:
-    display(Markdown(f"""Study 1's cache holds none of the lens's {len(results["specs"])} runs
-(the lens ran seeds {seed_span(lens_seeds)}; study 1 has not run these configurations with
-them here), so the identity is not checked in this run: the lens's training is study 1's code,
-not a copy of its results."""))
+identity = results["identity"]
+save_table(identity, "identity", STUDY, scale)
+display(Markdown(lens.identity_sentence(identity, len(results["specs"]))))
 
 # %% [markdown]
 # ## 1. Per example: do the scores see the same examples?
@@ -435,6 +431,9 @@ record of memorization that has already happened.
 # a measures entry's cold cost holds its run's: each is one watched run, trained and measured
 lens_runs, baselines = entry_seconds("lens_measures"), entry_seconds("rlp_frozen")
 lens_each = sum(lens_runs) / max(len(lens_runs), 1)
+# the runs the first exercise adds: its clean runs beyond study 1's own, and every 60% run
+more_noise = len(set(lens.lens_runs(dataclasses.replace(config, noise_rates=(0.0, 0.4, 0.6))))
+                 - set(lens.lens_runs(config)))
 display(Markdown(rf"""
 1. **More label noise.** Study 1's regularizer and study 3's attribution both sharpen with
    more corrupted labels.
@@ -442,9 +441,11 @@ display(Markdown(rf"""
    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
        notebooks/05_memorization_lens.py --set "noise_rates=[0.0,0.4,0.6]"
    ```
-   **Run time:** {run_time(4 * len(config.seeds) * lens_each)}: {4 * len(config.seeds)} new
-   runs (2 noise rates × 2 datasets × {len(config.seeds)} seeds) at the measured cost of
-   one lens run ({cost_of(lens_runs)}), two at a time; the 40% runs and the frozen
+   **Run time:** {run_time(more_noise * lens_each)}: {more_noise} new runs (every clean run
+   but study 1's own, which the lens watched already, and every 60% run, on
+   {count_word(len(DATA))} dataset{"s" if len(DATA) > 1 else ""} and
+   {count_word(len(config.seeds))} seeds) at the measured
+   cost of one lens run ({cost_of(lens_runs)}), two at a time; the 40% runs and the frozen
    baselines (shared by every noise rate) load from the cache.
    <details><summary>Answer</summary>
 
@@ -453,12 +454,11 @@ display(Markdown(rf"""
    (Figure 5.1) to show whether the families of section 1 survive.
    </details>
 2. **Study 1's preset, changed.** `study1_sets` passes `key=value` changes to the watched
-   model, here a shallower MLP. The list replaces the default one (`model=mlp`,
-   `epochs=150`), so it repeats those two.
+   model, here a shallower MLP. Study 1 trains no such run, so the identity check above
+   then finds none to compare: the runs are study 1's code, no longer its runs.
    ```bash
    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
-       notebooks/05_memorization_lens.py \
-       --set 'study1_sets=["model=mlp","epochs=150","widths=[256,256,256]"]'
+       notebooks/05_memorization_lens.py --set 'study1_sets=["widths=[256,256,256]"]'
    ```
    **Run time:** {run_time(sum(lens_runs) + sum(baselines), at_most=True)}: all
    {len(lens_runs)} lens runs ({cost_of(lens_runs)}; three layers cost less than six) and
@@ -493,9 +493,8 @@ display(Markdown(f"""Our five questions, per dataset, at the highest noise rate,
 verdicts (seeds {seed_words["pilots"]}) stay in the claims report beside these.
 {earlier[0].upper() + earlier[1:]} {"was" if seed_words["earlier_count"] == "one" else "were"}
 replaced, each when study 1 moved to fresh seeds, by this one on seeds
-{seed_words["registered"]} (study 1's confirmatory seeds when it was registered, and more for
-power; study 1's replication runs on fresh seeds of its own, so the identity check
-above finds study 1's runs only where its cache holds the same seeds)""" + (
+{seed_words["registered"]} (study 1's confirmatory seeds, on which the lens watches study 1's
+own runs, and the lens's own for power)""" + (
     "" if seed_words["confirmatory"] else f""" (this
 run's verdicts come from {seed_words["ran"]})""") + """; the claims report gives why each
 was replaced and keeps its verdicts beside these. Each value is read with its 95% Student-t

@@ -81,16 +81,16 @@ def test_lens_on_cifar10(cifar_root):
     sets = ["train_samples=40", "test_samples=20", "validation_samples=20", "widths=[16, 16]",
             "head_project=4",
             "epochs=12", "model=mlp", "layer_models=[mlp]", "measure_every=1", "fit_train_acc=0.01",
-            "fit_flipped_acc=0.01", "epochs_after_fit=1"]
+            "fit_flipped_acc=0.01", "epochs_after_fit=1", "seeds=[0]"]
     config = lens.Config(setting="small", study1_sets=tuple(sets), datasets=("cifar10",),
-                         noise_rates=(0.4,), seeds=(0,), scatter_samples=20, null_draws=1,
+                         noise_rates=(0.4,), extra_seeds=(), scatter_samples=20, null_draws=1,
                          parallel_runs=1, measure_every=1)
     results = lens.run(config)
     runs = results["runs"]
-    # the lens measures study 1's run on its own 5-epoch grid (LENS_OWN): the fit is found
-    # at epoch 5, and the run ends at the first measured epoch one epoch after it
-    assert (runs["fit_epoch"] == 5).all() and (runs["epochs"] == 10).all()
-    assert results["curves"]["epoch"].max() == 10
+    # the lens watches study 1's run as study 1 measures it, every epoch here: the fit is
+    # found at epoch 1, and the run ends at the first measured epoch one epoch after it
+    assert (runs["fit_epoch"] == 1).all() and (runs["epochs"] == 2).all()
+    assert results["curves"]["epoch"].max() == 2
     measured = lens.measure(results)
     assert all(v is None or v["fitted"] for v in measured.values())
 

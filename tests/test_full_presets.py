@@ -218,8 +218,8 @@ def test_fisher_full_preset_cifar100_variant(data_root):
 LENS = {  # study 1's full setting (CIFAR-100, WRN-16-4) shrunk by the same kind of changes as
     # RLP above; two noise rates, one seed, a smaller scatter set, one null draw
     "study1_sets": ["train_samples=200", "test_samples=100", "validation_samples=100",
-                    "epochs=2", "batch_size=100", "wrn_width=1"],
-    "noise_rates": [0.0, 0.4], "seeds": [0], "scatter_samples": 100, "null_draws": 1,
+                    "epochs=2", "batch_size=100", "wrn_width=1", "seeds=[0]"],
+    "noise_rates": [0.0, 0.4], "scatter_samples": 100, "null_draws": 1,
 }
 
 

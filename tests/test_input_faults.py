@@ -186,7 +186,8 @@ def started(*args, **kwargs):
     ("fisher", ["seeds=[0, 0]"], "seeds=[0, 0] repeats 0"),
     ("probes", ["standin_train=5"], "standin_train=5 is below the 10 classes"),
     ("modarith", ["image_samples=5"], "image_samples=5 is below the 10 classes"),
-    ("lens", ["seeds=[0, 0]"], "seeds=[0, 0] repeats 0"),
+    ("lens", ["extra_seeds=[5, 5]"], "extra_seeds=[5, 5] repeats 5"),
+    ("lens", ["extra_seeds=[1, 5]"], "extra_seeds=[1, 5] repeats study 1's seed 1"),
 ])
 def test_values_against_each_other_stop_before_any_work(study, sets, fragment, tmp_path):
     cache = tmp_path / "cache"

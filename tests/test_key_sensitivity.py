@@ -25,7 +25,9 @@ SCHEDULING = {
 }
 
 # the tiny settings each study starts from here, where a field acts only with more of them
-BASE = {"modarith": dict(seeds=(0, 1, 2)), "probes": SMALLEST["probes"]}
+BASE = {"modarith": dict(seeds=(0, 1, 2)), "probes": SMALLEST["probes"],
+        # no clean rate of its own: study 1's clean runs are the lens's only by `study1_runs`
+        "lens": dict(noise_rates=(0.2, 0.4))}
 # studies whose plan keys entries from the results of earlier ones (a trained model's
 # probes): their base plan is computed first, on the smallest settings, so those results load
 COMPUTED_FIRST = {"probes"}

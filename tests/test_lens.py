@@ -24,8 +24,9 @@ from tiny import tiny
 from torch.func import functional_call
 
 from memlib import data
-from memlib.config import ConfigError
+from memlib.config import ConfigError, confirmatory_seeds, to_dict
 from memlib.models import MLP, SmallCNN, WideResNet
+from memlib.presets import preset_of
 from memlib.seed import generator
 from memlib.studies import fisher, lens, probes, rlp
 
@@ -327,7 +328,8 @@ def test_rlp_half_epoch_is_study_1s_onset_of_the_trained_minus_frozen_excess():
 @pytest.mark.parametrize("bad", [
     {"datasets": ("imagenet",)}, {"noise_rates": (1.5,)}, {"datasets": ()},
     {"scatter_samples": 5}, {"study1_sets": ("epochs",)}, {"study1_sets": ("epochs=-1",)},
-    {"study1_sets": ("no_such_knob=1",)},
+    {"study1_sets": ("no_such_knob=1",)}, {"extra_seeds": (1, 1)}, {"extra_seeds": (2,)},
+    {"model": "wrn"},
 ])
 def test_config_rejects_bad_values_with_one_line(bad):
     with pytest.raises(ConfigError) as err:
@@ -335,16 +337,60 @@ def test_config_rejects_bad_values_with_one_line(bad):
     assert "\n" not in str(err.value)
     if "study1_sets" in bad:
         assert "study1_sets" in str(err.value)
+    if bad == {"extra_seeds": (2,)}:  # tiny study 1 runs seeds 0, 1, 2 already
+        assert "repeats study 1's seed 2" in str(err.value)
+
+
+def test_the_seeds_are_study_1s_then_the_lenss_own():
+    config = tiny(lens.Config, setting="smoke", study1_sets=("seeds=[7, 3]",),
+                  extra_seeds=(40, 41))
+    assert config.study1.seeds == (7, 3) and config.seeds == (7, 3, 40, 41)
+    # derived, never a parameter: a manifest records study 1's changes and the extra seeds
+    assert "seeds" not in to_dict(config) and to_dict(config)["extra_seeds"] == [40, 41]
+    assert config.seeds == confirmatory_seeds(config)
+    # the small preset: study 1's registered confirmatory seeds first, read from its preset
+    small = preset_of(lens.Config, "lens", "small")
+    assert small.seeds[:len(small.study1.seeds)] == small.study1.seeds
+    assert small.study1.seeds == preset_of(rlp.Config, "rlp", "small").seeds
+
+
+@pytest.mark.parametrize("setting", ["smoke", "small"])
+def test_study_1s_runs_of_the_model_are_the_lenss_own(setting):
+    """At each preset the lens's clean runs on study 1's dataset and seeds are runs study 1's
+    plan trains (the same RunSpec, hence the same cache entry), and its frozen baselines are
+    study 1's."""
+    config = preset_of(lens.Config, "lens", setting)
+    study1 = config.study1
+    runs = lens.lens_runs(config)
+    shared = lens.shared_runs(config, runs)
+    assert [(r.run.dataset, r.run.noise, r.run.seed) for r in shared] == [
+        (study1.dataset, study1.noise, seed) for seed in study1.seeds]
+    assert shared == lens.study1_runs(config)
+    # study 1's layer-wise run of the lens's model, as its plan makes it
+    assert {r.run for r in shared} == {rlp.spec(study1, model=config.model, seed=seed)
+                                       for seed in study1.seeds}
+    plan = rlp.planned_runs(study1)
+    frozen = {s for f, s in plan if f is rlp.cached_frozen}
+    assert {lens.frozen_spec(r.run, study1) for r in shared} <= frozen
+    # the lens computes study 1's training of them itself when study 1 has not
+    assert {s for f, s in lens.planned_runs(config) if f is rlp.cached_run} == {
+        r.run for r in shared}
+    # every noisy run is study 1's recipe at another noise rate
+    for r in runs:
+        assert r.run == dataclasses.replace(rlp.spec(study1, model=config.model,
+                                                     seed=r.run.seed, dataset=r.run.dataset),
+                                            noise=r.run.noise)
 
 
 def test_runs_cover_the_grid_and_share_the_frozen_baseline():
     config = tiny(lens.Config, setting="smoke", datasets=("digits",), noise_rates=(0.0, 0.4),
-                         seeds=(0, 1), measure_every=3)
+                  study1_sets=("seeds=[0, 1]",), measure_every=3)
     planned = lens.lens_runs(config)
     assert [(r.run.dataset, r.run.noise, r.run.seed) for r in planned] == [
         ("digits", n, s) for n in (0.0, 0.4) for s in (0, 1)]
-    assert all(r.measure_every == 3 and r.run.model == lens.study1_config(config).model
-               for r in planned)
+    assert all(r.measure_every == 3 and r.run.model == config.model for r in planned)
+    # study 1 runs fashion_mnist, which this lens does not: none of study 1's own runs
+    assert lens.study1_runs(config) == []
     study1 = lens.study1_config(config)
     frozen = {lens.frozen_spec(r.run, study1) for r in planned}
     assert len(frozen) == 2  # one per seed, whatever the noise
@@ -353,10 +399,10 @@ def test_runs_cover_the_grid_and_share_the_frozen_baseline():
 
 def test_study1_sets_change_the_watched_runs():
     config = tiny(lens.Config, setting="smoke", datasets=("digits",), noise_rates=(0.4,),
-                  seeds=(0,), study1_sets=("epochs=3", "widths=[8, 8]"))
+                  study1_sets=("epochs=3", "widths=[8, 8]", "seeds=[0]"))
     (r,) = lens.lens_runs(config)
     assert r.run.epochs == 3 and r.run.widths == (8, 8) and r.run.noise == 0.4
-    plain = lens.lens_runs(dataclasses.replace(config, study1_sets=()))[0].run
+    plain = lens.lens_runs(dataclasses.replace(config, study1_sets=("seeds=[0]",)))[0].run
     assert dataclasses.replace(r.run, epochs=plain.epochs, widths=plain.widths) == plain
 
 
@@ -411,8 +457,12 @@ def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact
     assert out["chance"] == pytest.approx(0.1)
     assert scores["layers"]["layer"].tolist() == ["act1", "act2"] == out["layers"]
 
-    # the observer only evaluates: the same training as study 1's plain run
-    plain = rlp.train_run(s)["history"]
+    # the observer only evaluates: the same training as study 1's plain run, every field of
+    # what study 1 stores of it the same bits
+    plain_run = rlp.train_run(s)
+    assert out["study1_bits"] == lens.field_digests(plain_run)
+    assert set(out["study1_bits"]) >= {"history", "test_pred", "features", "collapse"}
+    plain = plain_run["history"]
     watched = out["history"]
     last, plain_last = watched.iloc[-1], plain.iloc[-1]
     columns = ["train_acc", "test_acc", *[c for c in plain.columns if c.startswith("rlp_")]]
@@ -441,21 +491,113 @@ def test_scatter_smaller_than_the_classes_is_one_clear_error():
         lens.scatter_positions(spec, clean, 9)
 
 
-def test_lens_runs_keep_their_own_test_set_and_share_study_1s_frozen_runs():
+def test_lens_runs_are_study_1s_and_share_study_1s_frozen_runs():
     config = tiny(lens.Config, setting="smoke", datasets=("digits",), noise_rates=(0.4,),
-                  seeds=(0,))
+                  study1_sets=("seeds=[0]",))
     (r,) = lens.lens_runs(config)
     study1 = lens.study1_config(config)
-    # the test set study 1's preset asks for (the smoke preset's 200 images)
-    assert (r.run.test_samples, r.run.feature_grid, r.run.measure_every) == (200, 0, 5)
-    # where study 1 reads its whole split, the lens reads 1,000 images, or the whole split of
-    # a dataset that holds no more (the 360 test digits)
-    assert lens.lens_test_samples("fashion_mnist", None) == 1000
-    assert lens.lens_test_samples("digits", None) is None
+    # study 1's own recipe, its test set, stored features and measurements included
+    assert r.run == rlp.spec(study1, dataset="digits", noise=0.4, seed=0)
+    assert (r.run.test_samples, r.run.feature_grid) == (study1.test_samples,
+                                                        study1.feature_grid)
     frozen = lens.frozen_spec(r.run, study1)
-    assert (frozen.test_samples, frozen.feature_grid) == (study1.test_samples,
-                                                          study1.feature_grid)
     assert frozen == rlp.spec(study1, dataset="digits", seed=0)  # study 1's own entry
+
+
+# --- the identity check: the lens's training against what study 1 stored, bit for bit -------
+
+
+def tiny_shared_config():
+    """A lens whose clean runs on digits are study 1's own (study 1 runs digits here)."""
+    return tiny(lens.Config, setting="smoke", datasets=("digits",), noise_rates=(0.4,),
+                study1_sets=("dataset=digits", "epochs=2", "widths=[8, 8]",
+                             "train_samples=200", "test_samples=100",
+                             "validation_samples=100", "seeds=[0]"), null_draws=1)
+
+
+def tampered(path: Path, change) -> None:
+    """Study 1's entry at `path`, one stored value changed by `change`, stored again as an
+    intact entry (its own digest recomputed): what a training that differed would leave."""
+    from memlib import cache
+
+    value = cache.load(path)
+    change(value)
+    cache.save(path, value)
+    assert cache.intact(path)
+
+
+def test_the_identity_check_compares_the_stored_bits_and_fails_on_a_differing_entry():
+    torch.set_num_threads(1)
+    config = tiny_shared_config()
+    results = lens.run(config)
+    # study 1's clean run, and its unregularized noise-arm run: at two epochs measured at
+    # the last alone, as the lens's measured every other epoch
+    noisy, shared = lens.shared_runs(config, lens.lens_runs(config))
+    assert [(r.run.dataset, r.run.noise, r.run.seed) for r in (noisy, shared)] == [
+        ("digits", 0.4, 0), ("digits", 0.0, 0)]
+    table = results["identity"]
+    assert table[["dataset", "noise", "seed", "differing"]].values.tolist() == [
+        ["digits", 0.4, 0, ""], ["digits", 0.0, 0, ""]]
+    assert table["fields"].iloc[1] == len(rlp.cached_run(shared.run)) >= 10
+    sentence = lens.identity_sentence(table, len(results["specs"]))
+    assert sentence.startswith("Study 1 trains two of the lens's two runs (digits, 40% noise "
+                               "and clean labels, seed 0).") and "unchanged" in sentence
+    path = rlp.cached_run.path(shared.run)
+
+    def one_feature(v):  # one bit of one stored tensor deep inside the entry
+        first = v["features"][0]
+        name = next(iter(first))
+        first[name] = first[name].clone()
+        first[name].view(torch.int16).view(-1)[0] ^= 1
+
+    def one_prediction(v):
+        v["test_pred"] = v["test_pred"].clone()
+        v["test_pred"][0] += 1
+
+    def one_history_value(v):  # a table's value one ulp off, which a tolerance would pass
+        v["history"] = v["history"].copy()
+        first = v["history"].loc[0, "train_acc"]
+        v["history"].loc[0, "train_acc"] = np.nextafter(first, 2.0)
+
+    def a_field_more(v):
+        v["extra"] = 1
+
+    original = path.read_bytes()
+    for change, field in [(one_feature, "features"), (one_prediction, "test_pred"),
+                          (one_history_value, "history"), (a_field_more, "extra")]:
+        tampered(path, change)
+        table = lens.identity([shared])
+        assert table["differing"].tolist() == [field]
+        sentence = lens.identity_sentence(table, 2)
+        assert sentence.startswith("The identity check failed")
+        assert f"clean labels, seed 0 (`{field}`)" in sentence
+        assert "\n" not in sentence and "{" not in sentence
+        path.write_bytes(original)
+    assert lens.identity([shared])["differing"].tolist() == [""]
+
+
+def test_without_a_shared_run_the_check_says_so_in_one_sentence():
+    config = tiny(lens.Config, setting="smoke", datasets=("digits",), noise_rates=(0.4,),
+                  study1_sets=("seeds=[0]",))
+    assert lens.shared_runs(config, lens.lens_runs(config)) == []
+    sentence = lens.identity_sentence(lens.identity([]), 1)
+    assert sentence.startswith("None of the lens's runs (one in all)") and "not checked" in sentence
+
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_memorization_lens.py"
+
+
+@pytest.mark.notebook
+def test_the_smoke_notebook_checks_and_passes_the_identity_with_study_1(smoke_runs):
+    """In the pipeline's smoke run (study 1 and the lens in parallel), the lens's runs that
+    study 1 also trains store the same bits as study 1's entries, and the executed notebook
+    says so in words."""
+    out = smoke_runs.run(NOTEBOOK)
+    table = pd.read_csv(out / "identity.csv", keep_default_na=False)
+    assert len(table) == 2 and (table["differing"] == "").all(), table
+    published = (out / f"{NOTEBOOK.stem}.ipynb").read_text(encoding="utf-8")
+    assert "the lens watched study 1's own training, unchanged" in published
+    assert "identity check failed" not in published and "not checked" not in published
 
 
 # --- the measures: a computation over what the training run stored ----------------------------
@@ -463,7 +605,7 @@ def test_lens_runs_keep_their_own_test_set_and_share_study_1s_frozen_runs():
 
 def test_the_measures_are_keyed_by_the_run_their_settings_and_the_fisher_kernel(monkeypatch):
     config = tiny(lens.Config, setting="smoke", datasets=("digits",), noise_rates=(0.4,),
-                  seeds=(0,))
+                  study1_sets=("seeds=[0]",))
     (m,) = lens.lens_measures(config)
     spec = lens.cached_measures.spec(m)
     assert spec["run"] == lens.cached_lens.key(m.watched) and spec["device"] == "cpu"
@@ -486,9 +628,10 @@ def test_the_measures_are_keyed_by_the_run_their_settings_and_the_fisher_kernel(
 PLAN = """
 from tiny import tiny
 from memlib.studies import lens
-config = tiny(lens.Config, setting="smoke", datasets=("digits",), seeds=(0,), noise_rates=(0.4,),
+config = tiny(lens.Config, setting="smoke", datasets=("digits",), noise_rates=(0.4,),
               study1_sets=("epochs=2", "widths=[8, 8]", "train_samples=200",
-                           "test_samples=100", "validation_samples=100"), null_draws=1)
+                           "test_samples=100", "validation_samples=100", "seeds=[0]"),
+              null_draws=1)
 for function, argument in lens.planned_runs(config):
     function(argument)
 """

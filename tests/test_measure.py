@@ -231,9 +231,9 @@ def read_in_chromium(page: Path, tmp_path: Path) -> None:
 def test_study1_mlp_at_the_lens_settings_gives_the_lens_numbers(tmp_path):
     """On study 1's MLP with the lens's smoke settings, the command's runs are the lens's
     runs (the same specs, so the same cache entries) and its tables are the lens's."""
-    config = lens.Config(setting="smoke", study1_sets=(), datasets=("fashion_mnist",),
-                         noise_rates=(0.4,), seeds=(0, 1), measure_every=1, null_draws=2,
-                         parallel_runs=1)
+    config = lens.Config(setting="smoke", study1_sets=("seeds=[0, 1]",),
+                         datasets=("fashion_mnist",), noise_rates=(0.4,), extra_seeds=(),
+                         study1_runs=False, measure_every=1, null_draws=2, parallel_runs=1)
     r = measure.Request("mlp", "fashion_mnist", noise=0.4, seeds=(0, 1))
     _, planned = measure.plan(r, config)
     assert planned == lens.lens_measures(config)

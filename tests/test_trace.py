@@ -42,9 +42,10 @@ SMALLEST = {
                    heatmap_train_per_class=20, heatmap_null_draws=1, standin_train=100,
                    standin_test=50, standin_epochs=1, standin_prune_levels=(0.5,),
                    standin_noise_levels=(1.0,), standin_flip_levels=(0.1,)),
-    "lens": dict(setting="smoke", datasets=("digits",), seeds=(0,), noise_rates=(0.4,),
+    "lens": dict(setting="smoke", datasets=("digits",), noise_rates=(0.4,),
                  study1_sets=("epochs=2", "widths=[8, 8]", "train_samples=200",
-                              "test_samples=100", "validation_samples=100"), null_draws=1),
+                              "test_samples=100", "validation_samples=100", "seeds=[0]"),
+                 null_draws=1),
 }
 
 

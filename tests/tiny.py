@@ -23,7 +23,9 @@ TINY: dict[str, dict[str, Any]] = {
                    parallel_runs=1),
     "probes": dict(datasets=("fashion_mnist",), seeds=(0, 1, 2, 3, 4),
                    standin_seeds=(1000, 1001, 1002, 1003, 1004), parallel_runs=1),
-    "lens": dict(study1_sets=(), noise_rates=(0.0, 0.2, 0.4), seeds=(0, 1, 2), parallel_runs=1),
+    # the lens's seeds are study 1's (and `extra_seeds`): study 1's changed to 0, 1, 2
+    "lens": dict(study1_sets=("seeds=[0, 1, 2]",), noise_rates=(0.0, 0.2, 0.4), extra_seeds=(),
+                 parallel_runs=1),
 }
 
 

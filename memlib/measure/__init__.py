@@ -59,16 +59,18 @@ class Request:
 
 def lens_config(r: Request) -> lens.Config:
     """The lens's Config at the request's scale (its preset, with SCALE_SETS and LENS_SETS
-    at smoke) on the request's dataset, noise rate, seeds and epochs; study 1's MLP stays
+    at smoke) on the request's dataset, noise rate, seeds (study 1's, set as the lens's
+    alone) and epochs, without study 1's own runs the lens also watches; study 1's MLP stays
     its model (the request's model is swapped into its runs by `plan`)."""
     preset = read_params(params_file(Path(STUDIES["lens"]), r.scale))
     sets = [*preset.get("study1_sets", lens.Config.study1_sets), *SCALE_SETS.get(r.scale, ())]
     if r.epochs is not None:
         sets.append(f"epochs={r.epochs}")
     values = {**preset, **LENS_SETS.get(r.scale, {}), "study1_sets": sets,
-              "datasets": [r.dataset], "noise_rates": [r.noise]}
+              "datasets": [r.dataset], "noise_rates": [r.noise], "study1_runs": False}
     if r.seeds is not None:
-        values["seeds"] = list(r.seeds)
+        sets.append(f"seeds={list(r.seeds)}")
+        values["extra_seeds"] = []
     try:
         return build(lens.Config, values)
     except ConfigError as err:
@@ -180,7 +182,7 @@ def plan(r: Request, config: lens.Config | None = None
     config = config or lens_config(r)
     chosen, natural = layers_of(r, config)
     swap = {}
-    if r.model != config.study1.model:
+    if r.model != config.model:
         run = _spec(r, config)
         swap = {name: getattr(run, name) for group in rlp.MODEL_SIZES.values()
                 for name in group} | {"model": r.model}

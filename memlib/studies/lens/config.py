@@ -1,6 +1,7 @@
 """The lens's Config, the spec of one watched run (LensRun) and of the measures over it
-(LensMeasures), and the plan of runs: study 1's preset at the lens's scale, changed by
-`study1_sets`, on every dataset, noise rate and seed."""
+(LensMeasures), and the plan of runs: study 1's runs of one of its models (its preset at the
+lens's scale, changed by `study1_sets`) on every dataset, noise rate and seed, the seeds
+study 1's own and more, and study 1's own runs of that model, which the lens watches too."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from memlib.presets import declare_defaults, preset_of
 from memlib.studies import rlp
 
 __all__ = ["DATASETS", "Config", "LensRun", "LensMeasures", "study1_config", "lens_runs",
-           "lens_measures", "LENS_OWN", "lens_test_samples", "frozen_spec"]
+           "study1_runs", "lens_measures", "frozen_spec"]
 
 
 DATASETS = ("fashion_mnist", "mnist", "mnist-5k", "cifar10", "cifar100", "digits")  # in memory
@@ -41,18 +42,26 @@ class Config:
     05_memorization_lens.yaml gives the reasons for them and holds any change)."""
 
     # the scale of study 1's preset (params/<setting>/01_random_label_heads.yaml) that gives
-    # every run's data size, model, heads and training: the lens watches that very model
+    # every run's data size, model sizes, heads and training: the lens watches that very model
     setting: Literal["smoke", "small", "full"] = "small"
-    # changes to that preset, as `key=value` like memlib's --set (e.g. "epochs=20")
-    # (by default study 1's layer-wise MLP and its 150 epochs; study 1's sweeps train a SmallCNN)
-    study1_sets: tuple[str, ...] = ("model=mlp", "epochs=150")
+    # changes to that preset, as `key=value` like memlib's --set (e.g. "epochs=20"); a run
+    # it changes is no longer one study 1 runs
+    study1_sets: tuple[str, ...] = ()
+    # the model watched, one of study 1's `layer_models`: every run is study 1's run of it
+    # (`rlp.spec`; study 1's sweeps train its SmallCNN, and its layer-wise MLP, trained
+    # `layer_model_epochs` to interpolation, is the lens's)
+    model: str = "mlp"
     # "mnist" is the bundled 5,000-digit subset (mnist-5k) when the full set is not on disk
     datasets: Annotated[tuple[str, ...], NonEmpty, Distinct] = ("fashion_mnist", "mnist")
     noise_rates: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.4,)
-    # the seeds of study 1's confirmatory run it was registered with (study 1's replication
-    # runs on fresh ones) and four more (two rules need nine: pilots/power.py)
-    seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = tuple(
-        range(600, 609))
+    # the seeds after study 1's confirmatory seeds (`study1.seeds`, which every run uses
+    # first): two rules need nine, and study 1 runs five (pilots/power.py)
+    extra_seeds: Annotated[tuple[int, ...], Distinct, NonNegative, AtMost(SEED_MAX)] = (
+        650, 651, 652, 653)
+    # also watch study 1's own runs of `model` (its labels, noise rate, dataset and seeds)
+    # where the lens runs that dataset, so that the identity check compares the lens's
+    # training with what study 1 stored (`memlib measure` leaves them out)
+    study1_runs: bool = True
     # training examples scored and forming the gradient scatter (a fixed class-stratified
     # subset); None: every training example
     scatter_samples: Annotated[int | None, AtLeast(10), AtMost(10**7)] = None
@@ -67,6 +76,8 @@ class Config:
     # study 1's config that every run starts from: its preset at `setting` changed by
     # `study1_sets`, read once as this config is built (not a parameter of its own)
     study1: rlp.Config = dataclasses.field(init=False, repr=False, metadata={"derived": True})
+    # every run's seeds: study 1's confirmatory seeds, then `extra_seeds` (derived)
+    seeds: tuple[int, ...] = dataclasses.field(init=False, metadata={"derived": True})
 
     DATASET_FIELDS = ("datasets",)  # resolved as the config is built (memlib.data.resolve)
 
@@ -80,6 +91,14 @@ class Config:
         check(not bad, f"study1_sets expects key=value items, got {bad[:1]}")
         study1 = _read_study1(self.setting, self.study1_sets)
         object.__setattr__(self, "study1", study1)  # frozen: set once, here
+        check(self.model in study1.layer_models,
+              f"model={self.model!r} is not one of study 1's layer_models "
+              f"({', '.join(study1.layer_models)}), whose runs the lens watches")
+        again = [s for s in self.extra_seeds if s in study1.seeds]
+        if again:
+            raise ConfigError(f"extra_seeds={list(self.extra_seeds)} repeats study 1's seed "
+                              f"{again[0]}, which every run uses already")
+        object.__setattr__(self, "seeds", (*study1.seeds, *self.extra_seeds))
         for name in self.datasets:  # on every dataset the lens runs it on
             check_stratified("scatter_samples", self.scatter_samples, datasets.NUM_CLASSES[name],
                              name)
@@ -123,14 +142,28 @@ def _read_study1(setting: str, study1_sets: tuple[str, ...]) -> rlp.Config:
 
 
 def lens_runs(config: Config) -> list[LensRun]:
-    """Every (dataset, noise rate, seed) run."""
-    base = study1_config(config)
-    watch = dict(scatter_samples=config.scatter_samples, measure_every=config.measure_every)
-    return [LensRun(rlp.spec(base, dataset=name, noise=noise, seed=seed,
-                             **{**LENS_OWN,
-                                "test_samples": lens_test_samples(name, base.test_samples)}),
-                    **watch)
-            for name in config.datasets for noise in config.noise_rates for seed in config.seeds]
+    """Every (dataset, noise rate, seed) run, then study 1's own runs of the model that are
+    not among them (`study1_runs`)."""
+    grid = [_run(config, name, noise, seed) for name in config.datasets
+            for noise in config.noise_rates for seed in config.seeds]
+    return list(dict.fromkeys([*grid, *study1_runs(config)]))
+
+
+def study1_runs(config: Config) -> list[LensRun]:
+    """Study 1's own runs of the lens's model, watched: at its noise rate, on its dataset
+    (where the lens runs it) and its seeds; none unless `study1_runs`."""
+    study1 = config.study1
+    if not config.study1_runs or study1.dataset not in config.datasets:
+        return []
+    return [_run(config, study1.dataset, study1.noise, seed) for seed in study1.seeds]
+
+
+def _run(config: Config, dataset: str, noise: float, seed: int) -> LensRun:
+    """The watched run of study 1's recipe for `config.model` (`rlp.spec`, as study 1 makes
+    its layer-wise runs) on `dataset` at label-noise rate `noise`."""
+    return LensRun(rlp.spec(config.study1, model=config.model, dataset=dataset, noise=noise,
+                            seed=seed),
+                   scatter_samples=config.scatter_samples, measure_every=config.measure_every)
 
 
 def lens_measures(config: Config) -> list[LensMeasures]:
@@ -139,31 +172,12 @@ def lens_measures(config: Config) -> list[LensMeasures]:
             for r in lens_runs(config)]
 
 
-# what the lens's runs set apart from study 1's: its per-epoch test accuracy and its
-# binarization probes read a 1,000-image test set every measured epoch (the whole split would
-# cost about ten training epochs per measurement), it keeps no features for post-hoc probes
-# (it reads the deepest concurrent head's curve), and study 1's own measurements come every
-# 5 epochs (the lens's observer measures on its own schedule)
-LENS_OWN = {"test_samples": 1000, "feature_grid": 0, "measure_every": 5}
-
-
-def lens_test_samples(dataset: str, study1_test_samples: int | None) -> int | None:
-    """The lens's test set: the size study 1's preset asks for, where it asks for one; else
-    (study 1 reads the whole split) LENS_OWN's 1,000 images, or the whole test split (None)
-    of a dataset that holds no more (the 360 test digits): never more than the data."""
-    if study1_test_samples is not None:
-        return study1_test_samples
-    wanted = LENS_OWN["test_samples"]
-    return wanted if datasets.TEST_SIZES[dataset] > wanted else None
-
-
 def frozen_spec(s: rlp.RunSpec, study1: rlp.Config) -> rlp.RunSpec:
     """The run whose frozen-initialisation baseline `s` is compared with. The baseline does
     not depend on the label noise (the same initialisation, random labels and head
     training), so every noise rate shares the one at study 1's own noise rate, which study 1
-    has computed already for its dataset."""
-    return dataclasses.replace(s, noise=study1.noise,
-                               **{k: getattr(study1, k) for k in LENS_OWN})
+    computes for its layer-wise runs of its dataset."""
+    return dataclasses.replace(s, noise=study1.noise)
 
 
 def check_before_a_run(config: Config) -> None:

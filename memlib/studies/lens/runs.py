@@ -5,7 +5,9 @@ computations the cache keeps, so that editing a measure re-computes the measures
 
 from __future__ import annotations
 
+import hashlib
 import math
+import struct
 
 import pandas as pd
 import torch
@@ -18,8 +20,9 @@ from memlib.studies import fisher, rlp
 from memlib.studies.lens.config import LensMeasures, LensRun
 from memlib.studies.lens.method import example_scores, layer_probes
 
-__all__ = ["scatter_positions", "observer", "lens_run", "cached_lens", "trained_model",
-           "measure_run", "cached_measures"]
+__all__ = ["scatter_positions", "observer", "OBSERVED", "study1_part", "field_digests",
+           "stored_bits", "lens_run", "cached_lens", "trained_model", "measure_run",
+           "cached_measures"]
 
 
 def scatter_positions(s: rlp.RunSpec, clean: torch.Tensor, count: int | None) -> torch.Tensor:
@@ -65,7 +68,8 @@ def observer(r: LensRun):
                    "noisy_fit": _mean(predicted[flipped] == ys[flipped]),
                    "noisy_true": _mean(predicted[flipped] == true[flipped]),
                    "rlp_deepest": _mean(head.argmax(1) == random),
-                   "test_acc": rlp.measure(model, None, d["test"])["acc"],
+                   # study 1's curve test set (its `curve_test_samples`), at every epoch
+                   "test_acc": rlp.measure(model, None, d["test_curve"])["acc"],
                    "er": fisher.scatter_effective_rank(h, z, ys)}
             if state.epoch >= 1 and row["er"] > memo["best"]:  # epoch 0: inflated by the init
                 memo.update(best=row["er"], peak_epoch=state.epoch, h=h, z=z)
@@ -82,13 +86,54 @@ def _mean(hits: torch.Tensor) -> float:
     return hits.float().mean().item() if hits.numel() else math.nan
 
 
+# what `rlp.train_run` hands an observer besides its result, which study 1 does not store
+OBSERVED = ("model", "heads", "data", "memo")
+
+
+def study1_part(result: dict) -> dict:
+    """What study 1's computation (`rlp.cached_run`) stores of a training run: `train_run`'s
+    result without what it hands an observer."""
+    return {k: v for k, v in result.items() if k not in OBSERVED}
+
+
+def field_digests(stored: dict) -> dict[str, str]:
+    """Per field, the SHA-256 of its bits (`stored_bits`): the same for a result computed
+    here and for that result loaded from its cache entry."""
+    return {k: hashlib.sha256(stored_bits(v)).hexdigest() for k, v in stored.items()}
+
+
+def stored_bits(value) -> bytes:
+    """Every leaf of `value` as its bits, in order: a tensor's dtype, shape and memory, a
+    float's IEEE bytes (NaN's sign and payload included), any other leaf its type and repr;
+    a table as its columns of plain values, read back as the cache reads a stored table (a
+    table computed here and the same table loaded from an entry give the same bits). Not
+    torch's serialisation itself: pickle shares one object met twice, and which objects are
+    one depends on how the process built them, not on what they hold."""
+    if isinstance(value, pd.DataFrame):
+        loaded = pd.DataFrame({c: value[c].tolist() for c in value.columns})
+        return b"P" + stored_bits({c: loaded[c].tolist() for c in loaded.columns})
+    if isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous()
+        return (f"T{t.dtype}{tuple(t.shape)}".encode()
+                + t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    if isinstance(value, float):
+        return b"F" + struct.pack("<d", value)
+    if isinstance(value, dict):
+        return b"D" + b"".join(stored_bits(k) + stored_bits(v) for k, v in value.items()) + b"E"
+    if isinstance(value, (list, tuple)):
+        return type(value).__name__[0].encode() + b"".join(map(stored_bits, value)) + b"E"
+    return f"{type(value).__name__}:{value!r}".encode()
+
+
 def lens_run(r: LensRun) -> dict:
     """Study 1's training run `r.run`, watched (see `observer`): its per-epoch tables, and
     what the measures read ("watched": per scatter example its position, label, whether the
     label was corrupted, random label, margin at every epoch, last-layer features and logits
     at the er peak, final logits and the deepest head's final logits; "weights": the trained
-    model's state, for the layer probes): about 4 MB at the small scale (1,000 examples, a
-    6x256 MLP, 150 epochs), 26 MB at the full one (5,000 of CIFAR-100, a WRN-16-4, 200)."""
+    model's state, for the layer probes), and per field the digest of what study 1's
+    computation would store of this training ("study1_bits", the identity check's): about
+    4 MB at the small scale (1,000 examples, a 6x256 MLP, 150 epochs), 26 MB at the full one
+    (5,000 of CIFAR-100, a WRN-16-4, 200)."""
     result = rlp.train_run(r.run, observe=observer(r))
     memo, model, d = result["memo"], result["model"], result["data"]
     pick = memo["pick"]
@@ -101,7 +146,8 @@ def lens_run(r: LensRun) -> dict:
             "weights": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
             "peak_epoch": memo["peak_epoch"], "noisy_fit": result["noisy_fit"],
             "chance": 1 / result["n_random"], "fit_epoch": result["fit_epoch"],
-            "epochs_trained": result["epochs_trained"]}
+            "epochs_trained": result["epochs_trained"],
+            "study1_bits": field_digests(study1_part(result))}
 
 
 @computation("lens_run", 1)
@@ -120,13 +166,14 @@ def trained_model(s: rlp.RunSpec, result: dict, d: dict) -> nn.Module:
 def measure_run(m: LensMeasures, result: dict) -> dict:
     """The measures of a watched run from what `lens_run` stored: per example every score
     ("examples"; the exact LOO up to `exact_loo_max` examples), per probed layer the
-    binarization and null-model probes on the run's test set and the random-label head's
-    final accuracy ("layers")."""
+    binarization and null-model probes on the run's curve test set (study 1's
+    `curve_test_samples`: each probe is a pass over it) and the random-label head's final
+    accuracy ("layers")."""
     s = m.watched.run
     watched = result["watched"]
     examples = example_scores(watched, len(watched["position"]) <= m.exact_loo_max, s.device)
     d = rlp.load_data(s)
-    x_test, y_test = d["test"]
+    x_test, y_test = d["test_curve"]
     layers = layer_probes(trained_model(s, result, d), result["layers"], x_test, y_test,
                           m.null_draws, s.seed)
     last = result["history"].iloc[-1]
