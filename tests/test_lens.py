@@ -426,11 +426,11 @@ def tiny_fashion(tmp_path, monkeypatch):
 # model's train/eval mode, so an observer that drew or left the mode changed would show
 @pytest.mark.parametrize("scatter, exact_max, dropout", [(None, 1000, 0.0), (30, 10, 0.2)])
 def test_lens_run_watches_without_changing_training(tiny_fashion, scatter, exact_max, dropout):
-    # one head per layer: the lens's curve reads the deepest layer's first head, which is
-    # the history's reading (the mean over the layer's heads) only when it is the only one
+    # three heads per layer: the lens's curve reads the deepest layer's heads as study 1's
+    # history does (the mean over the layer's heads)
     config = tiny(rlp.Config, dataset="fashion_mnist", train_samples=60, test_samples=40,
                         validation_samples=20, widths=(16, 16), epochs=2, batch_size=32,
-                        head_project=0, long_tail_ratio=1.0, heads=1,
+                        head_project=0, long_tail_ratio=1.0, heads=3,
                         layer_models=("mlp",))
     s = rlp.spec(config, noise=0.4, dropout=dropout)
     r = lens.LensRun(run=s, scatter_samples=scatter, measure_every=1)

@@ -72,8 +72,10 @@ def example_scores(watched: dict, exact: bool, device: str = "cpu") -> pd.DataFr
     the run's, where the head's logits were computed."""
     labels, m = watched["labels"], watched["margins"]
     lam, z = fisher.decompose(watched["h"], watched["z"], labels)
-    random = watched["random"].to(device)[:, None]
-    confidence = watched["head_logits"].to(device).softmax(1).gather(1, random)[:, 0].cpu()
+    # the heads' mean probability of their own random label ((B, K) labels, (B, K, n) logits)
+    random = watched["random"].to(device)[..., None]
+    confidence = (watched["head_logits"].to(device).softmax(-1).gather(-1, random)[..., 0]
+                  .mean(-1).cpu())
     return pd.DataFrame({
         "position": watched["position"].numpy(), "flipped": watched["flipped"].numpy(),
         "delta_exact": fisher.loo_exact(lam, z, device=device).numpy() if exact else math.nan,

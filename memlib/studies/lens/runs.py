@@ -49,7 +49,7 @@ def observer(r: LensRun):
         pick = scatter_positions(s, d["clean_y"], r.scatter_samples).to(y.device)
         xs, ys = x[pick], y[pick].cpu()
         flipped, true = (y != d["clean_y"])[pick].cpu(), d["clean_y"][pick].cpu()
-        random = d["random"][pick]
+        random = d["randoms"][pick]  # (B, K): one column per head of the layer
         deepest = heads.layers[-1]
         memo.update(margins=[], rows=[], best=-math.inf, pick=pick.cpu())
 
@@ -61,13 +61,13 @@ def observer(r: LensRun):
                 return
             predicted = z.argmax(1)
             feats = rlp.pooled_features(model, (xs, y[pick]), [deepest])[deepest]
-            with torch.no_grad():
-                head = heads.head(deepest)(feats)
+            with torch.no_grad():  # (B, K, n_random): every head of the layer, as study 1 reads it
+                head = heads.heads_of(deepest)(feats)
             row = {"epoch": state.epoch,
                    "clean_fit": _mean(predicted[~flipped] == ys[~flipped]),
                    "noisy_fit": _mean(predicted[flipped] == ys[flipped]),
                    "noisy_true": _mean(predicted[flipped] == true[flipped]),
-                   "rlp_deepest": _mean(head.argmax(1) == random),
+                   "rlp_deepest": _mean(head.argmax(-1) == random),  # over heads and examples
                    # study 1's curve test set (its `curve_test_samples`), at every epoch
                    "test_acc": rlp.measure(model, None, d["test_curve"])["acc"],
                    "er": fisher.scatter_effective_rank(h, z, ys)}
@@ -139,7 +139,7 @@ def lens_run(r: LensRun) -> dict:
     pick = memo["pick"]
     watched = {"position": pick, "labels": d["y"].cpu()[pick],
                "flipped": (d["y"] != d["clean_y"]).cpu()[pick],
-               "random": d["random"].cpu()[pick], "margins": torch.stack(memo["margins"]),
+               "random": d["randoms"].cpu()[pick], "margins": torch.stack(memo["margins"]),
                **{k: memo[k] for k in ("h", "z", "final_logits", "head_logits")}}
     return {"history": result["history"], "curves": pd.DataFrame(memo["rows"]),
             "layers": result["layers"], "watched": watched,

@@ -132,6 +132,11 @@ class RLPHeads(nn.ModuleDict):
         first column of the random labels (a single head's draw)."""
         return self[_key(layer)].heads[0]
 
+    def heads_of(self, layer: str) -> nn.Module:
+        """The layer's K heads, (B, d) -> (B, K, n_random): head j reads column j of the
+        random labels."""
+        return self[_key(layer)]
+
     def probes(self) -> list[tuple[str, str, nn.Module]]:
         """(metric, layer, head set) of every layer: rlp_<layer>, then rlpproj_<layer>; each
         maps (B, d) to (B, K, n_random)."""
