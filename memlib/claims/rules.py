@@ -53,6 +53,10 @@ CANNOT_READ = "the rule alone cannot read this value"
 NO_DELTA = "none"  # a rule's margin column without δ: "none: <why the rule needs none>"
 VERDICTS = (HOLDS, FAILS, WITHIN_NOISE, PRECONDITION, NOT_RUN)
 MIN_REPLICATES = 5  # registered: no rule is decided on fewer replicates than this
+# a confirmatory n above this is a power analysis's own; one at or below it is the registered
+# minimum, which MIN_REPLICATES states (and a unit test may lower, to judge a rule's logic on
+# a few synthetic replicates)
+PLANNED_ABOVE = MIN_REPLICATES
 PRESET_SCALE = "small"  # the preset whose values a claim's fingerprint covers
 
 Margins = Callable[[Any], Iterable[Estimate]]
@@ -502,12 +506,19 @@ def _needs(claim: Claim, value: Any, found: list[Estimate], need: int) -> Judgem
                      _replicates(claim, value, held))
 
 
+def decided_on(claim: Claim) -> int:
+    """The replicates a rule is decided on: its confirmatory n where its power analysis set
+    one above the registered minimum, else the registered minimum, MIN_REPLICATES."""
+    planned = claim.confirmatory_n or 0
+    return planned if planned > PLANNED_ABOVE else MIN_REPLICATES
+
+
 def _rule_alone(claim: Claim, value: Any) -> Judgement:
     """The verdict of the rule on a measured value, its preconditions aside (`judge`)."""
     found = _decisive(claim, value)
     if not found:
         return Judgement(WITHIN_NOISE, replicates_note(claim, value))
-    need = max(MIN_REPLICATES, claim.confirmatory_n or 0)
+    need = decided_on(claim)
     if min(m.n for m in found) < need and claim.more_replicates:
         return _needs(claim, value, found, need)
     held = bool(claim.holds(value))
@@ -554,6 +565,14 @@ def verdict(claim: Claim, value: Any) -> str:
 def verdict_kind(verdict: str) -> str:
     """A verdict's kind, one of VERDICTS: "holds: smaller than δ = 1.5 points" -> "holds"."""
     return verdict.split(":")[0].strip()
+
+
+def delta_mark(verdict: str) -> str:
+    """What δ says of a decided verdict, for a reader who sees only its kind: "smaller than
+    δ" beside a holds, "no effect as large as δ" beside a does not hold; else ""."""
+    said = qualifier(verdict)
+    return next((mark for kind, mark in ((HOLDS, SMALLER), (FAILS, NO_EFFECT))
+                 if verdict_kind(verdict) == kind and said.startswith(mark)), "")
 
 
 def qualifier(verdict: str) -> str:
