@@ -326,10 +326,10 @@ def _with_first_words(claims: list[Claim]) -> list[Claim]:
 # pilots/05_memorization_lens_power_run.csv): >= 80% power, at the pilot's spread, to be decided
 # either way or inside the rule's margin δ. Rules not listed reach that at the registered
 # minimum (5), or could not be planned (their precondition failed in the pilot): they get the
-# minimum. A rule measured on fewer replicates than its n reads "not run at this scale".
+# minimum. A rule measured on fewer replicates than its n reads "within noise: needs n ≈ N".
 CONFIRMATORY_N: dict[str, int] = {
     "measures_agree_fashion_mnist": 9, "memorizing_layer_breaks_first_mnist": 9,
-    # beyond the nine seeds the small run affords: not run at this scale
+    # beyond the nine seeds the small run affords: within noise, needing them
     "fisher_matches_loss_fashion_mnist": 42, "measures_agree_mnist": 59,
     # its margin sits on the threshold (no n up to 200 decides it at the pilot's spread)
     "er_peaks_first_mnist": 201}

@@ -930,8 +930,8 @@ CLAIMS = _peaks_keep_maxima(CLAIMS)
 # pilots/02_modular_arithmetic_noise_power_run.csv): >= 80% power, at the pilot's spread, to be
 # decided either way or inside the rule's margin δ. Rules not listed reach that at the registered
 # minimum (5), or could not be planned (their precondition failed in the pilot, or the pilot did
-# not run them): they get the minimum. A rule measured on fewer replicates than its n reads "not
-# run at this scale".
+# not run them): they get the minimum. A rule measured on fewer replicates than its n reads
+# "within noise: needs n ≈ N".
 CONFIRMATORY_N: dict[str, int] = {}
 POWER_SOURCE = "pilots/power.py"
 CLAIMS = [powered(c, CONFIRMATORY_N.get(c.id, MIN_REPLICATES), POWER_SOURCE) for c in CLAIMS]

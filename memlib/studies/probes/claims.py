@@ -1041,12 +1041,12 @@ CLAIMS = [_against_full_precision(c)
 # spread, to be decided either way or inside the rule's margin δ. Rules not listed reach that at
 # the registered minimum (5), or could not be planned (their precondition failed in the pilot, or
 # the pilot did not run them): they get the minimum. A rule measured on fewer replicates than its
-# n reads "not run at this scale".
+# n reads "within noise: needs n ≈ N".
 CONFIRMATORY_N: dict[str, int] = {
     "binarization_separates_fashion_mnist": 6, "sign_structure_easy_fashion_mnist": 6,
     "hard_needs_magnitudes_fashion_mnist": 13, "binarization_separates_mnist": 12,
     "sign_structure_easy_mnist": 21, "hard_needs_magnitudes_mnist": 9,
-    # beyond the 21 runs per pair the small run affords: not run at this scale
+    # beyond the 21 runs per pair the small run affords: within noise, needing them
     "binarization_keeps_easy_fashion_mnist": 156, "binarization_keeps_easy_mnist": 59,
     "stochastic_resonance": 69, "flips_mirror_noise": 88,
     # a dataset's ten classes, which more runs do not add (their power at the pilot's spread

@@ -888,10 +888,10 @@ CLAIMS = [_revised(c, **_NEW_WORDS[c.id]) if c.id in _NEW_WORDS else c for c in 
 # pilots/01_random_label_heads_power_run.csv): >= 80% power, at the pilot's per-seed spread,
 # to be decided either way or inside the rule's margin δ. Every rule the pilot could plan
 # reaches that at the registered minimum (5) but the retraining comparison (a per-seed rank
-# correlation over three layers, mean −0.4 and SD 0.55 in the pilot: 31 seeds), which reads "not
-# run at this scale" with that n; the rules whose precondition failed in the pilot, and the
-# paper-scale arms, get the minimum: their runs say what they need. A rule measured on fewer
-# replicates than its n reads "not run at this scale".
+# correlation over three layers, mean −0.4 and SD 0.55 in the pilot: 31 seeds), which reads
+# "within noise: needs n ≈ N" on fewer; the rules whose precondition failed in the pilot, and
+# the paper-scale arms, get the minimum: their runs say what they need. A rule measured on
+# fewer replicates than its n reads "within noise: needs n ≈ N".
 CONFIRMATORY_N: dict[str, int] = {"retraining": 31}
 POWER_SOURCE = "pilots/power.py"
 
