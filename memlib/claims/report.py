@@ -137,6 +137,13 @@ def verdict_cell(verdict: str) -> str:
             f"{escaped(kind)}</span>" + (f" ({mark})" if mark else ""))
 
 
+def short_verdict(verdict: str) -> str:
+    """A verdict's kind with what δ says of it ("holds (smaller than δ)"), its qualifier
+    left to the note the row already shows."""
+    mark = delta_mark(verdict)
+    return verdict_kind(verdict) + (f" ({mark})" if mark else "") if verdict else ""
+
+
 def claim_dataset(claim_id: str, ours: str) -> str:
     """The dataset a claim was judged on, as its measured values (`data=…`) or its id name
     it; "" when neither does."""
@@ -278,7 +285,7 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
         if row.delta and row.delta != NOT_COMPUTED:
             note += f" δ = {_cell(row.delta)}."
         lines.append(readable_row("| " + " | ".join((
-            verdict_cell(row.counted), _cell(row.holm or "—"), claim_cell(row),
+            verdict_cell(row.counted), _cell(short_verdict(row.holm) or "—"), claim_cell(row),
             _cell(row.paper or "qualitative"), ours, _p_cell(row), note.strip())) + " |"))
     earlier = earlier_runs(reg)
     pilot_seeds = seed_span(reg.get("pilot_seeds", []))
