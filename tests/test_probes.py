@@ -315,7 +315,8 @@ def test_layer_estimates_pair_each_models_losses(monkeypatch):
     assert one_model_rule.rule == probes.claims._ONE_MODEL_RULE
     value = probes.layer_estimates(layer_table(together))
     assert not one_model_rule.beyond_noise(value)  # unpaired, the models' spread hides it
-    assert verdict({7: (40, 5, 2)}) == WITHIN_NOISE  # one model: no interval
+    # one model: no interval, fewer than the minimum
+    assert verdict({7: (40, 5, 2)}) == f"{WITHIN_NOISE}: needs n ≈ 3 models"
     assert verdict({7: (40, 5, 2), 8: (30, 6, 1), 9: (35, 4, 3)}, unprobed=30.0).startswith(
         "precondition failed: the stand-in learned its task")
 
@@ -766,7 +767,8 @@ def test_randomized_layer_rows_read_null_model_b():
     assert value["first"] == Estimate.of([70, 65])
     assert value["first_minus_last_block_1"] == Estimate.of([65, 59])
     v = verdicts(measured)
-    assert v["transformer_layers_randomized_standin"] == WITHIN_NOISE  # two models: too few
+    # two models: too few
+    assert v["transformer_layers_randomized_standin"] == f"{WITHIN_NOISE}: needs n ≈ 5 models"
     assert v["transformer_layers_randomized_distilbert"] == NOT_RUN
     untrained = verdicts({"transformer_layers_randomized_standin": {**value, "float": 30.0}})
     assert untrained["transformer_layers_randomized_standin"].startswith(
