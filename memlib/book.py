@@ -25,7 +25,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memlib import DEFAULT_SCALE, SCALES, STUDIES, kit, paths
-from memlib.claims import FAILS, HOLDS, NOT_RUN, PRECONDITION, WITHIN_NOISE, claim_dataset
+from memlib.claims import (
+    FAILS,
+    HOLDS,
+    NOT_RUN,
+    PRECONDITION,
+    WITHIN_NOISE,
+    claim_dataset,
+    delta_mark,
+)
 from memlib.claims.register import pending_seeds, seed_span
 from memlib.pipeline import folder_lock, swap_in
 from memlib.prose import cold_seconds, duration
@@ -448,10 +456,12 @@ SURPRISING = (FAILS, PRECONDITION)  # verdicts each notebook explains in a parag
 
 
 def verdict_word(verdict: str) -> str:
-    """The verdict as an icon and its word, coloured: never colour alone."""
-    kind = verdict_kind(verdict)
+    """The verdict as an icon and its word, coloured: never colour alone; with what δ says
+    of it ("smaller than δ", "no effect as large as δ"), which changes what it means."""
+    kind, mark = verdict_kind(verdict), delta_mark(verdict)
     return (f'<span class="verdict {verdict_class(verdict)}" title="{html_text(verdict)}">'
-            f'<span aria-hidden="true">{ICONS.get(kind, "?")}</span> {html_text(kind)}</span>')
+            f'<span aria-hidden="true">{ICONS.get(kind, "?")}</span> {html_text(kind)}'
+            + (f" ({html_text(mark)})" if mark else "") + "</span>")
 
 
 def threshold(rule: str) -> str:

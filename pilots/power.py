@@ -38,15 +38,35 @@ from memlib.claims.power import IN_FAMILY
 HERE = Path(__file__).parent
 ALL_STUDIES = ("rlp", "modarith", "fisher", "probes", "lens")
 N_MAX = 200  # beyond this a rule reads "not run at this scale" at any budget
-# the seeds beyond the pilot's each study's small run affords for a rule that needs them,
-# within its notebook's 15 minutes on 2 cores and `make figures`' 45 at the pilot's timings
-# (pilots/power.md): a rule's budget is its pilot n (the seeds of the arm it reads) plus
-# these. Study 3's main arm affords one seed more (about 35 s of compute per seed), study 4 one
-# run per pair more (about 16 s), the lens four seeds more (about 70 s each)
-EXTRA_SEEDS = {"rlp": 0, "modarith": 0, "fisher": 1, "probes": 1, "lens": 4}
+# the seeds beyond the pilot's each study's small run affords for a rule that needs them: a
+# rule's budget is its pilot n (the seeds of the arm it reads) plus these. The confirmatory
+# run is one cold `make figures` of about 105 minutes on 2 cores at the pilot's timings
+# (pilots/power.md): study 1 affords two seeds more (about 18 minutes of wall time on 2
+# cores: its rows on the online heads need 6 and 7), study 3's main arm five (about 35 s of
+# compute per seed), study 4 33 runs per pair more (about 16 s each, to decide the MNIST
+# rows), the lens four more than the pilot's nine (about 70 s each)
+EXTRA_SEEDS = {"rlp": 2, "modarith": 0, "fisher": 5, "probes": 33, "lens": 4}
 # per study: a rule without pilot values (a new row) -> (the existing row of the same study
 # whose margins lend it their per-replicate spread, why that row measures alike)
-STAND_INS: dict[str, dict[str, tuple[str, str]]] = {}
+STAND_INS: dict[str, dict[str, tuple[str, str]]] = {
+    "rlp": {
+        "depth_probes": ("depth", "the version of depth the pilot judged read these very "
+                                  "probes (block-wise excess over their frozen control)"),
+        "positive_control": ("depth", "a per-seed difference of the deepest layer's "
+                                      "random-label excess, in points"),
+        "noise_reading": ("depth", "a per-seed difference of the deepest layer's random-label "
+                                   "excess, in points"),
+        "penalty_probes": ("regularizer_works", "the penalty's drop in random-label accuracy "
+                                                "at the judged λ, in points"),
+        "frozen_near_chance": ("depth", "the spread of a layer's random-label accuracy "
+                                        "between seeds, in points")},
+    "modarith": {f"{row}-quadratic": (row, "the same filtered network's FF-G, read with x² "
+                                           "instead of the training activation")
+                 for row in ("ff-recovers-rule", "ff-recovers-rule-leaky_relu",
+                             "ff-recovers-rule-mul")},
+    "fisher": {"inflation_under_noise": ("onset", "a per-seed er difference over the same "
+                                                  "runs' early epochs")},
+}
 
 
 def _likely(power) -> str:
@@ -146,12 +166,33 @@ def analyse(study: str):
             rows.append({**row, "family": "not run at this scale",
                          "registered": "not run at this scale in the pilot: no n planned"})
             continue
-        failed = next((name for name, test in claim.preconditions if not test(value)), None)
+        try:
+            failed = next((name for name, test in claim.preconditions if not test(value)),
+                          None)
+            margins = _margins(claim, value)
+        except (KeyError, TypeError, IndexError, AttributeError):
+            # the pilot measured this row for the version it judged; this version reads
+            # fields its value lacks: plan on that version's margins (the spread of the same
+            # quantity as the pilot measured it), at this version's smallest effect
+            earlier = claim.previous[-1] if claim.previous else None
+            try:
+                margins = [] if earlier is None else _margins(earlier, value)
+            except (KeyError, TypeError, IndexError, AttributeError):
+                margins = []
+            row["spread_from"] = ("the version the pilot judged: the pilot's value predates "
+                                  "this version's measure")
+            if not margins:
+                rows.append({**row, "family": IN_FAMILY, "registered":
+                             f"n = {MIN_REPLICATES} (no spread in the pilot for this measure)"})
+                continue
+            have = min(m.n for m in margins)
+            budget = have + EXTRA_SEEDS[study] if claim.more_replicates else have
+            rows.append(plan(claim, margins, budget, {**row, "precondition": "earlier version"}))
+            continue
         if failed:
             rows.append({**row, "precondition": f"failed: {failed}", "family": IN_FAMILY,
                          "registered": f"n = {MIN_REPLICATES} (precondition failed in the pilot)"})
             continue
-        margins = _margins(claim, value)
         if not margins:
             rows.append({**row, "precondition": "held", "family": IN_FAMILY,
                          "registered": "no spread in the pilot: no n planned"})

@@ -524,8 +524,10 @@ def test_the_landing_page_states_every_published_claim_with_its_verdict_and_tota
     studies, manifests = published_studies()
     page = htmllib.unescape(book.results_page(studies, manifests, {}, {}, "small"))
     rows = [c for _, claims in studies.values() for c in claims]
-    for c in rows:
-        sentence = f"{book.verdict_kind(c['verdict'])}</span> {c['statement']}"
+    for c in rows:  # the verdict's word, with what δ says of it where it says anything
+        mark = book.delta_mark(c["verdict"])
+        shown = book.verdict_kind(c["verdict"]) + (f" ({mark})" if mark else "")
+        sentence = f"{shown}</span> {c['statement']}"
         assert sentence in page, c["id"]
         assert book.shown_number(c["headline"]) in page
     papers = [c for c in rows if c["scope"] == "paper"]

@@ -43,18 +43,19 @@ def test_missing_value_is_not_run():
 
 
 def test_failed_precondition_overrides_a_rule_that_would_hold():
-    value = {"train_acc": 0.9, "diff": paired([1.0, 1.1, 0.9], [0.0, 0.0, 0.0])}
-    assert verdicts([POSITIVE], {"pos": value})["pos"] == "precondition failed: model memorized"
+    value = {"train_acc": 0.9, "diff": paired(A, B)}
+    assert verdicts([POSITIVE], {"pos": value})["pos"] == (
+        "precondition failed: model memorized (the rule alone would read: holds)")
 
 
 def test_difference_inside_the_spread_is_within_noise():
-    value = {"train_acc": 1.0, "diff": paired([0.1, -0.2, 0.15], [0.0, 0.0, 0.0])}
+    value = {"train_acc": 1.0, "diff": paired([0.1, -0.2, 0.15, 0.0, 0.05], [0.0] * 5)}
     assert verdicts([POSITIVE], {"pos": value})["pos"] == WITHIN_NOISE
 
 
 def test_one_seed_has_no_spread():
     value = {"train_acc": 1.0, "diff": Estimate.of([5.0])}
-    assert verdicts([POSITIVE], {"pos": value})["pos"] == WITHIN_NOISE
+    assert verdicts([POSITIVE], {"pos": value})["pos"] == f"{WITHIN_NOISE}: needs n ≈ 5 seeds"
     assert describe(value["diff"]) == "5 (n=1)"
 
 
@@ -73,8 +74,9 @@ def test_fewer_than_the_minimum_replicates_is_within_noise_and_says_so():
     clear = {"train_acc": 1.0, "diff": paired(A[:3], B[:3])}  # beyond noise on 3 seeds
     assert clear["diff"].beyond_noise and MIN_REPLICATES == 5
     row = evaluate([POSITIVE], {"pos": clear}).iloc[0]
-    assert row["verdict"] == WITHIN_NOISE
-    assert "3 replicates, fewer than the registered minimum of 5" in row["note"]
+    assert row["verdict"] == f"{WITHIN_NOISE}: needs n ≈ 5 seeds"
+    assert row["note"] == ("3 seeds, fewer than the registered minimum (5): no verdict on "
+                           "fewer; on these 3 its interval alone would read holds")
 
 
 def test_a_value_without_an_interval_never_holds():
@@ -215,7 +217,8 @@ def test_a_within_noise_row_is_in_holms_family_and_costs_the_others():
     assert list(table["holm"]) == [WITHIN_NOISE, WITHIN_NOISE]  # 2 × 0.034 > 0.05
     # a precondition failure or a missing value tests nothing and costs nothing
     table = evaluate([a, b], {"a": weak, "b": {**vague, "train_acc": 0.5}})
-    assert list(table["holm"]) == [HOLDS, "precondition failed: model memorized"]
+    assert list(table["holm"]) == [
+        HOLDS, "precondition failed: model memorized (the rule alone would read: within noise)"]
 
 
 def test_a_rows_p_is_the_test_that_decides_it():
@@ -250,7 +253,8 @@ def test_p_and_interval_agree_for_correlations_over_few_units():
 
 # a directional rule with a smallest effect of interest of 1.5 points
 GAIN = Claim("gain", "the gain is positive", "up to +1.5", "gain over seeds", "gain > 0",
-             lambda v: v.mean > 0, delta=1.5, delta_reason="the paper's own gain", unit="points")
+             lambda v: v.mean > 0, delta=1.5, delta_reason="the paper's own gain", unit="points",
+             delta_source="The regularizer gains up to 1.5 points.")
 
 
 def test_an_interval_inside_the_margin_reads_does_not_hold_by_equivalence():
@@ -260,7 +264,8 @@ def test_an_interval_inside_the_margin_reads_does_not_hold_by_equivalence():
     row = evaluate([GAIN], {"gain": none}).iloc[0]
     assert row["verdict"] == f"{FAILS}: {NO_EFFECT} = 1.5 points"
     assert float(row["p"]) < 0.05 and row["holm"] == row["verdict"]
-    assert row["delta"] == "1.5 points: the paper's own gain"
+    assert row["delta"] == ('1.5 points: the paper\'s own gain (the paper: "The regularizer '
+                            'gains up to 1.5 points.")')
     assert row["replicates"] == "10 seeds"
     # without δ the same value can only be within noise
     plain = dataclasses.replace(GAIN, delta=None)
@@ -271,10 +276,10 @@ def test_an_interval_straddling_the_margin_stays_within_noise():
     straddles = Estimate(1.0, 0.6, 10)  # 90% interval ≈ [-0.1, 2.1]: crosses 0 and 1.5
     row = evaluate([GAIN], {"gain": straddles}).iloc[0]
     assert row["verdict"] == WITHIN_NOISE
-    # a real gain beyond noise still holds; one beyond noise but inside ±δ has no effect
-    # as large as δ
+    # a real gain beyond noise still holds, and so does one beyond noise inside ±δ, marked
     assert verdicts([GAIN], {"gain": Estimate(3.0, 0.3, 10)})["gain"] == HOLDS
-    assert verdicts([GAIN], {"gain": Estimate(0.4, 0.1, 10)})["gain"].startswith(FAILS + ":")
+    assert verdicts([GAIN], {"gain": Estimate(0.4, 0.1, 10)})["gain"] == (
+        f"{HOLDS}: smaller than δ = 1.5 points")
     assert verdicts([GAIN], {"gain": Estimate(-3.0, 0.3, 10)})["gain"] == FAILS
 
 
@@ -326,7 +331,7 @@ def test_delta_is_shown_in_the_unit_it_is_stated_in():
     from memlib.claims import NO_EFFECT
 
     fraction = dataclasses.replace(GAIN, delta=0.01, delta_unit="of accuracy",
-                                   delta_reason="one point")
+                                   delta_reason="one point", delta_source="")
     row = evaluate([fraction], {"gain": Estimate(0.0005, 0.001, 10)}).iloc[0]
     assert row["verdict"] == f"{FAILS}: {NO_EFFECT} = 0.01 of accuracy"
     assert row["delta"] == "0.01 of accuracy: one point"
@@ -341,10 +346,14 @@ def test_with_margins_sets_the_current_rule_and_checks_its_fields():
     (claim,) = with_margins([earlier], {"gain": {"delta_reason": "a threshold rule"}})
     assert claim.delta is None and claim.delta_reason == "a threshold rule"
     assert claim.previous[0].delta_reason == ""  # an earlier version keeps its own
-    (claim,) = with_margins([earlier], {"gain": {"delta": 1.5, "delta_reason": "the paper's"}})
-    assert claim.delta == 1.5
+    (claim,) = with_margins([earlier], {"gain": {"delta": 1.5, "delta_reason": "the paper's",
+                                                 "delta_source": "It gains 1.5 points."}})
+    assert claim.delta == 1.5 and claim.delta_source == "It gains 1.5 points."
     with pytest.raises(ValueError, match="needs its reason"):
         with_margins([plain], {"gain": {"delta": 1.5}})
+    # a reason without the paper's sentence is a δ the paper does not give: refused
+    with pytest.raises(ValueError, match="needs the paper's sentence"):
+        with_margins([plain], {"gain": {"delta": 1.5, "delta_reason": "a quarter of a target"}})
     with pytest.raises(ValueError, match="must be positive"):
         with_margins([plain], {"gain": {"delta": 0.0, "delta_reason": "none"}})
     with pytest.raises(ValueError, match="margins for no claim"):

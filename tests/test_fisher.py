@@ -292,6 +292,8 @@ def test_measure_per_seed_and_the_verdicts(monkeypatch):
     v = verdicts(measured)
     assert v.pop("first_order").startswith("precondition failed: a CNN ran")  # MLPs only
     assert v.pop("peak_at_turn") == WITHIN_NOISE  # the peak falls on the best test epoch
+    # above the registered minimum, monotone_peak's confirmatory n: three seeds are too few
+    assert v.pop("monotone_peak").startswith(f"{WITHIN_NOISE}: needs n ≈ ")
     assert set(v.values()) == {HOLDS, NOT_RUN}
 
     measured = fisher.measure(synthetic_results(config, noisy_fit=0.5, auroc=0.89), config)
@@ -360,7 +362,8 @@ def test_cifar10n_row_reads_each_human_label_set():
     assert set(one["precision_at_100"]) == {"worst", "aggre"}
     assert one["precision_at_100"]["worst"].n == 1
     row = evaluate([claim], {claim.id: one}).iloc[0]
-    assert row["verdict"] == WITHIN_NOISE and row["dataset"] == "cifar10n"
+    assert row["verdict"].startswith(f"{WITHIN_NOISE}: needs n ≈ 5 ") and \
+        row["dataset"] == "cifar10n"
     five = range(5)
     assert verdict(claim, fisher._human_labels(*human_label_results(0.9, five), config)) == HOLDS
     assert verdict(claim, fisher._human_labels(*human_label_results(0.4, five), config)) \
@@ -391,7 +394,8 @@ def test_vit_row_pairs_the_vit_with_each_cnn_by_seed(monkeypatch):
     # the full preset's three seeds per extra architecture: within noise, and says so
     three = evaluate([claim], {claim.id: fisher._vit_gaps(architecture_summary(0.85, range(3)),
                                                           config)}).iloc[0]
-    assert three["verdict"] == WITHIN_NOISE and "fewer than the registered minimum" in three["note"]
+    assert three["verdict"].startswith(f"{WITHIN_NOISE}: needs n ≈ ") and \
+        "fewer than the registered minimum" in three["note"]
     no_vit = architecture_summary(0.85).query("model != 'vit_tiny'")
     assert fisher._vit_gaps(no_vit, config) is None
 
@@ -411,7 +415,8 @@ def test_cifar100_row_reads_first_order_only_on_cifar100():
         s: pytest.approx(0.975 + 0.002 * s) for s in range(3)}
     assert measured["first_order_cifar100"]["data"] == "cifar100"
     claim = {c.id: c for c in fisher.CLAIMS}["first_order_cifar100"]
-    assert verdict(claim, measured["first_order_cifar100"]) == WITHIN_NOISE  # three seeds
+    # three seeds, fewer than the registered minimum
+    assert verdict(claim, measured["first_order_cifar100"]) == f"{WITHIN_NOISE}: needs n ≈ 5 seeds"
 
 
 def test_parallel_runs_compute_what_run_loads_with_the_same_results(tmp_path, monkeypatch):

@@ -323,7 +323,8 @@ def test_layer_estimates_pair_each_models_losses(monkeypatch):
     [one_model_rule] = [c for c in claim.previous if c.rule == probes.claims._ONE_MODEL_RULE]
     value = probes.layer_estimates(layer_table(together))
     assert not one_model_rule.beyond_noise(value)  # unpaired, the models' spread hides it
-    assert verdict({7: (40, 5, 2)}) == WITHIN_NOISE  # one model: no interval
+    # one model: no interval, fewer than the minimum
+    assert verdict({7: (40, 5, 2)}) == f"{WITHIN_NOISE}: needs n ≈ 3 models"
     assert verdict({7: (40, 5, 2), 8: (30, 6, 1), 9: (35, 4, 3)}, unprobed=30.0).startswith(
         "precondition failed: the stand-in learned its task")
 
@@ -474,7 +475,8 @@ def verdicts(measured):
     confirmatory n each needs at the small scale (tested in test_register and test_rlp)."""
     import dataclasses
 
-    table = evaluate([dataclasses.replace(c, judged_at=None) for c in probes.CLAIMS], measured)
+    table = evaluate([dataclasses.replace(c, judged_at=None, confirmatory_n=None)
+                      for c in probes.CLAIMS], measured)
     return dict(zip(table["id"], table["verdict"], strict=True))
 
 
@@ -556,7 +558,8 @@ def test_claim_rules_preconditions_and_noise(monkeypatch):
                                  "prune", 0.5)
     v = verdicts({"transformer_layers_pruned_standin": one,
                   "transformer_layers_pruned_distilbert": {**one, "float": 0.3}})
-    assert v["transformer_layers_pruned_standin"] == WITHIN_NOISE  # one model: no interval
+    # one model: no interval, fewer than the minimum (3 here)
+    assert v["transformer_layers_pruned_standin"] == f"{WITHIN_NOISE}: needs n ≈ 3 models"
     assert v["transformer_layers_pruned_distilbert"].startswith("precondition failed: the model")
     assert len({c.id for c in probes.CLAIMS}) == len(probes.CLAIMS)
 
@@ -683,7 +686,7 @@ def _claim(claim_id):
     import dataclasses
 
     return dataclasses.replace(next(c for c in probes.CLAIMS if c.id == claim_id),
-                               judged_at=None)
+                               judged_at=None, confirmatory_n=None)
 
 
 def _earlier(claim_id, index=0):
@@ -907,7 +910,8 @@ def test_randomized_layer_rows_read_null_model_b():
     assert value["first"] == Estimate.of([70, 65])
     assert value["first_minus_last_block_1"] == Estimate.of([65, 59])
     v = verdicts(measured)
-    assert v["transformer_layers_randomized_standin"] == WITHIN_NOISE  # two models: too few
+    # two models: too few
+    assert v["transformer_layers_randomized_standin"] == f"{WITHIN_NOISE}: needs n ≈ 5 models"
     assert v["transformer_layers_randomized_distilbert"] == NOT_RUN
     untrained = verdicts({"transformer_layers_randomized_standin": {**value, "float": 30.0}})
     assert untrained["transformer_layers_randomized_standin"].startswith(

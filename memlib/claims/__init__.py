@@ -8,21 +8,24 @@ preset values it declares), recorded in the register (`register/<notebook>.yaml`
 confirmatory run; a rule changed afterwards gets a new register entry with its reason and
 keeps its earlier versions in `Claim.previous`, whose verdicts the report shows beside the
 new one. A notebook measures, then calls `evaluate(CLAIMS, measured)`: each rule sees only
-its measured value. A verdict is decided in this order, the same for every study:
+its measured value. A verdict is its kind, then after a colon what qualifies it; it is
+decided in this order, the same for every study:
 
-1. the value is missing (None), or one this scale cannot judge: **not run at this scale**;
+1. the value is missing (None), or one this scale cannot judge (an arm that did not run):
+   **not run at this scale**;
 2. a precondition fails (the model did not memorize, a curve has no peak): **precondition
-   failed: <which>**, never "holds";
-3. the 95% Student-t interval of the deciding margin clears the threshold on the wrong side:
-   **does not hold**;
-4. a directional rule (an effect against zero) whose margin's 90% interval lies inside ±δ,
-   its registered smallest effect of interest (two one-sided tests): **does not hold: no
-   effect as large as δ**;
-5. the 95% interval clears the threshold on the rule's side: **holds**;
-6. otherwise (no interval, an interval across the threshold, fewer than MIN_REPLICATES
-   replicates): **within noise**, with a note saying how many replicates of the row's unit
-   ("seeds", "runs"; none where the unit cannot grow, as a dataset's classes) would decide
-   it and which verdict they would reach.
+   failed: <which> (the rule alone would read: <verdict>)**, never "holds";
+3. fewer replicates than the rule's confirmatory n (at least MIN_REPLICATES): **within
+   noise: needs n ≈ <N>**, N the more of that n and what the observed spread asks;
+4. direction first: the 95% Student-t interval of the deciding margin clears the threshold
+   on the rule's side: **holds** (**holds: smaller than δ = …** when its 90% interval also
+   lies inside ±δ); on the wrong side: **does not hold**;
+5. an interval that includes the threshold and whose 90% interval lies inside ±δ (two
+   one-sided tests): **does not hold: no effect as large as δ = …**. δ, the smallest effect
+   of interest, exists only where the paper's sentence gives its number (`delta_source`);
+6. otherwise (no interval, an interval across the threshold): **within noise**, with a note
+   saying how many replicates of the row's unit ("seeds", "runs"; none where the unit
+   cannot grow, as a dataset's classes) would decide it and which verdict they would reach.
 
 Every row that was tested (3-6) carries the two-sided p of the test that decides or would
 decide it, on the scale of its interval (p < 0.05 exactly when the interval decides; for an
@@ -73,15 +76,19 @@ from memlib.claims.report import (
     verdict_cell,
 )
 from memlib.claims.rules import (
+    CANNOT_READ,
     FAILS,
     HOLDS,
     MIN_REPLICATES,
+    NEEDS,
     NO_DELTA,
     NO_EFFECT,
     NOT_RUN,
     PRECONDITION,
+    SMALLER,
     VERDICTS,
     WITHIN_NOISE,
+    WOULD_READ,
     Cases,
     Claim,
     Judgement,
@@ -89,6 +96,7 @@ from memlib.claims.rules import (
     all_of,
     any_of,
     declare,
+    delta_mark,
     describe,
     earlier_version,
     equivalence_of,
@@ -100,9 +108,11 @@ from memlib.claims.rules import (
     holm_verdicts,
     judge,
     powered,
+    qualifier,
     replicates,
     text_fingerprint,
     verdict,
+    verdict_kind,
     with_margins,
 )
 from memlib.claims.stats import (
@@ -132,6 +142,7 @@ __all__ = [
     "with_margins", "chain_genesis", "chain_problems", "judged_versions", "seed_ledger",
     "rekey_earlier", "powered", "replicates",
     "EQUIVALENCE_LEVEL", "NO_DELTA", "NO_EFFECT", "P_LEVEL", "equivalence_of", "equivalence_p",
+    "CANNOT_READ", "NEEDS", "SMALLER", "WOULD_READ", "delta_mark", "qualifier", "verdict_kind",
     "holm_adjusted", "replicates_for_equivalence", "two_sided_p",
     "ALPHA", "CLAIMS_TABLE", "FAILS", "HOLDS", "LEVEL", "MAX_REPLICATES", "MIN_REPLICATES",
     "NOT_RUN", "PRECONDITION", "VERDICTS", "WITHIN_NOISE", "Cases", "Claim",

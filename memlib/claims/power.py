@@ -1,6 +1,7 @@
 """The power of a rule's decision at n replicates, from a pilot's means and spreads: the chance
-that a confirmatory run of n replicates reads *holds*, *does not hold* (its interval clearing
-the threshold on the wrong side) or *does not hold: no effect as large as δ*, rather than
+that a confirmatory run of n replicates reads *holds* (its interval clearing the threshold on
+the rule's side, inside ±δ or not), *does not hold* (clearing it on the wrong side) or *does
+not hold: no effect as large as δ* (an interval across the threshold inside ±δ), rather than
 *within noise*. Used by `pilots/power.py` to choose each rule's confirmatory n before the run.
 
 The decision is `rules.judge`'s, on the rule's margins (`Claim.margins`, or every Estimate of
@@ -75,15 +76,16 @@ def power_at(margins: Sequence[Estimate], n: int, combine: str = "all",
         decided = beyond.all(axis=1) | (beyond & ~passing).any(axis=1)
     if delta is None:
         equivalent = np.zeros(draws, dtype=bool)
-    else:
+    else:  # direction first: only an undecided rule can read no effect as large as δ
         reach = np.asarray(reaches, dtype=float)
         quantile = student.ppf(0.5 + EQUIVALENCE_LEVEL / 2, df)
         inside = np.abs(centre) + quantile * se < reach  # the 90% interval inside ±δ
-        equivalent = inside.all(axis=1) if combine == "any" else inside.any(axis=1)
-    by_interval = (decided & ~held) | ~equivalent
-    return Power(n, float(np.mean(by_interval & decided & held)),
-                 float(np.mean(by_interval & decided & ~held)),
-                 float(np.mean(~by_interval)))
+        # "every test passes": one margin across its threshold and inside ±δ suffices;
+        # "some test passes": every margin must lie inside
+        found = inside.all(axis=1) if combine == "any" else (inside & ~beyond).any(axis=1)
+        equivalent = ~decided & found
+    return Power(n, float(np.mean(decided & held)), float(np.mean(decided & ~held)),
+                 float(np.mean(equivalent)))
 
 
 def replicates_for_power(margins: Sequence[Estimate], combine: str = "all",

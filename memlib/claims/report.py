@@ -30,10 +30,16 @@ from memlib.claims.rules import (
     FAILS,
     HOLDS,
     MIN_REPLICATES,
+    NO_EFFECT,
     NOT_RUN,
     PRECONDITION,
+    SMALLER,
     VERDICTS,
     WITHIN_NOISE,
+    WOULD_READ,
+    delta_mark,
+    qualifier,
+    verdict_kind,
 )
 from memlib.claims.stats import ALPHA, EQUIVALENCE_LEVEL, LEVEL, MAX_REPLICATES, P_LEVEL
 from memlib.process import atomic_write_bytes
@@ -50,10 +56,20 @@ CodeFingerprints = Callable[[str], Mapping[str, str]]
 
 def counts(table: pd.DataFrame) -> str:
     """How many rows read each verdict; a relabelled row under the verdict of the run that
-    judged it (`counted`, when the table has it)."""
+    judged it (`counted`, when the table has it). The holds name how many of them are
+    smaller than δ; the does-not-holds are counted apart: contrary results (the interval
+    beyond the threshold on the wrong side) and equivalence verdicts (no effect as large as
+    δ)."""
     column = "counted" if "counted" in table else "verdict"
-    kinds = table[column].astype(str).str.split(":").str[0].value_counts()
-    return ", ".join(f"{kinds.get(v, 0)} {v}" for v in VERDICTS)
+    verdicts = table[column].astype(str)
+    kinds, qualified = verdicts.map(verdict_kind), verdicts.map(qualifier)
+    found = kinds.value_counts()
+    smaller = int(((kinds == HOLDS) & qualified.str.startswith(SMALLER)).sum())
+    equivalent = int(((kinds == FAILS) & qualified.str.startswith(NO_EFFECT)).sum())
+    shown = {HOLDS: f"{found.get(HOLDS, 0)} {HOLDS} ({smaller} of them {SMALLER})",
+             FAILS: f"{found.get(FAILS, 0) - equivalent} {FAILS} (contrary: the interval on "
+                    f"the wrong side), {equivalent} {NO_EFFECT}"}
+    return ", ".join(shown.get(v, f"{found.get(v, 0)} {v}") for v in VERDICTS)
 
 
 def _by_interval(table: pd.DataFrame, column: str = "verdict") -> pd.Series:
@@ -160,11 +176,20 @@ VERDICT_CSS = {HOLDS: "holds", FAILS: "fails", WITHIN_NOISE: "noise",
 
 
 def verdict_cell(verdict: str) -> str:
-    """The verdict's kind alone, coloured by the book's style sheet (a code host shows the
-    word); the reason of a failed precondition goes to the note."""
-    kind = verdict.split(":")[0].strip()
+    """The verdict's kind, coloured by the book's style sheet (a code host shows the word),
+    with what δ says of it ("smaller than δ", "no effect as large as δ"); the rest of its
+    qualifier (δ's size, a failed precondition and what the rule alone would read, the n a
+    row needs) goes to the note."""
+    kind, mark = verdict_kind(verdict), delta_mark(verdict)
     return (f'<span class="verdict verdict-{VERDICT_CSS.get(kind, "notrun")}">'
-            f"{escaped(kind)}</span>")
+            f"{escaped(kind)}</span>" + (f" ({mark})" if mark else ""))
+
+
+def short_verdict(verdict: str) -> str:
+    """A verdict's kind with what δ says of it ("holds (smaller than δ)"), its qualifier
+    left to the note the row already shows."""
+    mark = delta_mark(verdict)
+    return verdict_kind(verdict) + (f" ({mark})" if mark else "") if verdict else ""
 
 
 def claim_dataset(claim_id: str, ours: str) -> str:
@@ -312,7 +337,7 @@ def _section(study: str, table: pd.DataFrame, scale: str) -> str:
         if row.delta and row.delta != NOT_COMPUTED:
             note += f" δ = {_cell(row.delta)}."
         lines.append(readable_row("| " + " | ".join((
-            verdict_cell(row.counted), _cell(row.holm or "—"), claim_cell(row),
+            verdict_cell(row.counted), _cell(short_verdict(row.holm) or "—"), claim_cell(row),
             _cell(row.paper or "qualitative"), ours, _p_cell(row), note.strip(),
             _cell(round_history(row.id, str(row.version), reg, rounds)))) + " |"))
     earlier = earlier_runs(reg)
@@ -536,16 +561,22 @@ def collect(scale: str = DEFAULT_SCALE, code: CodeFingerprints | None = None) ->
         "confirmatory run on seeds never used while the rules were designed; the pilot's "
         "verdicts (seeds 0-2), any earlier rule version and the register check stay visible "
         "in each section's details.\n\n"
-        "A verdict is, in this order: *not run at this scale*; *precondition failed* when what "
-        "the rule presupposes did not happen (the model did not memorize, a curve has no "
-        f"peak); *does not hold* when the {LEVEL:.0%} Student-t interval over replicates "
-        "(shown as mean ± half-width, n replicates) of the margin between the value and the "
-        "rule's threshold clears the threshold on the wrong side; *does not hold: no effect "
-        f"as large as δ* when a directional rule's {EQUIVALENCE_LEVEL:.0%} interval lies "
-        "inside ±δ, the smallest effect of interest registered with its reason (two one-sided "
-        f"tests); *holds* when the {LEVEL:.0%} interval clears the threshold on the rule's "
-        "side; otherwise *within noise* (an interval across the threshold, no interval, or "
-        f"fewer than {MIN_REPLICATES} replicates). A *within noise* row's note says how many "
+        "A verdict is, in this order: *not run at this scale* when nothing was measured (the "
+        "scale lacks what the row needs); *precondition failed* when what the rule "
+        "presupposes did not happen (the model did not memorize, a curve has no peak), with "
+        f"what the rule alone would have read beside it (*{WOULD_READ}: …*); *within noise: "
+        "needs n ≈ N* when the row was measured on fewer replicates than its confirmatory n "
+        f"(at least {MIN_REPLICATES}), N the more of that n and what the observed spread "
+        f"asks. Then direction first: *holds* when the {LEVEL:.0%} Student-t interval over "
+        "replicates (shown as mean ± half-width, n replicates) of the margin between the "
+        "value and the rule's threshold clears the threshold on the rule's side, marked "
+        f"*holds: {SMALLER}* when its {EQUIVALENCE_LEVEL:.0%} interval also lies inside ±δ; "
+        "*does not hold* when it clears the threshold on the wrong side (a contrary result); "
+        f"*does not hold: {NO_EFFECT}* when the interval includes the threshold and its "
+        f"{EQUIVALENCE_LEVEL:.0%} interval lies inside ±δ (two one-sided tests), δ being the "
+        "smallest effect of interest, registered only where the paper's own sentence gives "
+        "its number (quoted in the row's δ); otherwise *within noise* (an interval across "
+        "the threshold, or no interval). A *within noise* row's note says how many "
         "replicates of its unit would decide it at the observed spread and which verdict they "
         f"would reach (*needs seeds*), that more than {MAX_REPLICATES} would not (*sits on its "
         "threshold*), or that its unit (a dataset's classes) cannot grow. Each tested row "

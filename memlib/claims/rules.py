@@ -36,12 +36,27 @@ from memlib.claims.stats import (
 
 HOLDS, FAILS, NOT_RUN = "holds", "does not hold", "not run at this scale"
 WITHIN_NOISE, PRECONDITION = "within noise", "precondition failed"
-# the reason of a "does not hold" reached by equivalence: the verdict reads
-# "does not hold: no effect as large as δ = <delta> <unit>"
+# A verdict is its kind, then after a colon what qualifies it (every reader of a verdict
+# splits it there). The reason of a "does not hold" reached by equivalence, the interval
+# across the threshold and inside ±δ: "does not hold: no effect as large as δ = <δ> <unit>"
 NO_EFFECT = "no effect as large as δ"
+# a "holds" whose interval clears the threshold and also lies inside ±δ:
+# "holds: smaller than δ = <δ> <unit>"
+SMALLER = "smaller than δ"
+# a "within noise" on fewer replicates than the rule's confirmatory n (or the registered
+# minimum): "within noise: needs n ≈ <N> <unit>"
+NEEDS = "needs n ≈"
+# beside a failed precondition: "precondition failed: <name> (the rule alone would read:
+# <verdict>)", or, where the value lacks what the rule reads, (CANNOT_READ)
+WOULD_READ = "the rule alone would read"
+CANNOT_READ = "the rule alone cannot read this value"
 NO_DELTA = "none"  # a rule's margin column without δ: "none: <why the rule needs none>"
 VERDICTS = (HOLDS, FAILS, WITHIN_NOISE, PRECONDITION, NOT_RUN)
 MIN_REPLICATES = 5  # registered: no rule is decided on fewer replicates than this
+# a confirmatory n above this is a power analysis's own; one at or below it is the registered
+# minimum, which MIN_REPLICATES states (and a unit test may lower, to judge a rule's logic on
+# a few synthetic replicates)
+PLANNED_ABOVE = MIN_REPLICATES
 PRESET_SCALE = "small"  # the preset whose values a claim's fingerprint covers
 
 Margins = Callable[[Any], Iterable[Estimate]]
@@ -128,13 +143,15 @@ class Claim:
     # e.g. an arm too small to decide anything); earlier versions without it still judge it
     judged_at: Callable[[Any], bool] | None = None
     # the smallest effect of interest of a directional rule (one whose margins test an
-    # effect against zero: "gain > 0"), in the margins' unit: when the 90% interval of the
-    # margin lies inside ±delta the rule does not hold (no effect as large as δ); None for a
-    # rule with a non-zero threshold (an interval wholly on the wrong side of it already
-    # reads does not hold) or one that no effect satisfies ("no later", "no rise")
+    # effect against zero: "gain > 0"), in the margins' unit, only where the paper gives its
+    # number (`delta_source`): an interval across the threshold whose 90% interval lies
+    # inside ±delta reads does not hold (no effect as large as δ), one beyond the threshold
+    # on the rule's side inside it reads holds (smaller than δ); None for a rule whose paper
+    # gives no number, a rule with a non-zero threshold (an interval wholly on the wrong
+    # side of it already reads does not hold) or one that no effect satisfies ("no later")
     delta: float | None = None
-    # in words, decided before the run: where δ comes from (the paper's number or a stated
-    # fraction of the study's signal), or, without δ, why the rule needs none
+    # in words, decided before the run: where δ comes from (the paper's number), or,
+    # without δ, why the rule has none ("the paper gives no number for ...")
     delta_reason: str = ""
     # the unit δ is stated in, where the margins' differs from the headline's `unit` (an
     # accuracy as a fraction where the headline shows points); "" for `unit`
@@ -357,6 +374,22 @@ def _equivalence_needs(claim: Claim, found: list[Estimate]) -> int | None:
     return min((n for n in needs if n is not None), default=None)
 
 
+def _reach(claim: Claim, value: Any, found: list[Estimate]) -> tuple[int, str] | None:
+    """The replicates (at least the registered minimum; MAX_REPLICATES + 1 when more than
+    MAX_REPLICATES would not do) at which the observed means would decide the rule at the
+    observed spread, and the verdict they would reach; None without a spread."""
+    settling, pick = _settling(claim, found)
+    needs = [replicates_needed(m) for m in settling]
+    if not needs or any(n is None for n in needs):
+        return None
+    reach = [(pick(needs), HOLDS if claim.holds(value) else FAILS)]
+    equivalent = _equivalence_needs(claim, found)
+    if equivalent is not None:
+        reach.append((equivalent, f"{FAILS} ({NO_EFFECT})"))
+    need, reached = min(reach, key=lambda r: r[0])
+    return max(need, MIN_REPLICATES), reached
+
+
 def replicates_note(claim: Claim, value: Any) -> str:
     """For a rule not decided by its interval: the replicates (of its unit) at which the
     observed means would decide it at the observed spread, and which verdict they would
@@ -371,16 +404,10 @@ def replicates_note(claim: Claim, value: Any) -> str:
     if not claim.more_replicates:
         return (f"its n counts {unit} ({have}), which more seeds do not add: no number of "
                 "replicates would narrow it")
-    settling, pick = _settling(claim, found)
-    needs = [replicates_needed(m) for m in settling]
-    if not needs or any(n is None for n in needs):
+    reach = _reach(claim, value, found)
+    if reach is None:
         return f"no spread to extrapolate from (n={have})"
-    reach = [(pick(needs), HOLDS if claim.holds(value) else FAILS)]
-    equivalent = _equivalence_needs(claim, found)
-    if equivalent is not None:
-        reach.append((equivalent, f"{FAILS} ({NO_EFFECT})"))
-    need, reached = min(reach, key=lambda r: r[0])
-    need = max(need, MIN_REPLICATES)
+    need, reached = reach
     if need > MAX_REPLICATES:
         return (f"sits on its threshold: more than {MAX_REPLICATES} {unit} would not "
                 f"decide it at the observed spread (n={have})")
@@ -451,12 +478,22 @@ def _equivalent(claim: Claim, value: Any) -> tuple[float, Estimate] | None:
     return (max if claim.combine == "any" else min)(scored, key=lambda pair: pair[0])
 
 
+def _equivalence(claim: Claim, margins: Sequence[Estimate]) -> float:
+    """The p of the two one-sided tests that `margins` lie inside ±δ, the larger over every
+    margin for "some test passes" (each must), the smaller for "every test passes" (one
+    suffices); nan for a rule without δ or without a margin to test."""
+    if claim.delta is None:
+        return math.nan
+    ps = [q for q in (equivalence_p(m, claim.delta) for m in margins) if not math.isnan(q)]
+    if not ps:
+        return math.nan
+    return max(ps) if claim.combine == "any" else min(ps)
+
+
 def equivalence_of(claim: Claim, value: Any) -> float:
-    """The p of the two one-sided tests that the rule's margins lie inside ±δ, the larger
-    over every margin for "some test passes" (each must), the smaller for "every test
-    passes" (one suffices); nan for a rule without δ."""
-    found = _equivalent(claim, value)
-    return math.nan if found is None else found[0]
+    """The p of the two one-sided tests that the rule's margins lie inside ±δ
+    (`_equivalence` over every margin); nan for a rule without δ."""
+    return _equivalence(claim, _decisive(claim, value))
 
 
 def delta_size(claim: Claim) -> str:
@@ -465,11 +502,12 @@ def delta_size(claim: Claim) -> str:
 
 
 def margin_text(claim: Claim) -> str:
-    """The row's smallest effect of interest with its reason ("1.5 points: the paper's
-    gain"), "none: <why>" for a rule that states why it has none, "" for one that says
-    nothing."""
+    """The row's smallest effect of interest with its reason and, quoted, the paper's
+    sentence that gives it ("1.5 points: the paper's gain (the paper: "…")"), "none: <why>"
+    for a rule that states why it has none, "" for one that says nothing."""
     if claim.delta is not None:
-        return f"{delta_size(claim)}: {claim.delta_reason}".strip()
+        source = f' (the paper: "{claim.delta_source}")' if claim.delta_source else ""
+        return f"{delta_size(claim)}: {claim.delta_reason}{source}".strip()
     return f"{NO_DELTA}: {claim.delta_reason}" if claim.delta_reason.strip() else ""
 
 
@@ -492,45 +530,122 @@ def _replicates(claim: Claim, value: Any, held: bool) -> int:
     return max(m.n for m in side) if side else min(m.n for m in found)
 
 
-def _too_few(have: int) -> str:
-    return (f"{have} replicates, fewer than the registered minimum of {MIN_REPLICATES}: "
-            f"rerun with {MIN_REPLICATES} or more")
+def _by_interval(claim: Claim, value: Any, found: list[Estimate]) -> Judgement | None:
+    """The verdict the intervals give, direction first, whatever the replicate count: the
+    95% interval beyond the threshold on the rule's side reads holds ("holds: smaller than
+    δ" when the 90% interval also lies inside ±δ), on the wrong side does not hold; an
+    interval that includes the threshold and lies inside ±δ reads "does not hold: no effect
+    as large as δ" (for "every test passes", a margin whose interval includes the threshold
+    suffices; for "some test passes", every margin must lie inside); None otherwise."""
+    held = bool(claim.holds(value))
+    if claim.beyond_noise(value):
+        p, n = p_of(claim, value, held), _replicates(claim, value, held)
+        if held and _equivalence(claim, found) < P_LEVEL:
+            return Judgement(f"{HOLDS}: {SMALLER} = {delta_size(claim)}", p=p, n=n)
+        return Judgement(HOLDS if held else FAILS, p=p, n=n)
+    across = found if claim.combine == "any" else [m for m in found if not m.beyond_noise]
+    equivalent = _equivalence(claim, across)
+    if equivalent < P_LEVEL:
+        return Judgement(f"{FAILS}: {NO_EFFECT} = {delta_size(claim)}", p=equivalent,
+                         n=min(m.n for m in found))
+    return None
+
+
+def _needs(claim: Claim, value: Any, found: list[Estimate], need: int) -> Judgement:
+    """A rule measured on fewer replicates than it is decided on (`need`: its confirmatory
+    n, at least the registered minimum): within noise, with the replicates that would decide
+    it (the more of `need` and what the observed spread asks, as `replicates_note` counts),
+    and in its note what its intervals alone would read on these replicates."""
+    held = bool(claim.holds(value))
+    have, unit = min(m.n for m in found), claim.replicates
+    reach = _reach(claim, value, found) if have >= 2 else None
+    target = max(need, reach[0]) if reach else need
+    # beyond MAX_REPLICATES the spread gives no number, only that it is more than that
+    sits = reach is not None and reach[0] > MAX_REPLICATES and need <= MAX_REPLICATES
+    wanted = f"needs n > {MAX_REPLICATES} {unit}" if sits else f"{NEEDS} {target} {unit}"
+    registered = ("the confirmatory n its power analysis set" if need > MIN_REPLICATES
+                  else "the registered minimum")
+    alone = _by_interval(claim, value, found) if have >= 2 else None
+    note = (f"{have} {unit}, fewer than {registered} ({need}): no verdict on fewer; "
+            + (f"on these {have} its interval alone would read {alone.verdict}"
+               if alone is not None else replicates_note(claim, value)))
+    return Judgement(f"{WITHIN_NOISE}: {wanted}", note, p_of(claim, value, held),
+                     _replicates(claim, value, held))
+
+
+def decided_on(claim: Claim) -> int:
+    """The replicates a rule is decided on: its confirmatory n where its power analysis set
+    one above the registered minimum, else the registered minimum, MIN_REPLICATES."""
+    planned = claim.confirmatory_n or 0
+    return planned if planned > PLANNED_ABOVE else MIN_REPLICATES
+
+
+def _rule_alone(claim: Claim, value: Any) -> Judgement:
+    """The verdict of the rule on a measured value, its preconditions aside (`judge`)."""
+    found = _decisive(claim, value)
+    if not found:
+        return Judgement(WITHIN_NOISE, replicates_note(claim, value))
+    need = decided_on(claim)
+    if min(m.n for m in found) < need and claim.more_replicates:
+        return _needs(claim, value, found, need)
+    held = bool(claim.holds(value))
+    p, have = p_of(claim, value, held), _replicates(claim, value, held)
+    if have < 2:
+        return Judgement(WITHIN_NOISE, replicates_note(claim, value), p, have)
+    decided = _by_interval(claim, value, found)
+    return decided or Judgement(WITHIN_NOISE, replicates_note(claim, value), p, have)
+
+
+def _would_read(claim: Claim, value: Any) -> str:
+    """What the rule alone would read on a value that failed a precondition, in words. A
+    precondition often guards a value the rule cannot read (no peak, so no peak epoch):
+    that reads as such, not as an error of the report."""
+    try:
+        return f"{WOULD_READ}: {_rule_alone(claim, value).verdict}"
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError, ZeroDivisionError):
+        return CANNOT_READ
 
 
 def judge(claim: Claim, value: Any) -> Judgement:
     """The verdict, in order: not run (no value, or one this scale cannot judge); a failed
-    precondition; does not hold, when the 95% interval clears the threshold on the wrong
-    side; does not hold (no effect as large as δ), when the 90% interval of a directional
-    rule's margin lies inside ±δ; holds, when the 95% interval clears the threshold on the
-    right side; otherwise within noise (no interval, an interval that does not clear the
-    threshold, or fewer than MIN_REPLICATES replicates), with the replicates that would
-    decide it and the verdict they would reach. Each tested row carries the p of its test."""
+    precondition, with what the rule alone would read beside it; within noise, needing more
+    replicates, when measured on fewer than the rule's confirmatory n (at least
+    MIN_REPLICATES); then direction first: holds when the 95% interval clears the
+    threshold on the rule's side ("holds: smaller than δ" when its 90% interval also lies
+    inside ±δ), does not hold when it clears it on the wrong side; does not hold (no effect
+    as large as δ) when the interval includes the threshold and its 90% interval lies
+    inside ±δ; otherwise within noise (no interval, or an interval across the threshold),
+    with the replicates that would decide it and the verdict they would reach. Each tested
+    row carries the p of its test."""
     if value is None or (claim.judged_at is not None and not claim.judged_at(value)):
         return Judgement(NOT_RUN)
     for name, test in claim.preconditions:
         if not test(value):
-            return Judgement(f"{PRECONDITION}: {name}")
-    found = _decisive(claim, value)
-    if not found:
-        return Judgement(WITHIN_NOISE, replicates_note(claim, value))
-    held = bool(claim.holds(value))
-    p, have = p_of(claim, value, held), _replicates(claim, value, held)
-    decided = claim.beyond_noise(value)
-    equivalent = equivalence_of(claim, value)
-    if decided and not held or not equivalent < P_LEVEL:
-        if not decided or have < 2:
-            return Judgement(WITHIN_NOISE, replicates_note(claim, value), p, have)
-        if have < MIN_REPLICATES:
-            return Judgement(WITHIN_NOISE, _too_few(have), p, have)
-        return Judgement(HOLDS if held else FAILS, p=p, n=have)
-    have = min(m.n for m in found)
-    if have < MIN_REPLICATES:
-        return Judgement(WITHIN_NOISE, _too_few(have), equivalent, have)
-    return Judgement(f"{FAILS}: {NO_EFFECT} = {delta_size(claim)}", p=equivalent, n=have)
+            return Judgement(f"{PRECONDITION}: {name} ({_would_read(claim, value)})")
+    return _rule_alone(claim, value)
 
 
 def verdict(claim: Claim, value: Any) -> str:
     return judge(claim, value).verdict
+
+
+def verdict_kind(verdict: str) -> str:
+    """A verdict's kind, one of VERDICTS: "holds: smaller than δ = 1.5 points" -> "holds"."""
+    return verdict.split(":")[0].strip()
+
+
+def delta_mark(verdict: str) -> str:
+    """What δ says of a decided verdict, for a reader who sees only its kind: "smaller than
+    δ" beside a holds, "no effect as large as δ" beside a does not hold; else ""."""
+    said = qualifier(verdict)
+    return next((mark for kind, mark in ((HOLDS, SMALLER), (FAILS, NO_EFFECT))
+                 if verdict_kind(verdict) == kind and said.startswith(mark)), "")
+
+
+def qualifier(verdict: str) -> str:
+    """What qualifies a verdict, after its kind: "does not hold: no effect as large as δ =
+    1.5 points" -> "no effect as large as δ = 1.5 points"; "" for a bare kind."""
+    return verdict.partition(":")[2].strip()
 
 
 def holm_adjusted(p: Sequence[float], family: Sequence[bool] | None = None,
@@ -557,7 +672,7 @@ def holm_verdicts(verdicts: Sequence[str], p: Sequence[float],
     is not below P_LEVEL reads within noise; the other rows keep their verdict."""
     out = list(verdicts)
     for i, q in enumerate(holm_adjusted(p, family, absent)):
-        if out[i].split(":")[0] in (HOLDS, FAILS) and not q < P_LEVEL:
+        if verdict_kind(out[i]) in (HOLDS, FAILS) and not q < P_LEVEL:
             out[i] = WITHIN_NOISE
     return out
 
@@ -662,9 +777,10 @@ def with_margins(claims: Iterable[Claim], margins: Mapping[str, Mapping[str, Any
     """`claims` with their smallest effect of interest and unit of replication set from
     `margins` (claim id, or the id before its "_<dataset>" suffix -> Claim fields among
     delta, delta_reason, delta_unit, delta_source, smallest_effect, smallest_effect_reason,
-    instrument, replicates, more_replicates). A δ needs its reason and must be
-    positive; a reason without δ says why the rule needs none (a threshold rule, one that
-    zero satisfies); a key that names no claim, or another field, is an error. Earlier
+    instrument, replicates, more_replicates). A δ needs its reason and the paper's
+    sentence that gives its number (delta_source), and must be positive; a reason without δ
+    says why the rule needs none (a threshold rule, one that zero satisfies, a paper that
+    gives no number); a key that names no claim, or another field, is an error. Earlier
     versions already in a claim's `previous` keep the margins they were registered with."""
     import dataclasses
 
@@ -684,6 +800,10 @@ def with_margins(claims: Iterable[Claim], margins: Mapping[str, Mapping[str, Any
         if delta is not None and not delta > 0:
             raise ValueError(f"{claim.id}: a smallest effect of interest must be positive, "
                              f"not {delta}")
+        if delta is not None and not fields.get("delta_source", "").strip():
+            raise ValueError(f"{claim.id}: a smallest effect of interest needs the paper's "
+                             "sentence that gives its number (delta_source): a δ the paper "
+                             "does not give decides no equivalence")
         out.append(dataclasses.replace(claim, **fields) if fields else claim)
     unused = set(margins) - used
     if unused:
@@ -712,21 +832,15 @@ def _with_n(value: Any, n: int) -> Any:
 
 def powered(claim: Claim, need: int, source: str) -> Claim:
     """`claim` with its confirmatory n, chosen by the power analysis `source` before the run,
-    in its caveat and, where that n exceeds the registered minimum, judged only on that many
-    replicates: measured on fewer it reads "not run at this scale" rather than running
-    underpowered (a value without Estimates, a precondition's that nothing met, is judged:
-    its precondition says why)."""
+    in its caveat and in `confirmatory_n`, which `judge` reads: measured on fewer replicates
+    it reads "within noise: needs n ≈ <N>", never a verdict decided underpowered, and never
+    "not run at this scale" (it ran). Its cases are measured on that many replicates."""
     import dataclasses
 
     said = f"confirmatory n ≥ {need} {claim.replicates} ({source})"
     caveat = f"{claim.caveat}; {said}" if claim.caveat else said
-    if need <= MIN_REPLICATES:  # the registered minimum: fewer replicates read within noise
-        return dataclasses.replace(claim, caveat=caveat, confirmatory_n=need)
-    scale, cases = claim.judged_at, claim.cases
-    if cases is not None:
+    cases = claim.cases
+    if cases is not None and need > MIN_REPLICATES:
         cases = Cases(_with_n(cases.holds, need), _with_n(cases.fails, need),
                       {k: _with_n(v, need) for k, v in cases.preconditions.items()})
-    return dataclasses.replace(
-        claim, cases=cases, caveat=caveat, confirmatory_n=need,
-        judged_at=lambda v: (replicates(v) >= need or not estimates(v))
-        and (scale is None or scale(v)))
+    return dataclasses.replace(claim, cases=cases, caveat=caveat, confirmatory_n=need)

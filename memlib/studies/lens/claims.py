@@ -184,8 +184,10 @@ _DECIDERS = {
 _AT_ZERO = ("a rule that zero satisfies ({}): no effect is the rule holding, so no margin "
             "could read it as does not hold; an interval wholly below 0 does")
 _MARGINS = {
-    "rlp_confidence_flags": {"delta": 0.05, "delta_reason": "a tenth of the way from chance to "
-                                                            "a perfect detector"},
+    "rlp_confidence_flags": {"delta_reason": (
+        "memlib's own question, which no paper sizes: no δ (a tenth of the way from chance to "
+        "a detector would be the study's number), so no equivalence verdict; an interval "
+        "wholly below 0.5 reads does not hold")},
     "fisher_matches_loss": {"delta_reason": "an equivalence rule itself: its bounds, ±0.1 "
                                             "AUROC, are the margin; an interval wholly beyond "
                                             "either reads does not hold"},
@@ -324,10 +326,10 @@ def _with_first_words(claims: list[Claim]) -> list[Claim]:
 # pilots/05_memorization_lens_power_run.csv): >= 80% power, at the pilot's spread, to be decided
 # either way or inside the rule's margin δ. Rules not listed reach that at the registered
 # minimum (5), or could not be planned (their precondition failed in the pilot): they get the
-# minimum. A rule measured on fewer replicates than its n reads "not run at this scale".
+# minimum. A rule measured on fewer replicates than its n reads "within noise: needs n ≈ N".
 CONFIRMATORY_N: dict[str, int] = {
     "measures_agree_fashion_mnist": 9, "memorizing_layer_breaks_first_mnist": 9,
-    # beyond the nine seeds the small run affords: not run at this scale
+    # beyond the nine seeds the small run affords: within noise, needing them
     "fisher_matches_loss_fashion_mnist": 42, "measures_agree_mnist": 59,
     # its margin sits on the threshold (no n up to 200 decides it at the pilot's spread)
     "er_peaks_first_mnist": 201}
