@@ -200,6 +200,38 @@ _MARGINS = {
                                        "an interval wholly below 0.3 reads does not hold, so "
                                        "no margin is needed"},
 }
+# what each row reads, and the smallest effect its confirmatory n is powered to decide (in
+# its margins' unit), fixed before the run with its reason
+_PLANNED = {
+    "rlp_confidence_flags": {
+        "instrument": "the deepest layer's online RLP heads (study 1's): their mean "
+                      "probability of their own random label, per example",
+        "smallest_effect": 0.05,
+        "smallest_effect_reason": "an AUROC a tenth of the way from chance (0.5) to a perfect "
+                                  "detector"},
+    "fisher_matches_loss": {
+        "instrument": "exact leave-one-out change of the last-layer gradients' effective "
+                      "rank (study 3's) against the final loss, per example",
+        "smallest_effect": 0.05,
+        "smallest_effect_reason": "a difference of AUROC 0.05 inside the rule's ±0.1 bound, "
+                                  "half its width"},
+    "memorizing_layer_breaks_first": {
+        "instrument": "binarizing each layer of the trained network (study 4's probe)",
+        "smallest_effect": 2.0,
+        "smallest_effect_reason": "2 points of test accuracy, the smallest gap between layers "
+                                  "that the 1,000-image curve test set resolves (binomial SE "
+                                  "about 1.5 points)"},
+    "er_peaks_first": {
+        "instrument": "the effective rank of last-layer gradients (study 3's) and the deepest "
+                      "online RLP heads (study 1's), over training",
+        "smallest_effect": 2.0,
+        "smallest_effect_reason": "one measurement interval: both curves are read every 2 "
+                                  "epochs"},
+    "measures_agree": {
+        "instrument": "Spearman ρ between the per-example scores of the four measures",
+        "smallest_effect": 0.1,
+        "smallest_effect_reason": "ρ 0.1 beyond the rule's threshold of 0.3"},
+}
 
 
 def _dataset_claims(dataset: str) -> list[Claim]:
@@ -295,7 +327,8 @@ def _dataset_claims(dataset: str) -> list[Claim]:
               unit="Spearman ρ", headline=lambda v: v["rho"], scope="ours",
               caveat="loss and AUM are nearly one ranking; the mean counts them as two",
               where="fig1_example_agreement"),
-    ], _DECIDERS, dataset, measure=measure), _MARGINS, dataset)
+    ], _DECIDERS, dataset, measure=measure),
+        {k: {**_MARGINS[k], **_PLANNED[k]} for k in _MARGINS}, dataset)
 
 
 _ABOVE_CHANCE = "the deepest head rises above chance in every run"

@@ -1455,5 +1455,8 @@ CLAIMS = with_margins(CLAIMS, {
         f"{_BAR} (less than {_LEVEL:g} points above chance)")},
     "imagenet_rlp": _HEADS, "cifar100_rlp": _HEADS,
     "sampling": _TEST, "tails": _TEST, "imagenet": _TEST, "cifar100_small_lambda": _TEST,
-    "all_layers_test": _TEST, "cifar100_train_stable": {"instrument": "train accuracy"},
+    "all_layers_test": {**_TEST, "smallest_effect": 1.5, "smallest_effect_reason": (
+        "1.5 points below the rule's bound, the size of the paper's own test gain from the "
+        "regularizer")},
+    "cifar100_train_stable": {"instrument": "train accuracy"},
 })
