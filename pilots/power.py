@@ -19,7 +19,8 @@ pilot value, takes the spread of a stand-in row (`STAND_INS`, named with its rea
 row). Study 1's earlier analysis from its probe pilot (`pilots/rlp_power.py`, three seeds)
 stays beside it.
 
-A rule whose n exceeds its study's budget reads "not run at this scale" with the n it needs;
+A rule whose n exceeds its study's budget (`BUDGET`) runs on that budget and reads within
+noise with the n it needs, outside Holm's family;
 a rule whose precondition failed in the pilot gets the registered minimum (its run says
 whether it fails again); a rule whose unit cannot grow (a dataset's classes) keeps its n and
 says its power; a rule whose chance at the n it runs on stays below half cannot be decided
@@ -37,15 +38,23 @@ from memlib.claims.power import IN_FAMILY
 
 HERE = Path(__file__).parent
 ALL_STUDIES = ("rlp", "modarith", "fisher", "probes", "lens")
-N_MAX = 200  # beyond this a rule reads "not run at this scale" at any budget
-# the seeds beyond the pilot's each study's small run affords for a rule that needs them: a
-# rule's budget is its pilot n (the seeds of the arm it reads) plus these. The confirmatory
-# run is one cold `make figures` of about 105 minutes on 2 cores at the pilot's timings
-# (pilots/power.md): study 1 affords two seeds more (about 18 minutes of wall time on 2
-# cores: its rows on the online heads need 6 and 7), study 3's main arm five (about 35 s of
-# compute per seed), study 4 33 runs per pair more (about 16 s each, to decide the MNIST
-# rows), the lens four more than the pilot's nine (about 70 s each)
-EXTRA_SEEDS = {"rlp": 2, "modarith": 0, "fisher": 5, "probes": 33, "lens": 4}
+N_MAX = 200  # beyond this no n is planned: the rule runs on its budget, outside the family
+# the replicates each study's confirmatory run affords a rule, by its unit (a rule whose unit
+# cannot grow keeps the pilot's): one cold `make figures` of about 105 minutes on 2 cores at
+# the pilot's timings (pilots/power.md). Study 1 runs seven seeds (two more than the pilot,
+# about 18 minutes of wall time: its rows on the online heads need 6 and 7), study 2 five,
+# study 3's main arm twelve (about 35 s of compute per seed), study 4 54 runs per pair (about
+# 16 s each, to decide the MNIST rows) and its five ViT stand-ins (a ViT per model, minutes
+# each), the lens study 1's seven (every rule it can decide needs five)
+BUDGET: dict[str, dict[str, int]] = {
+    "rlp": {"seeds": 7}, "modarith": {"seeds": 5}, "fisher": {"seeds": 12},
+    "probes": {"runs": 54, "models": 5}, "lens": {"seeds": 7}}
+
+
+def budget_of(study: str, claim, have: int) -> int:
+    """The replicates the confirmatory run affords `claim` (`BUDGET`), `have` where its unit
+    cannot grow."""
+    return BUDGET[study].get(claim.replicates, have) if claim.more_replicates else have
 # per study: a rule without pilot values (a new row) -> (the existing row of the same study
 # whose margins lend it their per-replicate spread, why that row measures alike)
 STAND_INS: dict[str, dict[str, tuple[str, str]]] = {
@@ -80,6 +89,19 @@ def _margins(claim, value) -> list:
     return [m for m in _decisive(claim, value) if m.n >= 2 and m.se > 0]
 
 
+UNREADABLE = (KeyError, TypeError, IndexError, AttributeError)  # a value of another measure
+
+
+def _earlier_margins(claim, value) -> list:
+    """The margins of the version of `claim` the pilot judged (its latest earlier version),
+    for a pilot value that predates this version's measure: the spread of the same quantity
+    as the pilot measured it; [] where that version cannot read it either."""
+    try:
+        return _margins(claim.previous[-1], value) if claim.previous else []
+    except UNREADABLE:
+        return []
+
+
 def plan(claim, margins, budget: int, row: dict) -> dict:
     """The row of a rule with pilot margins: its power at `budget` and the n that decides it
     with 80% chance, both at its stated smallest effect, and whether it stays in Holm's
@@ -112,13 +134,15 @@ def plan(claim, margins, budget: int, row: dict) -> dict:
                                  most=N_MAX)
     if found is None:
         return {**row, "n_needed": math.nan, "expected_verdict": "within noise",
-                "registered": f"not run at this scale (more than {N_MAX} {claim.replicates} "
-                              "at its smallest effect)",
-                "family": "not run at this scale"}
+                "registered": f"n = {budget} (more than {N_MAX} {claim.replicates} would not "
+                              "decide it at its smallest effect)",
+                "family": f"cannot be decided at n = {budget}: power "
+                          f"{at_budget.decides:.0%} (more than {N_MAX} needed)"}
     row |= {"n_needed": found.n, "expected_verdict": _likely(found)}
-    if found.n > budget:
-        return {**row, "registered": f"not run at this scale (needs n = {found.n})",
-                "family": "not run at this scale"}
+    if found.n > budget:  # it runs and reads within noise with the n it needs
+        return {**row, "registered": f"n = {found.n} (the run affords {budget})",
+                "family": f"cannot be decided at n = {budget}: power "
+                          f"{at_budget.decides:.0%} (needs n = {found.n})"}
     return {**row, "registered": f"n = {found.n}",
             "family": family_label(found.n, found.decides)}
 
@@ -148,13 +172,16 @@ def analyse(study: str):
         if claim.id not in values and stand_in is not None:
             other, why = stand_in
             value = values.get(other)
-            margins = [] if value is None else _margins(claims[other], value)
+            try:
+                margins = [] if value is None else _margins(claims[other], value)
+            except UNREADABLE:
+                margins = _earlier_margins(claims[other], value)
             row["spread_from"] = f"{other}: {why}"
             if not margins:
                 rows.append({**row, "family": IN_FAMILY, "registered":
                              f"its stand-in {other} has no spread in the pilot: no n planned"})
                 continue
-            budget = min(m.n for m in margins) + EXTRA_SEEDS[study]
+            budget = budget_of(study, claim, min(m.n for m in margins))
             rows.append(plan(claim, margins, budget, {**row, "precondition": "stand-in"}))
             continue
         if claim.id not in values and claim.id not in judged:
@@ -170,15 +197,11 @@ def analyse(study: str):
             failed = next((name for name, test in claim.preconditions if not test(value)),
                           None)
             margins = _margins(claim, value)
-        except (KeyError, TypeError, IndexError, AttributeError):
+        except UNREADABLE:
             # the pilot measured this row for the version it judged; this version reads
-            # fields its value lacks: plan on that version's margins (the spread of the same
-            # quantity as the pilot measured it), at this version's smallest effect
-            earlier = claim.previous[-1] if claim.previous else None
-            try:
-                margins = [] if earlier is None else _margins(earlier, value)
-            except (KeyError, TypeError, IndexError, AttributeError):
-                margins = []
+            # fields its value lacks: plan on that version's margins, at this version's
+            # smallest effect
+            margins = _earlier_margins(claim, value)
             row["spread_from"] = ("the version the pilot judged: the pilot's value predates "
                                   "this version's measure")
             if not margins:
@@ -186,7 +209,7 @@ def analyse(study: str):
                              f"n = {MIN_REPLICATES} (no spread in the pilot for this measure)"})
                 continue
             have = min(m.n for m in margins)
-            budget = have + EXTRA_SEEDS[study] if claim.more_replicates else have
+            budget = budget_of(study, claim, have)
             rows.append(plan(claim, margins, budget, {**row, "precondition": "earlier version"}))
             continue
         if failed:
@@ -198,7 +221,7 @@ def analyse(study: str):
                          "registered": "no spread in the pilot: no n planned"})
             continue
         have = min(m.n for m in margins)
-        budget = have + EXTRA_SEEDS[study] if claim.more_replicates else have
+        budget = budget_of(study, claim, have)
         rows.append(plan(claim, margins, budget, {**row, "precondition": "held"}))
     return pd.DataFrame(rows)
 

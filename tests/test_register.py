@@ -752,8 +752,8 @@ def test_kept_versions_are_found_by_their_words_after_shared_code_moved(tmp_path
 
 @pytest.mark.parametrize("study", list(STUDIES))
 def test_each_rules_n_is_the_one_its_power_analysis_planned(study):
-    """pilots/<notebook>_power_run.csv (pilots/power.py) plans each rule's n: "n = X", or
-    "not run at this scale (needs n = X)" for one beyond the budget; the rule carries it."""
+    """pilots/<notebook>_power_run.csv (pilots/power.py) plans each rule's n: "n = X" (for
+    one beyond the budget, followed by what the run affords); the rule carries it."""
     import re
 
     import pandas as pd
@@ -761,9 +761,9 @@ def test_each_rules_n_is_the_one_its_power_analysis_planned(study):
     table = pd.read_csv(ROOT / "pilots" / f"{STUDIES[study]}_power_run.csv")
     claims = {c.id: c for c in study_claims(study)}
     for rule, registered in zip(table["rule"], table["registered"]):
-        found = re.match(r"n = (\d+)|not run at this scale \(needs n = (\d+)\)", registered)
+        found = re.match(r"n = (\d+)", registered)
         if found and rule in claims:
-            assert claims[rule].confirmatory_n == int(found[1] or found[2]), rule
+            assert claims[rule].confirmatory_n == int(found[1]), rule
 
 
 def _published(seeds):
