@@ -52,11 +52,11 @@ class Config:
     corruptions: Annotated[tuple[float, ...], NonEmpty, Distinct, Rate] = (0.0, 0.2, 0.4, 0.6)
     # the confirmatory seeds registered in register/03_fisher_rank_inflation.yaml
     seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = tuple(
-        range(600, 607))
+        range(800, 812))
     # the attribution arm: seeds of its own that run only the clean run and the run at
     # attribution_corruption, read only by the first_order and difficulty_control rules
     attribution_seeds: Annotated[tuple[int, ...], Distinct, NonNegative,
-                                 AtMost(SEED_MAX)] = tuple(range(607, 621))
+                                 AtMost(SEED_MAX)] = tuple(range(812, 826))
     epochs: Annotated[int, AtLeast(2), AtMost(10**4)] = 100
     batch_size: Annotated[int, Positive, AtMost(2**20)] = 32
     optimizer: Literal["sgd", "adam", "adamw"] = "adam"

@@ -62,7 +62,7 @@ class Config:
     # one run per seed: initialisation, batch order and the probes' random draws
     # (the confirmatory seeds registered in register/04_task_complexity_probes.yaml)
     seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = tuple(
-        range(600, 621))
+        range(800, 854))
     # each run's training images per class, drawn from its own seed (runs.subset_seed); None:
     # every training image of the two classes
     train_per_class: Annotated[int | None, Positive, AtMost(10**7)] = None
@@ -91,7 +91,7 @@ class Config:
     # one ViT stand-in per seed: its initialisation, batch order, training subset and probe
     # draws; seeds of their own, none of `seeds`
     standin_seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative,
-                             AtMost(SEED_MAX)] = tuple(range(621, 626))
+                             AtMost(SEED_MAX)] = tuple(range(854, 859))
     # each stand-in's training and test images, class-stratified draws from its own seed
     standin_train: Annotated[int, Positive, AtMost(10**7)] = 12000
     standin_test: Annotated[int, Positive, AtMost(10**7)] = 2000

@@ -133,9 +133,10 @@ class Config:
     noise_lambdas: Annotated[tuple[float, ...], NonEmpty, Positive] = (1.0, 3.0, 10.0)
     # every condition runs once per seed; the defaults are the confirmatory seeds registered in
     # register/01_random_label_heads.yaml (which lists the pilots' seeds and the earlier
-    # confirmatory runs'); five is the registered minimum for a decided rule
+    # confirmatory runs'); seven, the n its power analysis plans for its rows on the online
+    # heads (pilots/power.py)
     seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
-        700, 701, 702, 703, 704)
+        800, 801, 802, 803, 804, 805, 806)
     label_seed: Annotated[int, NonNegative, AtMost(SEED_MAX)] = 12345
     data_seed: Annotated[int, NonNegative, AtMost(SEED_MAX)] = 0
     device: str = "cpu"  # "cpu", "cuda", "cuda:N", "mps" or "auto" (cuda when available)
