@@ -129,8 +129,9 @@
 #   its section). "Best $\lambda$" is the $\lambda > 0$ with the highest mean accuracy on a
 #   **validation split**: 1,000 further images of the training split (clean labels), held out
 #   of every run, never the test set.
-# - **Compute:** one CPU thread per training run and two runs at once (`parallel_runs`), each
-#   in its own process; results are the same as computed one after another. Adam runs as one
+# - **Compute:** one CPU thread per training run and one run per CPU core at once (`--workers`
+#   or `MEMLIB_WORKERS` chooses; the manifest records how many), each in its own process;
+#   results are the same as computed one after another. Adam runs as one
 #   fused kernel per step and the SmallCNN's convolutions in channels-last layout (both
 #   faster on a CPU, with their own rounding).
 
