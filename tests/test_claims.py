@@ -311,7 +311,8 @@ def test_every_rule_states_its_margin_or_why_it_has_none(study):
     assert not silent, f"{study}: no δ and no reason why: {silent}"
     for c in claims:
         assert c.delta is None or c.delta > 0, c.id
-        assert c.replicates in ("seeds", "runs", "models", "classes", "pairs"), c.id
+        assert c.replicates in ("seeds", "runs", "models", "classes", "pairs",
+                                    "classes or matrices"), c.id
         if c.replicates == "classes":  # a dataset's classes: more seeds add none
             assert not c.more_replicates, c.id
 

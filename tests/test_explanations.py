@@ -52,7 +52,13 @@ def test_failing_rows_are_explained_and_holding_rows_only_when_asked():
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_each_published_failing_verdict_is_explained_with_its_numbers(notebook):
+def test_each_published_failing_verdict_is_explained_with_its_numbers(notebook, monkeypatch):
+    from memlib.claims.register import pending_seeds
+
+    monkeypatch.setenv("MEMLIB_FIGURES", str(ROOT / "figures"))  # the published run's seeds
+    if pending_seeds(notebook.stem):  # checked again once the registered run is made
+        pytest.skip("its registered confirmatory run is not yet made: the published verdicts "
+                    "are the last run's, under the rules registered before it")
     table = pd.read_csv(ROOT / "figures" / notebook.stem / "claims.csv", dtype=str,
                         keep_default_na=False)
     why = why_of(notebook)

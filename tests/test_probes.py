@@ -286,6 +286,7 @@ def test_layer_estimates_pair_each_models_losses(monkeypatch):
 
     # three hand-made models exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     table = layer_table({9: (35, 4, 3), 7: (40, 5, 2), 8: (30, 6, 1)})
     drops = probes.model_drops(table)
     assert drops.to_dict("list") == {"float": [90.0] * 3, "first": [40.0, 30.0, 35.0],
@@ -496,6 +497,7 @@ def test_every_claim_is_found_in_study_4_and_reads_its_preset():
 def test_claim_rules_preconditions_and_noise(monkeypatch):
     # three synthetic runs exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     clear_sep = {"data": "mnist-5k", "easy": estimate([90, 91, 89]),
                  "hard": estimate([50, 52, 51]), "gap": estimate([40, 39, 38]), **LEARNED}
     vague_sep = {**clear_sep, "hard": estimate([50, 80, 62]), "gap": estimate([40, 11, 27])}
@@ -624,6 +626,7 @@ def synthetic_results(dataset="fashion_mnist", runs=3, dead_hard_run=None):
 def test_measure_on_a_synthetic_result(monkeypatch):
     # three synthetic runs exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     measured = probes.measure(synthetic_results())
     sep = measured["binarization_separates_fashion_mnist"]
     assert sep["data"] == "fashion_mnist" and sep["easy"].mean == 86.0
@@ -663,6 +666,7 @@ def test_measure_on_a_synthetic_result(monkeypatch):
 def test_pruning_improves_binarized_models_where_they_have_room(monkeypatch):
     # three synthetic runs exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     results = synthetic_results()
     flat = probes.measure(results)["pruning_improves_binarized"]
     # flat up to p = 0.3, the only pruned fraction between the ends: no gain
@@ -698,6 +702,7 @@ def _earlier(claim_id, index=0):
 
 def test_headroom_is_measured_against_the_full_precision_model(monkeypatch):
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     e = Estimate
     # an easy task at 93.35% whose full-precision model reaches 97.51%: 5 points above its
     # start are out of reach, so it has no room; the hard task gains 37 points
@@ -719,6 +724,7 @@ def test_headroom_is_measured_against_the_full_precision_model(monkeypatch):
 
 def test_a_task_resonates_only_with_both_a_gain_and_a_fall(monkeypatch):
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     e = Estimate
     rises, small, falls = e(10, 1, 8), e(3, 2, 8), e(-6, 1, 8)
     # the margin of "both pass" is the one with the smaller t: the intersection-union test
@@ -736,6 +742,7 @@ def test_a_task_resonates_only_with_both_a_gain_and_a_fall(monkeypatch):
 
 def test_pruning_improves_binarized_is_about_the_hard_tasks(monkeypatch):
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     e = Estimate
     value = {"x/easy": {"peak": 0.1, "gain": e(0.5, 0.2, 3), "fall": e(1, 1, 3), "start": 88.0,
                         "float": 98.0},
@@ -750,6 +757,7 @@ def test_pruning_improves_binarized_is_about_the_hard_tasks(monkeypatch):
 
 def test_phase_transition_counts_every_run(monkeypatch):
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     points = [(40.0, 0.3, 0.4, 0.5), (42.0, 0.32, 0.41, 0.5), (38.0, 0.31, 0.39, 0.48),
               (10.0, 0.05, 0.35, 0.65)]  # the last run barely rises
     runs = probes.transition_runs(points)
@@ -789,6 +797,7 @@ def test_phase_transitions_preconditions_read_nothing_the_rule_judges():
 
 def test_flips_are_judged_where_the_noise_probe_fired_never_by_their_own_gain(monkeypatch):
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     e = Estimate
     claim = _claim("flips_mirror_noise")
     [(_, noise_helps)] = claim.preconditions
@@ -861,6 +870,7 @@ def test_matrix_gaps_and_their_agreement_over_one_models_matrices():
 
 def test_the_modality_row_reads_images_and_text_and_without_text_is_not_run(monkeypatch):
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     results = synthetic_results()
     claim = {c.id: c for c in probes.CLAIMS}[probes.MODALITIES]
     assert claim.scope == "paper"
@@ -881,6 +891,7 @@ def test_the_modality_row_reads_images_and_text_and_without_text_is_not_run(monk
 
 def test_binarization_keeps_easy_reads_the_loss_of_sign_w(monkeypatch):
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 3)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     measured = probes.measure(synthetic_results())
     kept = measured["binarization_keeps_easy_fashion_mnist"]
     # unprobed 98.0, 98.1, 98.2 against signed 85, 86, 87 at p = 0
