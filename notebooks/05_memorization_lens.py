@@ -443,7 +443,7 @@ display(Markdown(rf"""
    ```
    **Run time:** {run_time(more_noise * lens_each)}: {more_noise} new runs (every clean run
    but study 1's own, which the lens watched already, and every 60% run, on
-   {count_word(len(DATA))} dataset{"s" if len(DATA) > 1 else ""} and
+   {count_word(len(config.datasets))} dataset{"s" if len(config.datasets) > 1 else ""} and
    {count_word(len(config.seeds))} seeds) at the measured
    cost of one lens run ({cost_of(lens_runs)}), two at a time; the 40% runs and the frozen
    baselines (shared by every noise rate) load from the cache.

@@ -645,6 +645,9 @@ def exercise_cell(cells: list[dict]) -> str:
 def rendered_exercises(notebook: Path, ledger: dict[str, float | None]) -> list[dict]:
     """A notebook's "Try this" section as its exercise cell displays it at the small scale,
     with `ledger` as the cache entries this kernel used (`memlib.cache.ledger`)."""
+    import dataclasses
+    import importlib
+
     import numpy as np
     import pandas as pd
 
@@ -656,7 +659,9 @@ def rendered_exercises(notebook: Path, ledger: dict[str, float | None]) -> list[
     out = []
     namespace = {**{n: getattr(prose, n) for n in ("entry_seconds", "run_time", "cost_of",
                                                    "num", "count_word", "seeds_phrase")},
-                 "np": np, "config": config, "seed_words": prose.seed_history(study, config),
+                 # what a notebook's first cells import: its study's package, dataclasses
+                 study: importlib.import_module(f"memlib.studies.{study}"),
+                 "dataclasses": dataclasses, "np": np, "config": config, "seed_words": prose.seed_history(study, config),
                  "runs_main": pd.DataFrame({"epochs_trained": [40, 60]}),
                  "Markdown": lambda text: text, "display": out.append}
     saved, cache.ledger = cache.ledger, ledger
