@@ -661,7 +661,8 @@ def rendered_exercises(notebook: Path, ledger: dict[str, float | None]) -> list[
                                                    "num", "count_word", "seeds_phrase")},
                  # what a notebook's first cells import: its study's package, dataclasses
                  study: importlib.import_module(f"memlib.studies.{study}"),
-                 "dataclasses": dataclasses, "np": np, "config": config, "seed_words": prose.seed_history(study, config),
+                 "dataclasses": dataclasses, "np": np, "config": config,
+                 "seed_words": prose.seed_history(study, config),
                  "runs_main": pd.DataFrame({"epochs_trained": [40, 60]}),
                  "Markdown": lambda text: text, "display": out.append}
     saved, cache.ledger = cache.ledger, ledger
