@@ -42,12 +42,13 @@ N_MAX = 200  # beyond this no n is planned: the rule runs on its budget, outside
 # the replicates each study's confirmatory run affords a rule, by its unit (a rule whose unit
 # cannot grow keeps the pilot's): one cold `make figures` of about 105 minutes on 2 cores at
 # the pilot's timings (pilots/power.md). Study 1 runs seven seeds (two more than the pilot,
-# about 18 minutes of wall time: its rows on the online heads need 6 and 7), study 2 five,
+# about 18 minutes of wall time: its rows on the online heads need 6 and 7), study 2 six
+# (phase-error-grows' replicates are all equal: the exact sign test decides from six),
 # study 3's main arm twelve (about 35 s of compute per seed), study 4 54 runs per pair (about
 # 16 s each, to decide the MNIST rows) and its five ViT stand-ins (a ViT per model, minutes
 # each), the lens study 1's seven (every rule it can decide needs five)
 BUDGET: dict[str, dict[str, int]] = {
-    "rlp": {"seeds": 7}, "modarith": {"seeds": 5}, "fisher": {"seeds": 12},
+    "rlp": {"seeds": 7}, "modarith": {"seeds": 6}, "fisher": {"seeds": 12},
     "probes": {"runs": 54, "models": 5}, "lens": {"seeds": 7}}
 
 
@@ -153,7 +154,8 @@ def analyse(study: str):
     from memlib import STUDIES as NOTEBOOKS
     from memlib import paths, studies
     from memlib.claims.register import CLAIMS_TABLE, read_results
-    from memlib.claims.rules import MIN_REPLICATES
+    from memlib.claims.rules import MIN_REPLICATES, _decisive, sign_test_n
+    from memlib.claims.stats import without_spread
     from memlib.claims.values import read_values
 
     values = read_values(study)
@@ -217,6 +219,17 @@ def analyse(study: str):
                          "registered": f"n = {MIN_REPLICATES} (precondition failed in the pilot)"})
             continue
         if not margins:
+            flat = [m for m in _decisive(claim, value) if m.n >= 2 and without_spread(m)]
+            if flat:  # equal replicates: only the exact sign test can decide, from six on
+                need = sign_test_n()
+                budget = budget_of(study, claim, need)
+                rows.append({**row, "precondition": "held", "pilot_n": min(m.n for m in flat),
+                             "n_needed": need,
+                             "registered": f"n = {need} (the pilot's replicates are all "
+                                           "equal: the exact sign test decides from six)",
+                             "family": IN_FAMILY if need <= budget else
+                             f"cannot be decided at n = {budget} (needs n = {need})"})
+                continue
             rows.append({**row, "precondition": "held", "family": IN_FAMILY,
                          "registered": "no spread in the pilot: no n planned"})
             continue

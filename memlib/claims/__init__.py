@@ -114,6 +114,7 @@ from memlib.claims.rules import (
     verdict,
     verdict_kind,
     with_margins,
+    with_planned_cases,
 )
 from memlib.claims.stats import (
     ALPHA,
@@ -140,7 +141,7 @@ from memlib.claims.stats import (
 
 __all__ = [
     "with_margins", "chain_genesis", "chain_problems", "judged_versions", "seed_ledger",
-    "rekey_earlier", "powered", "replicates",
+    "rekey_earlier", "powered", "with_planned_cases", "replicates",
     "EQUIVALENCE_LEVEL", "NO_DELTA", "NO_EFFECT", "P_LEVEL", "equivalence_of", "equivalence_p",
     "CANNOT_READ", "NEEDS", "SMALLER", "WOULD_READ", "delta_mark", "qualifier", "verdict_kind",
     "holm_adjusted", "replicates_for_equivalence", "two_sided_p",

@@ -32,6 +32,7 @@ from memlib.claims.stats import (
     replicates_needed,
     some_beyond_noise,
     two_sided_p,
+    without_spread,
 )
 
 HOLDS, FAILS, NOT_RUN = "holds", "does not hold", "not run at this scale"
@@ -593,16 +594,17 @@ def _rule_alone(claim: Claim, value: Any) -> Judgement:
     if have < 2:
         return Judgement(WITHIN_NOISE, replicates_note(claim, value), p, have)
     decided = _by_interval(claim, value, found)
-    if decided and decided.verdict in (HOLDS, FAILS) and not decided.p < P_LEVEL:
+    if (decided and decided.verdict in (HOLDS, FAILS) and not decided.p < P_LEVEL
+            and any(isinstance(m, Estimate) and without_spread(m) for m in found)):
         # replicates without spread: an interval of zero width, but the exact sign test
         # over n of them gives no p below 2·0.5^n; the verdict follows the p
         return Judgement(WITHIN_NOISE, f"its {have} {claim.replicates} are all equal: the "
-                         f"exact sign test gives p = {decided.p:.3g}, and {_sign_n()} would "
+                         f"exact sign test gives p = {decided.p:.3g}, and {sign_test_n()} would "
                          "decide it", decided.p, have)
     return decided or Judgement(WITHIN_NOISE, replicates_note(claim, value), p, have)
 
 
-def _sign_n() -> int:
+def sign_test_n() -> int:
     """The fewest replicates, all on one side, whose exact two-sided sign test is below
     P_LEVEL (2·0.5^n < 0.05: six)."""
     return next(n for n in range(1, 64) if 2 * 0.5 ** n < P_LEVEL)
@@ -840,6 +842,20 @@ def _with_n(value: Any, n: int) -> Any:
     if isinstance(value, Mapping):
         return {k: _with_n(v, n) for k, v in value.items()}
     return value
+
+
+def with_planned_cases(claim: Claim) -> Claim:
+    """`claim` with every Estimate of its Cases raised to its confirmatory n: for cases
+    written after `powered` (a revision's own), so that they exercise the rule, not the
+    replicates it is decided on."""
+    import dataclasses
+
+    need, cases = claim.confirmatory_n or 0, claim.cases
+    if cases is None or need <= MIN_REPLICATES:
+        return claim
+    return dataclasses.replace(claim, cases=Cases(
+        _with_n(cases.holds, need), _with_n(cases.fails, need),
+        {k: _with_n(v, need) for k, v in cases.preconditions.items()}))
 
 
 def powered(claim: Claim, need: int, source: str) -> Claim:

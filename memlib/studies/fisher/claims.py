@@ -22,6 +22,7 @@ from memlib.claims import (
     paired,
     powered,
     with_margins,
+    with_planned_cases,
 )
 from memlib.studies.fisher.config import Config
 from memlib.studies.fisher.experiment import arm_difficulty, difficulty_control
@@ -922,7 +923,7 @@ _REVISIONS["difficulty_control"] = {
                    hard_clean_share, fit_record)}
 for _id in ("first_order_cifar100", "first_order_vit"):  # their per-seed values, for exact p
     _REVISIONS[_id]["decided_by"] = (*{c.id: c for c in CLAIMS}[_id].decided_by, _per_seed)
-CLAIMS = [_revise(c, **_REVISIONS[c.id]) for c in CLAIMS]
+CLAIMS = [with_planned_cases(_revise(c, **_REVISIONS[c.id])) for c in CLAIMS]
 
 
 # ---- the paper's statements about er's course that had no row ------------------------------
@@ -991,4 +992,5 @@ _SPECTRAL = [
                                  "readings is the least the study would care about",
           instrument=ER + ", with the fit of the flipped labels and test accuracy each epoch"),
 ]
-CLAIMS = [*CLAIMS, *_SPECTRAL]
+CLAIMS = [*CLAIMS, *(powered(c, CONFIRMATORY_N.get(c.id, MIN_REPLICATES), POWER_SOURCE)
+                     for c in _SPECTRAL)]

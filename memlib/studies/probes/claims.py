@@ -1291,11 +1291,11 @@ _FAITHFUL: dict[str, dict] = {
        for model in ("standin", "distilbert")},
 }
 
-# each changed rule's confirmatory n, planned afresh: until its power analysis runs, the
-# registered minimum (the earlier n was planned for the rule it replaces)
-REPLANNED_N: dict[str, int] = {"stochastic_resonance": MIN_REPLICATES,
-                               "flips_mirror_noise": MIN_REPLICATES}
-REPLANNED_SOURCE = "the registered minimum, until pilots/power.py plans this rule"
+# each changed rule's confirmatory n, planned afresh for it by pilots/power.py (the earlier
+# n was planned for the rule it replaces)
+REPLANNED_N: dict[str, int] = {row: CONFIRMATORY_N.get(row, MIN_REPLICATES)
+                               for row in ("stochastic_resonance", "flips_mirror_noise")}
+REPLANNED_SOURCE = POWER_SOURCE
 
 
 def _faithful(claim: Claim) -> Claim:
