@@ -968,7 +968,7 @@ CLAIMS = _peaks_keep_maxima(CLAIMS)
 # minimum (5). A rule whose n exceeds what the run affords (pilots/power.py's BUDGET) runs on
 # that, reads "within noise: needs n ≈ N" and stays outside Holm's family.
 CONFIRMATORY_N: dict[str, int] = {
-    "swap-helps": 28
+    "noisy-first-images": 6, "phase-error-grows": 6, "swap-helps": 28
 }
 POWER_SOURCE = "pilots/power.py"
 

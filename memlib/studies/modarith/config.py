@@ -50,7 +50,7 @@ class Config:
     alphas: Annotated[tuple[float, ...], NonEmpty, Rate] = (0.0, 0.2, 0.5, 0.8)
     # the confirmatory seeds registered in register/02_modular_arithmetic_noise.yaml
     seeds: Annotated[tuple[int, ...], NonEmpty, Distinct, NonNegative, AtMost(SEED_MAX)] = (
-        800, 801, 802, 803, 804)
+        800, 801, 802, 803, 804, 805)
     optimizer: Optimizer = "adamw"
     lr: Annotated[float, Positive] = 1e-3
     weight_decay: Annotated[float, NonNegative] = 0.1
