@@ -105,8 +105,8 @@ def tiny_watched(n=40, width=5, num_classes=3, epochs=3, seed=0):
     logits = [2 * torch.randn(n, num_classes, generator=g) for _ in range(epochs + 1)]
     return {"margins": torch.stack([fisher.margins(z, labels).float() for z in logits]),
             "h": torch.randn(n, width, generator=g), "z": logits[2],
-            "final_logits": logits[-1], "head_logits": torch.randn(n, 4, generator=g),
-            "random": torch.randint(0, 4, (n,), generator=g), "labels": labels,
+            "final_logits": logits[-1], "head_logits": torch.randn(n, 3, 4, generator=g),
+            "random": torch.randint(0, 4, (n, 3), generator=g), "labels": labels,
             "flipped": torch.rand(n, generator=g) < 0.3,
             "position": torch.arange(100, 100 + 2 * n, 2)}
 
@@ -131,8 +131,10 @@ def test_example_scores_are_the_study_modules_own():
     np.testing.assert_array_equal(table["aum"], lens.aum(m).numpy())
     np.testing.assert_array_equal(table["forgetting"], lens.forgetting_counts(m).numpy())
     np.testing.assert_array_equal(table["learned_epoch"], lens.learned_epoch(m).numpy())
-    # the deepest head's probability of each example's own random label
-    own = watched["head_logits"].softmax(1)[torch.arange(40), watched["random"]]
+    # the deepest layer's heads' mean probability of each example's own random labels
+    own = torch.stack([watched["head_logits"][:, k].softmax(1)[torch.arange(40),
+                                                              watched["random"][:, k]]
+                       for k in range(3)]).mean(0)
     np.testing.assert_allclose(table["rlp_confidence"], own.numpy(), rtol=1e-6)
     assert table["position"].tolist() == watched["position"].tolist()
     assert table["flipped"].tolist() == watched["flipped"].tolist()
