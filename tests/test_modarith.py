@@ -301,6 +301,7 @@ def test_noisy_lead_is_measured_per_seed():
 def test_image_order_is_read_in_the_first_epochs(monkeypatch):
     # two or three synthetic seeds exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     # noisy labels lead at the 20% point (epoch 1), clean ones reach half their labels
     # first (epoch 2 against 3): the first epochs decide, the half-fit reading stays beside
     history = pd.concat([early_history(0, [(0, 0), (0.1, 0.4), (0.6, 0.45), (0.9, 0.6)]),
@@ -352,6 +353,7 @@ def test_multiplication_task_is_addition_of_discrete_logs():
 def test_swap_is_judged_when_the_relu_net_sits_at_chance(monkeypatch):
     # two or three synthetic seeds exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     claim = {c.id: c for c in ma.CLAIMS}["swap-helps"]
     # the paper's "improves" case: a ReLU net at chance, both swaps far above it
     value = {"quadratic_minus_relu": Estimate(0.13, 0.004, 3),
@@ -383,6 +385,7 @@ def sweep_rows(train_acc: dict, test_acc: dict, alpha=0.5, activation="relu",
 def test_larger_is_better_needs_a_width_curve(monkeypatch):
     # two or three synthetic seeds exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     config = tiny(ma.Config, {"sweep_alphas": [0.5], "sweep_activations": ["relu"],
                                "sweep_weight_decays": [0.1], "weight_decay": 0.1,
                                "seeds": [0, 1, 2, 3, 4]})
@@ -428,6 +431,7 @@ def test_stronger_weight_decay_delays_interpolation(monkeypatch):
         "fewer than the registered minimum (5)" in row["note"]
     # two or three synthetic seeds exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     assert claim_verdict("regularization-delays-descent", delayed)["verdict"] == HOLDS
     earlier = ma.regularization_delay(pd.concat([
         sweep_rows({8: 0.3, 32: 0.6, 128: 1.0}, FLAT_TEST),
@@ -447,6 +451,7 @@ def test_stronger_weight_decay_delays_interpolation(monkeypatch):
 def test_second_descent_is_the_rise_past_the_interpolation_threshold(monkeypatch):
     # two or three synthetic seeds exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     config = tiny(ma.Config, SWEEP_CONFIG)
     rises = ma.descent_past_threshold(sweep_rows({8: 0.3, 32: 1.0, 128: 1.0}, FLAT_TEST), config)
     assert rises["fitted_widths"] == {"0.5": [32, 128]}
@@ -465,6 +470,7 @@ def test_second_descent_is_the_rise_past_the_interpolation_threshold(monkeypatch
 def test_activation_peaks_need_a_fall_past_the_best_width(monkeypatch):
     # two or three synthetic seeds exercise the rules; the registered minimum has its own test
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     config = tiny(ma.Config, {**SWEEP_CONFIG, "sweep_activations": ["quadratic", "gelu"]})
     fitted = {8: 1.0, 32: 1.0, 128: 1.0}
 
@@ -715,6 +721,7 @@ def partition_rows(select, score, seeds=(0, 1, 2, 3, 4)):
 
 def test_the_best_sub_network_is_chosen_on_one_half_and_scored_on_the_other(monkeypatch):
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 5)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     select = {("ipr", 0.5, "top", "relu"): 0.60, ("strength", 0.5, "top", "relu"): 0.30,
               ("ipr", 1.0, "top", "relu"): 0.10, ("ipr", 1.0, "top + FF", "relu"): 0.90,
               ("ipr", 1.0, "top + FF", "quadratic"): 0.95}
@@ -740,6 +747,7 @@ def test_the_best_sub_network_is_chosen_on_one_half_and_scored_on_the_other(monk
 
 def test_the_sub_network_is_compared_with_the_raw_net_itself(monkeypatch):
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 5)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     # a raw net below chance (0.02): the sub-network beats it by a point and stays below
     # chance, which the earlier comparator (the better of the raw net and chance) hid
     select = {("ipr", 0.5, "top", "relu"): 0.02, ("ipr", 1.0, "top", "relu"): 0.005,
@@ -759,6 +767,7 @@ def test_the_sub_network_is_compared_with_the_raw_net_itself(monkeypatch):
 
 def test_ff_reads_each_activation_without_a_choice(monkeypatch):
     monkeypatch.setattr("memlib.claims.rules.MIN_REPLICATES", 2)
+    monkeypatch.setattr("memlib.claims.rules.PLANNED_ABOVE", 10**6)  # no planned n gates
     rows = [{"alpha": 0.8, "part": "G", "subset": "test", "activation": act, "seed": seed,
              "acc": acc + 0.001 * seed}
             for act, acc in (("relu", 0.70), ("quadratic", 0.999), ("abs", 0.9))

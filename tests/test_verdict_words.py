@@ -172,12 +172,3 @@ def test_no_row_measured_on_enough_replicates_reads_not_run(study):
             continue
         assert claim.judged_at is not None and not claim.judged_at(value), claim.id
 
-
-def test_replicates_without_spread_decide_only_when_the_exact_sign_test_does():
-    plain = dataclasses.replace(GAIN, delta=None)
-    five = judge(plain, Estimate(0.2, 0.0, 5))  # five equal replicates: p = 2·0.5⁵ = 0.0625
-    assert five.verdict == WITHIN_NOISE and five.p == pytest.approx(0.0625)
-    assert "all equal" in five.note and "6 would decide" in five.note
-    six = judge(plain, Estimate(0.2, 0.0, 6))
-    assert six.verdict == HOLDS and six.p == pytest.approx(0.03125)
-    assert verdict(plain, Estimate(-0.2, 0.0, 6)) == FAILS

@@ -32,7 +32,6 @@ from memlib.claims.stats import (
     replicates_needed,
     some_beyond_noise,
     two_sided_p,
-    without_spread,
 )
 
 HOLDS, FAILS, NOT_RUN = "holds", "does not hold", "not run at this scale"
@@ -594,19 +593,13 @@ def _rule_alone(claim: Claim, value: Any) -> Judgement:
     if have < 2:
         return Judgement(WITHIN_NOISE, replicates_note(claim, value), p, have)
     decided = _by_interval(claim, value, found)
-    if (decided and decided.verdict in (HOLDS, FAILS) and not decided.p < P_LEVEL
-            and any(isinstance(m, Estimate) and without_spread(m) for m in found)):
-        # replicates without spread: an interval of zero width, but the exact sign test
-        # over n of them gives no p below 2·0.5^n; the verdict follows the p
-        return Judgement(WITHIN_NOISE, f"its {have} {claim.replicates} are all equal: the "
-                         f"exact sign test gives p = {decided.p:.3g}, and {sign_test_n()} would "
-                         "decide it", decided.p, have)
     return decided or Judgement(WITHIN_NOISE, replicates_note(claim, value), p, have)
 
 
 def sign_test_n() -> int:
     """The fewest replicates, all on one side, whose exact two-sided sign test is below
-    P_LEVEL (2·0.5^n < 0.05: six)."""
+    P_LEVEL (2·0.5^n < 0.05: six): the n a margin without spread needs for its p to agree
+    with its zero-width interval."""
     return next(n for n in range(1, 64) if 2 * 0.5 ** n < P_LEVEL)
 
 
