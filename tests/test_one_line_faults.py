@@ -4,6 +4,7 @@ file of no images, training labels of one class, a notebook that could not keep 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import signal
@@ -65,7 +66,15 @@ def test_ctrl_c_while_the_book_loads_ends_in_one_line(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     book = subprocess.Popen([sys.executable, "-m", "memlib", "book", "--scale", "smoke"],
                             env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)  # inside the imports of torch and pandas, which take seconds
+    # inside the book's imports: once torch's library is mapped (a fixed sleep lands before
+    # memlib's handlers on a slow machine and after the imports on a fast one)
+    maps = Path(f"/proc/{book.pid}/maps")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and book.poll() is None:
+        with contextlib.suppress(OSError):
+            if "libtorch" in maps.read_text():
+                break
+        time.sleep(0.01)
     book.send_signal(signal.SIGINT)
     out, err = book.communicate(timeout=120)
     assert book.returncode == 130, err

@@ -857,7 +857,8 @@ def test_retraining_rule_holds_fails_and_misses_each_precondition():
     mixed = {**claim.cases.holds, "agreement": correlations([1.0, -0.5, 0.5, -1.0, 0.5])}
     assert verdict(dataclasses.replace(claim, confirmatory_n=None), mixed) == "within noise"
     assert verdict(claim, mixed).startswith("within noise: needs n ")
-    assert claim.delta is None and claim.confirmatory_n == 31
+    assert claim.delta is None
+    assert claim.confirmatory_n == rlp.claims.CONFIRMATORY_N["retraining"]  # its planned n
     assert claim.where == "fig2c_retraining"
 
 
