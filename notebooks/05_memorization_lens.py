@@ -35,9 +35,10 @@
 # default; the setup cell below names them). On clean Fashion-MNIST labels the lens also
 # watches study 1's own layer-wise runs, on study 1's seeds. While a run trains, a callback
 # watches it through the other studies' public functions; watching only evaluates (eval
-# mode, no random draws), so the training is study 1's. Below, every run study 1 also trains is checked: what study 1
-# stored of it and what the lens's training of it would store hold the same bits, field by
-# field. The frozen-initialisation baselines come from study 1's code too; they do not
+# mode, no random draws), so the training is study 1's. Below, every run study 1 also trains
+# is checked: what study 1 stored of it and what the lens's training of it would store hold
+# the same bits, field by field. The frozen-initialisation baselines come from study 1's
+# code too; they do not
 # depend on the label noise, so every noise rate shares one per seed (on Fashion-MNIST on
 # study 1's seeds, study 1's own).
 #
