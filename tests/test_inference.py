@@ -219,8 +219,8 @@ def test_a_rows_headline_and_p_come_from_the_same_margin_by_default():
 
 # rows whose study sets a headline other than the Estimate its p tests (on the committed
 # values): each leaves this set when its study shows the deciding margin, and no row joins it
-# unseen (`depth` shows the first memorizing model's rise, and on the confirmatory values the
-# other model's decides)
+# unseen (`depth` shows the SmallCNN's rise, and on the confirmatory values the MLP's, the
+# weaker of the two by its t, decides)
 MISMATCHED = {
     ("rlp", "depth"), ("modarith", "noisy-first-images"), ("modarith", "ff-recovers-rule"),
     ("modarith", "ff-recovers-rule-leaky_relu"), ("fisher", "monotone_peak"),
