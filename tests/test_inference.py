@@ -222,8 +222,7 @@ def test_a_rows_headline_and_p_come_from_the_same_margin_by_default():
 # unseen (`depth` shows the SmallCNN's rise, and on the confirmatory values the MLP's, the
 # weaker of the two by its t, decides)
 MISMATCHED = {
-    ("rlp", "depth"), ("modarith", "noisy-first-images"), ("modarith", "ff-recovers-rule"),
-    ("modarith", "ff-recovers-rule-leaky_relu"), ("fisher", "monotone_peak"),
+    ("rlp", "depth"), ("modarith", "noisy-first-images"), ("fisher", "monotone_peak"),
     ("fisher", "difficulty_control"), ("probes", "binarization_separates_fashion_mnist"),
     ("probes", "binarization_separates_mnist"), ("probes", "complexity_measure_mnist"),
     ("probes", "transformer_layers_pruned_standin"),
