@@ -220,10 +220,11 @@ def test_a_rows_headline_and_p_come_from_the_same_margin_by_default():
 # rows whose study sets a headline other than the Estimate its p tests (on the committed
 # values): each leaves this set when its study shows the deciding margin, and no row joins it
 # unseen (`depth` shows the SmallCNN's rise, and on the confirmatory values the MLP's, the
-# weaker of the two by its t, decides)
+# weaker of the two by its t, decides; `inflation_collapse` shows 0.31 ± 0.03, and the weakest
+# of its three margins, 0.12 ± 0.03, decides)
 MISMATCHED = {
-    ("rlp", "depth"), ("modarith", "noisy-first-images"), ("fisher", "monotone_peak"),
-    ("fisher", "difficulty_control"), ("probes", "binarization_separates_fashion_mnist"),
+    ("rlp", "depth"), ("modarith", "noisy-first-images"), ("fisher", "inflation_collapse"),
+    ("probes", "binarization_separates_fashion_mnist"),
     ("probes", "binarization_separates_mnist"), ("probes", "complexity_measure_mnist"),
     ("probes", "transformer_layers_pruned_standin"),
     ("probes", "transformer_layers_randomized_standin")}
