@@ -243,6 +243,12 @@ def main(argv: list[str] | None = None) -> int:
     me.add_argument("--checkpoint", type=Path, metavar="PATH",
                     help="a state dict to start from (read with weights_only)")
     me.add_argument("--list-layers", action="store_true", help="print the layers and stop")
+    me.add_argument("--workers", metavar="N",
+                    help="runs computed at once (default: $MEMLIB_WORKERS, else the scale's "
+                         "parallel_runs, else the cores this process may use)")
+    me.add_argument("--scheduler", metavar="ADDRESS",
+                    help="compute the missing runs on the Dask cluster whose scheduler is "
+                         "at ADDRESS, e.g. tcp://HOST:8786 (default: $MEMLIB_SCHEDULER)")
     sub.add_parser("class-kit", help="pack the results cache for a class into "
                                      "$MEMLIB_BUILD/class-kit.tar.gz").set_defaults(
         scale=DEFAULT_SCALE)
@@ -277,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
             return _register(args)
         if args.command == "measure":
             running = f"measure {args.model} on {args.data} (finished runs are in the cache)"
-            return _measure(args)
+            with workers_set(args.workers), scheduler_set(args.scheduler):
+                return _measure(args)
         if args.command in ("class-kit", "clean"):
             return _kit(args.command)
         if args.command == "book":
@@ -412,8 +419,14 @@ def _first_line(err: BaseException) -> str:
 
 def _measure(args) -> int:
     from memlib import measure
+    from memlib.cluster import ClusterError, scheduler
     from memlib.config import ConfigError
     from memlib.data import DataError, DataRequestError
+
+    if args.checkpoint is not None and scheduler():
+        # a Dask worker shares no filesystem with this machine: it could not read the file
+        raise UsageError("--checkpoint runs on this machine only: a Dask cluster's workers "
+                         "cannot read the file; leave out --scheduler (and MEMLIB_SCHEDULER)")
 
     def items(text: str | None, kind=str) -> tuple | None:
         if text is None:
@@ -440,7 +453,7 @@ def _measure(args) -> int:
         done = measure.measure(request, out)
     except measure.InputError as err:
         raise UsageError(str(err)) from None
-    except DataError as err:
+    except (DataError, ClusterError) as err:
         print(f"memlib: error: {err}", file=sys.stderr)
         return 1
     except (ConfigError, DataRequestError) as err:

@@ -214,3 +214,23 @@ def test_what_a_worker_differs_in_is_named_in_one_line():
     # a client without a GPU keys CPU runs: a worker's GPU does not matter to it
     assert cluster.difference({**here, "GPU": "none"}, {**here, "GPU": "NVIDIA H100"}) is None
     assert cluster.difference({**here, "GPU": "NVIDIA H100"}, {**here, "GPU": "NVIDIA A100"})
+
+
+def test_measure_on_the_cluster_writes_what_it_writes_here(local_cluster, tmp_path,
+                                                           monkeypatch):
+    """`memlib measure --scheduler`: the lens's runs of a model computed on the cluster with
+    an empty client cache, the same entries and tables as computed here."""
+    import pandas as pd
+
+    from memlib import cli
+
+    local_cluster.add_worker()
+    local_cluster.wait_for(1)
+    argv = ["measure", "--model", "mlp", "--data", "digits", "--epochs", "2", "--seeds", "0"]
+    for where, extra in (("there", ["--scheduler", local_cluster.address]), ("here", [])):
+        monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path / where))
+        assert cli.main([*argv, "--out", str(tmp_path / f"{where}-report"), *extra]) == 0
+    assert_same_entries(tmp_path / "there", tmp_path / "here")
+    for table in (tmp_path / "here-report").glob("*.csv"):
+        pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "there-report" / table.name),
+                                      pd.read_csv(table))

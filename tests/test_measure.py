@@ -244,3 +244,32 @@ def test_study1_mlp_at_the_lens_settings_gives_the_lens_numbers(tmp_path):
         pd.testing.assert_frame_equal(ours[name], theirs[name], check_names=False)
         written = (tmp_path / "out" / f"{name}.csv").read_text()
         assert written == theirs[name].to_csv(index=False)
+
+
+def test_no_scheduler_is_one_line(capsys, monkeypatch, tmp_path):
+    from test_cluster import free_port
+
+    from memlib import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 2)
+    monkeypatch.setenv("MEMLIB_CACHE", str(tmp_path / "cache"))
+    code = cli.main(["measure", "--model", "mlp", "--data", "digits", "--epochs", "1",
+                     "--seeds", "0", "--out", str(tmp_path / "out"),
+                     "--scheduler", f"tcp://127.0.0.1:{free_port()}"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("memlib: error: no Dask scheduler answered at"), err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "out" / "report.html").exists()
+
+
+def test_checkpoint_on_a_cluster_is_refused(capsys, tmp_path):
+    weights = tmp_path / "weights.pt"
+    torch.save(nn.Linear(3, 2).state_dict(), weights)
+    err = one_line_error(capsys, ["--model", "mlp", "--data", "digits", "--checkpoint",
+                                  str(weights), "--scheduler", "tcp://127.0.0.1:8786"])
+    assert "--checkpoint runs on this machine only" in err
+
+
+def test_bad_workers_is_one_line(capsys):
+    err = one_line_error(capsys, ["--model", "mlp", "--data", "digits", "--workers", "0"])
+    assert "--workers" in err
