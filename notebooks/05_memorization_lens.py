@@ -24,31 +24,31 @@
 #
 # ## The model
 # Study 1's layer-wise MLP, exactly: study 1's own runs of the model named by `model` below,
-# made from its preset at this scale (`params/<scale>/01_random_label_heads.yaml`: at the
-# small scale 1,000 training images, a 6×256 ReLU MLP trained 150 epochs with Adam and a
-# cosine schedule to interpolation, a linear random-label head on every hidden layer; study
-# 1 sweeps its regularizers on a SmallCNN, and the lens names the MLP) and trained by study
-# 1's own `memlib.studies.rlp.train_run`, on Fashion-MNIST and on MNIST (the bundled
-# 5,000-digit subset, `mnist-5k`, when the full set is not on disk), at the symmetric
-# label-noise rates of `noise_rates` below (at the small scale only 40%, the rate every
-# question is asked at), on study 1's confirmatory seeds and any of `extra_seeds` (none by
-# default; the setup cell below names them). On clean Fashion-MNIST labels the lens also
-# watches study 1's own layer-wise runs, on study 1's seeds. While a run trains, a callback
-# watches it through the other studies' public functions; watching only evaluates (eval
-# mode, no random draws), so the training is study 1's. Below, every run study 1 also trains
-# is checked: what study 1 stored of it and what the lens's training of it would store hold
-# the same bits, field by field. The frozen-initialisation baselines come from study 1's
-# code too; they do not
-# depend on the label noise, so every noise rate shares one per seed (on Fashion-MNIST on
-# study 1's seeds, study 1's own).
+# made from its preset at this scale (`params/<scale>/01_random_label_heads.yaml`: at the small
+# scale 1,000 training images, a 6×256 ReLU MLP trained 150 epochs with Adam and a cosine
+# schedule to interpolation, `heads` = 4 linear random-label heads on every hidden layer, each
+# with its own random-label draw; study 1 sweeps its regularizers on a SmallCNN, and the lens
+# names the MLP) and trained by study 1's own `memlib.studies.rlp.train_run`, on Fashion-MNIST
+# and on MNIST (the bundled 5,000-digit subset, `mnist-5k`, when the full set is not on disk),
+# at the symmetric label-noise rates of `noise_rates` below (at the small scale only 40%, the
+# rate every question is asked at), on study 1's confirmatory seeds and any of `extra_seeds`
+# (none by default; the setup cell below names them). On clean Fashion-MNIST labels the lens
+# also watches study 1's own layer-wise runs, on study 1's seeds. While a run trains, a callback
+# watches it through the other studies' public functions; watching only evaluates (eval mode, no
+# random draws), so the training is study 1's. Below, every run study 1 also trains is checked:
+# what study 1 stored of it and what the lens's training of it would store hold the same bits,
+# field by field. The frozen-initialisation baselines come from study 1's code too; they do not
+# depend on the label noise, so every noise rate shares one per seed (on Fashion-MNIST on study
+# 1's seeds, study 1's own).
 #
 # ## The four lenses
 # **Random-label heads (notebook 01).** Every training example $i$ gets a fixed random label
-# $r_i$; a linear head on layer $\ell$'s detached features learns $r_i$ alongside training.
-# Its training accuracy above that of a head trained on the *untrained* network's features,
-# the excess $\mathrm{acc}_\ell - \mathrm{acc}^{\text{frozen}}_\ell$, measures how much
-# sample-specific information layer $\ell$ has acquired. Per example we keep the deepest
-# head's final probability of its own random label, $p_\theta(r_i \mid h_i)$.
+# $r_i$; a linear head on layer $\ell$'s detached features learns $r_i$ alongside training
+# (study 1 trains $K$ such heads per layer, each with its own draw, and reads their mean).
+# Their training accuracy above that of the same heads trained on the *untrained* network's
+# features, the excess $\mathrm{acc}_\ell - \mathrm{acc}^{\text{frozen}}_\ell$, measures
+# how much sample-specific information layer $\ell$ has acquired. Per example we keep the
+# deepest heads' mean final probability of their own random labels, $p_\theta(r_i \mid h_i)$.
 #
 # **Generalizing vs memorizing part (notebook 02).** With label noise, a training label is
 # clean or corrupted; the network can fit the clean labels, memorize the corrupted ones, or
@@ -83,7 +83,7 @@
 # ## What differs from the papers
 # Everything here is ours: the papers never put their measures side by side. The model is
 # study 1's small-scale MLP on 1,000 images, not any paper's network; er is measured every
-# other epoch (study 3 measures every epoch) to stay within ten minutes on two CPU cores;
+# other epoch (study 3 measures every epoch), which about halves the lens's cost;
 # the probes of study 4 act on one layer at a time of a 10-class network, where the paper
 # binarizes every layer of binary-task networks. The full preset (`params/full`) watches
 # study 1's CIFAR-100 / WRN-16-4 setting on GPUs with 5,000 scored examples.
@@ -91,8 +91,11 @@
 # **How the claims are judged**, as for the papers' claims: each question is measured on
 # every seed's run at the highest noise rate and read with its 95% Student-t interval over
 # seeds (the confirmatory seeds, study 1's); a threshold inside that interval gives
-# *within noise*; a question whose premise fails (the corrupted labels were not memorized,
-# er does not peak and then fall inside training) gives *precondition failed*.
+# *within noise*, and so does a question whose planned number of seeds (its power analysis)
+# exceeds the seeds run (*within noise: needs n ≈ N*); a question whose premise fails (the
+# corrupted labels were not memorized, the layer it reads shows no random-label excess, er
+# does not peak and then fall inside training) gives *precondition failed*, with what the
+# rule alone would read.
 
 # %% tags=["parameters"]
 # The scale: "smoke", "small" or "full", each its own preset
@@ -351,10 +354,10 @@ the memorizing layer with the second least robust other layer, with the seed spr
 # %% [markdown]
 # ## 3. Over training: which measure moves first?
 # On one time axis, at the highest noise rate (mean over seeds): er (study 3), the deepest
-# random-label head's accuracy (study 1), the fraction of corrupted labels memorized and of
+# random-label heads' mean accuracy (study 1), the fraction of corrupted labels memorized and of
 # corrupted examples still predicted as their true class (study 2), and test accuracy. Each
-# curve is rescaled to [0, 1] between its smallest and largest value; the dashed line marks
-# er's peak.
+# curve is rescaled to [0, 1] between its smallest and largest value; the dashed line marks er's
+# peak.
 
 # %%
 signals = {"er (Fisher)": "er", "deepest random-label head": "rlp_deepest",
@@ -495,7 +498,7 @@ verdicts (seeds {seed_words["pilots"]}) stay in the claims report beside these.
 {earlier[0].upper() + earlier[1:]} {"was" if seed_words["earlier_count"] == "one" else "were"}
 replaced, each when study 1 moved to fresh seeds, by this one on seeds
 {seed_words["registered"]} (study 1's confirmatory seeds, on which the lens watches study 1's
-own runs, and the lens's own for power)""" + (
+own runs)""" + (
     "" if seed_words["confirmatory"] else f""" (this
 run's verdicts come from {seed_words["ran"]})""") + """; the claims report gives why each
 was replaced and keeps its verdicts beside these. Each value is read with its 95% Student-t
@@ -541,10 +544,8 @@ display(Markdown(explanations(claims_table, {
     },
     "memorizing_layer_breaks_first_fashion_mnist": {
         "holds": (
-            "It holds by {margin} points: {layer}, the layer with the largest excess, is less "
-            "robust than {rival}. That excess is {excess} points, below the 10-point "
-            "memorization target notebook 01 sets; this MLP memorizes little per layer, so "
-            "the layer the rule names is the most memorizing of weakly memorizing layers."),
+            "It holds by {margin} points: {layer}, the layer with the largest excess "
+            "({excess} points), is less robust than {rival}."),
         "within noise": (
             "{layer}, the layer with the largest excess ({excess} points), and {rival} differ "
             "in robustness by {margin} points, within the seeds' noise."),
