@@ -185,7 +185,8 @@ for ax, alpha in zip(axes, shown_alphas, strict=True):
     reference_line(ax, 100 * chance, "chance (1/P)")
     ax.set(title=f"α = {alpha:g}", xlabel="epoch", ylim=(-3, 103))
 axes[0].set_ylabel("accuracy (%)")
-fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside lower center", ncol=5,
+# three columns: five side by side would run past the figure's width
+fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside lower center", ncol=3,
            fontsize="small")
 savefig(fig, "training_curves", STUDY, scale)
 final = history[history["epoch"] == history["epoch"].max()]

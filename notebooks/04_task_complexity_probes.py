@@ -123,7 +123,7 @@ from IPython.display import Markdown, display
 
 from memlib import data
 from memlib.claims import Estimate, evaluate, write
-from memlib.plotting import figure, paper_values, reference, reference_line, savefig
+from memlib.plotting import column_figure, figure, paper_values, reference, reference_line, savefig
 from memlib.prose import (
     claims_markdown,
     cost_of,
@@ -602,7 +602,8 @@ B(pruned W) recovers together with the signed curve as small weights are pruned.
 # %%
 import seaborn as sns
 
-fig, axes = figure("grid", len(datasets), 1, sharey=True, squeeze=False)
+# one row per dataset at the column's width, each legend under its panel (never beside it)
+fig, axes = column_figure(len(datasets), 3.4, sharey=True, squeeze=False)
 for ax, name in zip(axes[:, 0], datasets, strict=True):
     zero = nulls.query("prune == 0.0 and dataset == @name").copy()
     zero["task"] = [label[(name, t)] for t in zero["task"]]
@@ -615,18 +616,17 @@ for ax, name in zip(axes[:, 0], datasets, strict=True):
                    label=f"{task}: trained weights ({value:.1f}%)")
     reference_line(ax, 50, "chance")
     ax.set_title(name, fontsize="small")
-    ax.set_xlabel("")
+    ax.set_xlabel("null model")
     ax.set_ylabel("test accuracy (%)")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1, 1))
-axes[-1, 0].set_xlabel("null model (A all, B by sign, C/D per in/out node, E/F per node and "
-                       "sign, G rewired)")
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
 savefig(fig, "fig3_null_models", STUDY, scale)
 print(nulls.query("prune == 0.0").groupby(["dataset", "task", "null"])["acc"]
       .mean().unstack().round(1))
 
 # %% [markdown]
 # **Figure 4.6.** The paper's Fig. 3 at this scale: test accuracy under null models A–G at
-# p = 0, easy and hard pair; dotted: the trained weights.
+# p = 0, easy and hard pair (A all weights permuted, B within each sign, C/D per input or
+# output node, E/F per node and sign, G rewired); dotted: the trained weights.
 #
 # Boxes span the full range over runs × draws (not trimmed to the IQR as the authors do).
 # The table above gives the means over runs and draws, the statistic the claims read.
