@@ -658,7 +658,7 @@ def rendered_exercises(notebook: Path, ledger: dict[str, float | None]) -> list[
     config = preset_config(study, "small")
     out = []
     namespace = {**{n: getattr(prose, n) for n in ("entry_seconds", "run_time", "cost_of",
-                                                   "num", "count_word", "seeds_phrase")},
+                                                   "num", "pct", "count_word", "seeds_phrase")},
                  # what a notebook's first cells import: its study's package, dataclasses
                  study: importlib.import_module(f"memlib.studies.{study}"),
                  "dataclasses": dataclasses, "np": np, "config": config,
