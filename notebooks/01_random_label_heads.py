@@ -947,6 +947,7 @@ samples vary much from seed to seed.
 # %%
 sweep_runs = entry_seconds("rlp_run")
 run_each = sum(sweep_runs) / max(len(sweep_runs), 1)
+reading = measured["noise_reading"]
 display(Markdown(rf"""
 1. **A longer λ grid.** The sweep runs one λ per grid (3); the paper sweeps λ on a log
    grid and finds test accuracy best at an intermediate λ, with the regularized layer's

@@ -642,6 +642,16 @@ def exercise_cell(cells: list[dict]) -> str:
     return cells[heading + 1]["source"]
 
 
+def published_values(study: str) -> dict:
+    """The claims' values a study's committed notebook measured (figures/)."""
+    from unittest import mock
+
+    from memlib.claims.values import read_values
+
+    with mock.patch.dict(os.environ, {"MEMLIB_FIGURES": str(ROOT / "figures")}):
+        return read_values(study) or {}
+
+
 def rendered_exercises(notebook: Path, ledger: dict[str, float | None]) -> list[dict]:
     """A notebook's "Try this" section as its exercise cell displays it at the small scale,
     with `ledger` as the cache entries this kernel used (`memlib.cache.ledger`)."""
@@ -658,7 +668,10 @@ def rendered_exercises(notebook: Path, ledger: dict[str, float | None]) -> list[
     config = preset_config(study, "small")
     out = []
     namespace = {**{n: getattr(prose, n) for n in ("entry_seconds", "run_time", "cost_of",
-                                                   "num", "pct", "count_word", "seeds_phrase")},
+                                                   "num", "pct", "pm", "spread_phrase",
+                                                   "count_word", "seeds_phrase")},
+                 # the claims' values the notebook measured, which an exercise may quote
+                 "measured": published_values(study),
                  # what a notebook's first cells import: its study's package, dataclasses
                  study: importlib.import_module(f"memlib.studies.{study}"),
                  "dataclasses": dataclasses, "np": np, "config": config,
