@@ -443,8 +443,10 @@ share = clean.groupby(["seed", "decile"])["clean_top_share"].first().groupby("de
 axes[1].bar(share.index, share.to_numpy())
 reference_line(axes[1], 0.1, "uniform share")
 axes[1].set(xlabel="difficulty decile (10 = hardest)", ylabel="share of top-100 Δ",
-            title="clean run: where the top contributors are")
+            title="clean run: the top-100 by decile")
 axes[1].legend()
+for ax in axes:  # the ten deciles, and no tick beyond them
+    ax.set_xticks(range(1, 11))
 savefig(fig, "fig5_difficulty_control", STUDY, scale, data=config.dataset)
 
 # %% [markdown]
