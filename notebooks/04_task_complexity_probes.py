@@ -276,9 +276,9 @@ def paper_references(axes, dataset: str) -> None:
 def fig1(dataset):
     s = sweep.query("dataset == @dataset")
     fig, axes = figure("wide", 1, 3, sharey=True)
-    panels = [("prune", "smallest", "pruned fraction p (smallest |w|)"),
+    panels = [("prune", "smallest", "pruned fraction p"),
               ("noise", "-", "noise amplitude a"),
-              ("flip", "smallest", "flipped fraction q (smallest |w|)")]
+              ("flip", "smallest", "flipped fraction q")]
     for ax, (probe, mode, xlabel) in zip(axes, panels, strict=True):
         for task in ("easy", "hard"):
             for form, ls in (("float", "-"), ("signed", "--")):
@@ -310,7 +310,7 @@ for name in datasets:
 # %% [markdown]
 # **Figure 4.2.** The paper's Fig. 1 at this scale, one figure per dataset: test accuracy of
 # the easy and hard pairs under pruning, additive noise and sign flips applied to every
-# layer; solid: full-precision weights, dashed: their signs; mean and 95% t interval over
+# layer (pruning and flips take the smallest |w| first); solid: full-precision weights, dashed: their signs; mean and 95% t interval over
 # runs. The paper's values where it gives them ("paper: …" in the legend, read from the
 # claims), as dotted lines in the pair's colour: Fashion-MNIST's binarized easy and hard
 # pairs at $p = 0$ (the authors' code); MNIST's binarized hard pair at $p = 0$ and, as a
