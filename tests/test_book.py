@@ -919,6 +919,11 @@ def test_the_checker_flags_a_saved_figure_whose_text_the_column_shrinks_under_9_
     assert len(found) == 1 and found[0].startswith("smoke/05_x/too_wide.png: saved")
 
 
+def test_every_published_figure_shows_its_text_at_nine_points_or_more():
+    """The committed figures, read where the book shows them (its column's width)."""
+    assert not figure_file_problems(ROOT / "figures")
+
+
 def test_a_registered_run_not_yet_made_is_named_above_the_last_runs_claims():
     studies = {"04_x": ("X", [claim(id="a", statement="A.")])}
     plain = book.results_page(studies, {"04_x": {}}, {}, {}, "small")
