@@ -308,15 +308,15 @@ for name in datasets:
     savefig(fig1(name), f"fig1_prune_noise_flip_{name}", STUDY, scale)
 
 # %% [markdown]
-# **Figure 4.2.** The paper's Fig. 1 at this scale, one figure per dataset: test accuracy of
-# the easy and hard pairs under pruning, additive noise and sign flips applied to every
-# layer (pruning and flips take the smallest |w| first); solid: full-precision weights, dashed: their signs; mean and 95% t interval over
-# runs. The paper's values where it gives them ("paper: …" in the legend, read from the
-# claims), as dotted lines in the pair's colour: Fashion-MNIST's binarized easy and hard
-# pairs at $p = 0$ (the authors' code); MNIST's binarized hard pair at $p = 0$ and, as a
-# hatched band, its range after the transition (left); MNIST's binarized easy pair without
-# noise (dash-dotted) and at its best noise amplitude, whose range is the hatched vertical
-# band (middle). The paper's MNIST is the full dataset, ours the one named above the
+# **Figure 4.2.** The paper's Fig. 1 at this scale, one figure per dataset: test accuracy of the
+# easy and hard pairs under pruning, additive noise and sign flips applied to every layer
+# (pruning and flips take the smallest |w| first); solid: full-precision weights, dashed: their
+# signs; mean and 95% t interval over runs. The paper's values where it gives them ("paper: …"
+# in the legend, read from the claims), as dotted lines in the pair's colour: Fashion-MNIST's
+# binarized easy and hard pairs at $p = 0$ (the authors' code); MNIST's binarized hard pair at
+# $p = 0$ and, as a hatched band, its range after the transition (left); MNIST's binarized easy
+# pair without noise (dash-dotted) and at its best noise amplitude, whose range is the hatched
+# vertical band (middle). The paper's MNIST is the full dataset, ours the one named above the
 # figure.
 #
 # The numbers behind the claims (signed accuracy at p = 0, the rise and width of
