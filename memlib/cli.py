@@ -175,6 +175,16 @@ def find_notebook(path: Path) -> Path:
     raise UsageError(f"no such notebook {path}; {hint}")
 
 
+def add_compute_options(command, preset: str) -> None:
+    """--workers and --scheduler, for a command whose runs are computed by memlib.runs."""
+    command.add_argument("--workers", metavar="N",
+                         help=f"runs computed at once (default: $MEMLIB_WORKERS, else the "
+                              f"{preset}'s parallel_runs, else the cores this process may use)")
+    command.add_argument("--scheduler", metavar="ADDRESS",
+                         help="compute the missing runs on the Dask cluster whose scheduler is "
+                              "at ADDRESS, e.g. tcp://HOST:8786 (default: $MEMLIB_SCHEDULER)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="memlib", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -184,12 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--params", type=Path, metavar="FILE",
                      help="a YAML file of overrides, applied before --set")
-    run.add_argument("--workers", metavar="N",
-                     help="runs computed at once (default: $MEMLIB_WORKERS, else the study's "
-                          "parallel_runs, else the cores this process may use)")
-    run.add_argument("--scheduler", metavar="ADDRESS",
-                     help="compute the missing runs on the Dask cluster whose scheduler is "
-                          "at ADDRESS, e.g. tcp://HOST:8786 (default: $MEMLIB_SCHEDULER)")
+    add_compute_options(run, "study")
     nb = sub.add_parser("notebook", help="execute a notebook headlessly (papermill)")
     nb.add_argument("path", type=Path)
     nb.add_argument("--scale", default=DEFAULT_SCALE)
@@ -243,12 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     me.add_argument("--checkpoint", type=Path, metavar="PATH",
                     help="a state dict to start from (read with weights_only)")
     me.add_argument("--list-layers", action="store_true", help="print the layers and stop")
-    me.add_argument("--workers", metavar="N",
-                    help="runs computed at once (default: $MEMLIB_WORKERS, else the scale's "
-                         "parallel_runs, else the cores this process may use)")
-    me.add_argument("--scheduler", metavar="ADDRESS",
-                    help="compute the missing runs on the Dask cluster whose scheduler is "
-                         "at ADDRESS, e.g. tcp://HOST:8786 (default: $MEMLIB_SCHEDULER)")
+    add_compute_options(me, "scale")
     sub.add_parser("class-kit", help="pack the results cache for a class into "
                                      "$MEMLIB_BUILD/class-kit.tar.gz").set_defaults(
         scale=DEFAULT_SCALE)
