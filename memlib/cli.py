@@ -447,6 +447,10 @@ def _measure(args) -> int:
             print("\n".join(f"{name}{'  (measured by default)' * (name in chosen)}"
                             for name in natural))
             return 0
+        if args.scale != "full":
+            from memlib.process import one_cpu_thread
+
+            one_cpu_thread()  # as `run` and the notebooks do: the lens notebook's own bits
         default = paths.results_dir() / "measure" / (
             f"{args.model.replace(':', '-')}-{args.data}-{args.scale}")
         out = args.out or default

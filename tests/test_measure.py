@@ -273,3 +273,20 @@ def test_checkpoint_on_a_cluster_is_refused(capsys, tmp_path):
 def test_bad_workers_is_one_line(capsys):
     err = one_line_error(capsys, ["--model", "mlp", "--data", "digits", "--workers", "0"])
     assert "--workers" in err
+
+
+def test_measure_computes_on_one_thread_as_the_notebooks_do(monkeypatch, tmp_path):
+    """Below full scale `measure` computes on one CPU thread, as `run` and the notebooks do: a
+    cache entry it writes holds the bits the lens notebook's would (two threads may add in
+    another order), whatever thread count the calling process had."""
+    seen = []
+    monkeypatch.setattr(measure, "measure", lambda request, out: seen.append(
+        torch.get_num_threads()) or {"seconds": 0.0})
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert cli.main(["measure", "--model", "mlp", "--data", "digits",
+                         "--out", str(tmp_path)]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    assert seen == [1]
