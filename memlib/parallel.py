@@ -6,7 +6,9 @@ its runs may run side by side (through `memlib.runs.compute_missing`).
 
 from __future__ import annotations
 
+import concurrent.futures.process as futures  # before the exit handler below: see there
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,13 +42,16 @@ def _start_worker(parent: int, sources: dict) -> None:
     fingerprint.adopt(sources)
 
 
-def _compute_in_worker(function: Callable[[Any], Any], argument: Any
+def _compute_in_worker(function: Callable[[Any], Any], argument: Any, sources: dict
                        ) -> tuple[dict[Path, bytes], list[tuple[str, str]], list[str]]:
     """Fill the cache with `function(argument)`'s entries (the caller loads them from there);
     return the entries that could not be written (a full disk), for the caller to keep in
     memory instead of computing them again, the warnings given once, for the caller to
-    give once for all its workers, and the entries computed, for the caller to count."""
+    give once for all its workers, and the entries computed, for the caller to count.
+    `sources`: what the parent has read since the worker started, to fingerprint by too."""
     one_cpu_thread()
+    if sources:
+        fingerprint.adopt(sources)
     before, count = cache.unwritten(), cache.computed_count()
     with holding_warnings() as warned:
         function(argument)
@@ -61,45 +66,151 @@ def can_prefetch(processes: int | None) -> bool:
     return workers(processes) > 1 and not distributed.active() and not reading_only()
 
 
+COMPUTES_HERE = True  # this process takes runs beside its workers (off: the workers alone)
+IDLE_SECONDS = 30  # how long a pool's workers wait for the next wave before they end
+_POOL: dict = {}  # the pool the last wave used: "executor", "key", "sources", "timer"
+_POOL_LOCK = threading.RLock()  # the idle timer's thread ends the pool
+
+
+def _end_pool(terminate: bool = False) -> None:
+    """End the pool's workers: once idle, or at once (`terminate`) when this process exits or
+    its runs are not wanted any more (an error, Ctrl-C: what a worker computes is lost, its
+    entry unwritten)."""
+    with _POOL_LOCK:
+        if not _POOL:
+            return
+        _POOL["timer"].cancel()
+        executor = _POOL.pop("executor")
+        _POOL.clear()
+        processes = list((executor._processes or {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        if terminate:  # not left to finish a run, nor to unload torch (1-2 s an exit)
+            for worker in processes:
+                worker.terminate()
+            if executor._executor_manager_thread is not None:  # done with its pipes, so that
+                executor._executor_manager_thread.join(10)  # the exit's handler finds them closed
+
+
+# At exit the workers end at once, before concurrent.futures joins them (its handler, which
+# its import above registered, runs after this one: they run last registered first).
+threading._register_atexit(lambda: _end_pool(terminate=True))
+
+
+def _pool(size: int):
+    """A pool of `size` worker processes: the last wave's while the workers' number and this
+    process's environment (the cache folder, the pins) are the same, else a new one. A study
+    computes in waves (a sweep, then the runs its best value picks, then the measures), and a
+    new pool per wave started every worker again: an interpreter and torch, 3-4 s, then the
+    first run's imports and data, which at the smoke scale cost more than the runs."""
+    import multiprocessing
+
+    key = (size, tuple(sorted(os.environ.items())))
+    with _POOL_LOCK:
+        if _POOL and (_POOL["key"] != key or _POOL["executor"]._broken):
+            _end_pool()
+        if not _POOL:
+            sources = fingerprint.sources()
+            # spawn, not fork: a forked copy of a process that already ran torch can deadlock;
+            # the workers end with this process, and key by the sources it read, not by files
+            # edited since
+            _POOL.update(executor=futures.ProcessPoolExecutor(
+                size, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_start_worker, initargs=(os.getpid(), sources)),
+                key=key, sources=sources, timer=threading.Timer(0, lambda: None))
+        _POOL["timer"].cancel()
+        return _POOL["executor"], _POOL["sources"]
+
+
+def _idle() -> None:
+    """The pool waits IDLE_SECONDS for the next wave, then its workers end (a notebook's kernel
+    would otherwise hold their memory as long as it lives)."""
+    with _POOL_LOCK:
+        if _POOL:
+            _POOL["timer"] = threading.Timer(IDLE_SECONDS, _end_if_idle)
+            _POOL["timer"].daemon = True
+            _POOL["timer"].start()
+
+
+def _end_if_idle() -> None:
+    with _POOL_LOCK:  # not if a new wave took the pool while this timer waited for the lock
+        if _POOL and _POOL["timer"] is threading.current_thread():
+            _end_pool()
+
+
+
+def _ready() -> None:
+    """A worker's first task: done when the worker has started, which is when it is handed a
+    run (handed one before, it would hold it through its start while this process is idle)."""
+
+
 def prefetch(calls: list[Call], processes: int | None, desc: str = "runs") -> None:
-    """Compute the cached computations `function(argument)` in `processes` worker processes
-    (one CPU thread each; None: as many as `process.workers` gives), so that the caller's own
-    calls then load them from the cache.
+    """Compute the cached computations `function(argument)` with `processes` runs at once (one
+    CPU thread each; None: as many as `process.workers` gives), so that the caller's own calls
+    then load them from the cache.
 
     A small model on a CPU keeps one core busy per run: independent runs in parallel use the
     machine's cores far better than threads inside one run, and each result is the same as
     computed alone (same code, one thread, the same pinned instruction set: the workers
     inherit the pins with the environment). Functions must be importable (module level).
-    Does nothing unless `can_prefetch(processes)`.
+
+    The runs are taken in order (the studies plan them longest first) by each worker once it
+    has started, and by this process itself when it computes on one thread as the workers do:
+    a wave of short runs then does not wait for the workers to start. Does nothing unless
+    `can_prefetch(processes)`.
     """
     calls = list(dict.fromkeys(calls))  # the same computation once
     if len(calls) <= 1 or not can_prefetch(processes):
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
+    from collections import deque
+    from concurrent.futures import FIRST_COMPLETED, wait
 
+    import torch
     from tqdm.auto import tqdm
 
-    # spawn, not fork: a forked copy of a process that already ran torch can deadlock
-    context = multiprocessing.get_context("spawn")
+    here = COMPUTES_HERE and torch.get_num_threads() == 1  # else its bits could differ
+    pool, started_with = _pool(workers(processes) - here)
+    read_since = {k: v for k, v in fingerprint.sources().items() if started_with.get(k) != v}
+    todo, done, lock = deque(calls), [], threading.Lock()
+
+    def take() -> Call | None:
+        with lock:
+            return todo.popleft() if todo else None
+
+    def hand_out() -> None:  # in a thread: each worker, once started, takes the next run
+        running = {pool.submit(_ready) for _ in range(pool._max_workers)}
+        while running:
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                if future.exception() is not None or future.result() is not None:
+                    done.append(future)
+                    bar.update()
+                if future.exception() is None and (call := take()) is not None:
+                    running.add(pool.submit(_compute_in_worker, *call, read_since))
+
     try:
-        # the workers end with this process, and key by the sources it read, not by files
-        # edited since
-        with ProcessPoolExecutor(min(workers(processes), len(calls)), mp_context=context,
-                                 initializer=_start_worker,
-                                 initargs=(os.getpid(), fingerprint.sources())) as pool:
-            futures = [pool.submit(_compute_in_worker, f, a) for f, a in calls]
-            for future in tqdm(as_completed(futures), total=len(futures), desc=desc,
-                               disable=not show_progress()):
-                unwritten, warned, computed = future.result()
-                cache.note_computed_elsewhere(computed)
-                cache.keep_unwritten(unwritten)
-                for topic, message in warned:
-                    warn_once(topic, message)
-    except BrokenProcessPool:  # e.g. a __main__ that workers cannot import (python - <<EOF)
+        with tqdm(total=len(calls), desc=desc, disable=not show_progress()) as bar:
+            dispatcher = threading.Thread(target=hand_out, name="memlib-prefetch", daemon=True)
+            dispatcher.start()
+            while here and not any(f.exception() for f in list(done)) and (call := take()):
+                function, argument = call
+                function(argument)
+                bar.update()
+            dispatcher.join()
+        for future in done:
+            unwritten, warned, computed = future.result()  # a worker's error raises here
+            cache.note_computed_elsewhere(computed)
+            cache.keep_unwritten(unwritten)
+            for topic, message in warned:
+                warn_once(topic, message)
+    except futures.BrokenProcessPool:  # e.g. a __main__ that workers cannot import (python - <<EOF)
+        _end_pool(terminate=True)
         warn_once("prefetch", "worker processes could not start; computing the runs one "
                   "after another in this process")
+    except BaseException:  # the runs not started are not wanted any more, nor the pool
+        todo.clear()
+        _end_pool(terminate=True)
+        raise
+    _idle()
 
 
 def uncached(calls: list[Call]) -> list[Call]:

@@ -10,6 +10,7 @@ import pandas as pd
 import torch
 
 from memlib import cache
+from memlib import parallel as pool
 from memlib.runs import missing
 
 
@@ -97,6 +98,7 @@ def check_parallel_runs(module, config, tmp_path, monkeypatch, clocks=frozenset(
         plan = module.planned_runs(config)
         assert missing(plan) == plan  # every planned call computes something
         computed = cache.computed_count()  # what this process computed itself
+        monkeypatch.setattr(pool, "COMPUTES_HERE", False)  # every run in a worker
         cache.ledger.clear()
         parallel = module.run(config)
         assert cache.computed_count() == computed, "computed here, not in the workers"

@@ -1,4 +1,6 @@
+import os
 import pickle
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -113,6 +115,29 @@ def test_prefetch_fills_the_cache_with_what_a_serial_call_computes(tmp_path, mon
                                           rlp.train_run(s)["history"])
     finally:
         torch.set_num_threads(threads)
+
+
+def record_pid(path: Path) -> None:
+    path.write_text(str(os.getpid()))
+
+
+def test_this_process_computes_beside_its_workers_only_on_one_thread(tmp_path):
+    """On one thread, as its workers compute, this process takes runs too (the first at once:
+    no worker has started yet); on more threads its bits could differ from theirs, and the
+    workers compute every run. Each run is computed once."""
+    from memlib.parallel import prefetch
+
+    paths = [tmp_path / str(k) for k in range(6)]
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        prefetch([(record_pid, p) for p in paths[:3]], processes=2)
+        torch.set_num_threads(2)
+        prefetch([(record_pid, p) for p in paths[3:]], processes=2)
+    finally:
+        torch.set_num_threads(threads)
+    pids = [int(p.read_text()) for p in paths]
+    assert os.getpid() in pids[:3] and os.getpid() not in pids[3:], pids
 
 
 def test_uncached_keeps_the_calls_that_would_compute():

@@ -249,16 +249,17 @@ def test_a_full_disk_keeps_what_the_workers_computed_and_says_so_once(tmp_path, 
     """Prefetch workers that cannot write their entries hand them to this process, which keeps
     them in memory for the run: nothing is computed twice, and each warning of the workers
     is given once, here (none in Python's two-line form from a worker)."""
-    from memlib.parallel import prefetch
+    from memlib import parallel
     from memlib.runs import missing
 
     log = tmp_path / "computed.log"
     monkeypatch.setenv("FULL_DISK_LOG", str(log))
     monkeypatch.setattr(cache, "atomic_write_bytes", full_disk)  # this process's disk is full too
+    monkeypatch.setattr(parallel, "COMPUTES_HERE", False)  # every run in a worker
     calls = [(computed_on_a_full_disk, n) for n in (1, 2, 3)]
     counts = cache.activity.copy()
     with pytest.warns(RuntimeWarning) as caught:
-        prefetch(calls, processes=2)
+        parallel.prefetch(calls, processes=2)
     assert sorted(log.read_text(encoding="utf-8").split()) == ["1", "2", "3"]
     assert missing(calls) == []  # a second prefetch of the plan would compute nothing
     for n in (1, 2, 3):

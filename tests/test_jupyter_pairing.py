@@ -6,9 +6,14 @@ through jupytext's contents manager (what JupyterLab saves through) writes the u
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -91,4 +96,74 @@ def test_sync_unpairs_an_ipynb_an_older_sync_paired(clone):
     ipynb.write_text(json.dumps(notebook))
     assert make(clone, "sync").returncode == 0
     assert "jupytext" not in json.loads(ipynb.read_text())["metadata"]
+    assert untouched(clone)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(condition, seconds: float):
+    """`condition()`'s first true value within `seconds`, else None."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if found := condition():
+            return found
+        time.sleep(0.5)
+    return None
+
+
+def answers(url: str) -> bool:
+    try:
+        urllib.request.urlopen(url, timeout=2)
+        return True
+    except OSError:
+        return False
+
+
+def test_editing_and_saving_in_jupyterlab_in_a_browser_leaves_the_clone_untouched(clone,
+                                                                                    tmp_path):
+    """What a student does: JupyterLab started on the clone, a notebook opened in headless
+    Chromium, a code cell edited and saved with Ctrl-S. The edit reaches the .ipynb, the
+    tracked .py is not touched, and `make figures` has nothing to do."""
+    from book_render import CHROMEDRIVER, CHROMIUM, browser
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    lab = VENV / "bin" / "jupyter-lab"
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists() and lab.exists()):
+        pytest.skip("needs JupyterLab and headless Chromium (chromium, chromium-driver)")
+    assert make(clone, "sync").returncode == 0
+    ipynb, py = clone / f"{NOTEBOOK}.ipynb", clone / f"{NOTEBOOK}.py"
+    before = (py.read_bytes(), py.stat().st_mtime_ns)
+    port, home = free_port(), tmp_path / "home"
+    home.mkdir()
+    server = subprocess.Popen(  # a fresh HOME: no settings of this machine's user
+        [str(lab), "--no-browser", f"--port={port}", "--ip=127.0.0.1", "--ServerApp.token=",
+         "--ServerApp.password=", f"--ServerApp.root_dir={clone}", "--LabApp.news_url=None"],
+        cwd=clone, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")},
+             "HOME": str(home)})
+    driver = None
+    try:
+        url = f"http://127.0.0.1:{port}/lab"
+        assert wait_for(lambda: answers(f"{url}/api/settings"), 120), "JupyterLab did not start"
+        driver = browser(tmp_path / "profile")
+        driver.get(f"{url}/tree/{NOTEBOOK}.ipynb")
+        editor = wait_for(lambda: driver.find_elements(
+            "css selector", ".jp-Notebook .jp-CodeCell .cm-content"), 120)
+        assert editor, "JupyterLab showed no code cell of the notebook"
+        editor[0].click()
+        editor[0].send_keys(Keys.END, "\n# a student's note")
+        ActionChains(driver).key_down(Keys.CONTROL).send_keys("s").key_up(Keys.CONTROL).perform()
+        assert wait_for(lambda: "a student's note" in ipynb.read_text(), 60), (
+            "the save did not reach the .ipynb")
+    finally:
+        if driver is not None:
+            driver.quit()
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+    assert (py.read_bytes(), py.stat().st_mtime_ns) == before
     assert untouched(clone)

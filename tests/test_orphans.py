@@ -15,7 +15,8 @@ PARENT = """
 import multiprocessing, sys, threading, time
 import memlib
 from memlib import parallel
-threading.Thread(target=parallel.prefetch, args=([(time.sleep, 120), (time.sleep, 121)], 2),
+# three runs at once: two workers and this process (which computes on one thread)
+threading.Thread(target=parallel.prefetch, args=([(time.sleep, t) for t in (120, 121, 122)], 3),
                  daemon=True).start()
 while len(multiprocessing.active_children()) < 2:
     time.sleep(0.1)

@@ -138,11 +138,12 @@ def report_dispatch(path) -> None:
 
 
 def test_prefetch_workers_compute_pinned(tmp_path, monkeypatch):
-    from memlib.parallel import prefetch
+    from memlib import parallel
 
+    monkeypatch.setattr(parallel, "COMPUTES_HERE", False)  # what the workers compute
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")  # the workers re-pin on import
     reports = [tmp_path / f"{k}.json" for k in range(2)]
-    prefetch([(report_dispatch, path) for path in reports], processes=2)
+    parallel.prefetch([(report_dispatch, path) for path in reports], processes=2)
     expected = {**process.PINS, "capability": process.PINNED_CAPABILITY, "threads": 1}
     if process._dispatch["mode"] != process.PINNED:
         pytest.skip("this CPU has no AVX2: nothing is pinned")
