@@ -1,7 +1,8 @@
 """JupyterLab never writes the tracked notebooks: `make sync` makes each .ipynb from its .py
 with the .venv's kernel and pairs it with nothing, so opening, editing and saving a notebook
-through jupytext's contents manager (what JupyterLab saves through) writes the untracked
-.ipynb alone, leaving `git status` clean and `make figures` with nothing to do."""
+through jupytext's contents manager (what JupyterLab saves through), and in JupyterLab itself
+driven in headless Chromium, writes the untracked .ipynb alone, leaving `git status` clean and
+`make figures` with nothing to do."""
 
 from __future__ import annotations
 
@@ -129,6 +130,7 @@ def test_editing_and_saving_in_jupyterlab_in_a_browser_leaves_the_clone_untouche
     Chromium, a code cell edited and saved with Ctrl-S. The edit reaches the .ipynb, the
     tracked .py is not touched, and `make figures` has nothing to do."""
     from book_render import CHROMEDRIVER, CHROMIUM, browser
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
@@ -142,7 +144,8 @@ def test_editing_and_saving_in_jupyterlab_in_a_browser_leaves_the_clone_untouche
     home.mkdir()
     server = subprocess.Popen(  # a fresh HOME: no settings of this machine's user
         [str(lab), "--no-browser", f"--port={port}", "--ip=127.0.0.1", "--ServerApp.token=",
-         "--ServerApp.password=", f"--ServerApp.root_dir={clone}", "--LabApp.news_url=None"],
+         "--ServerApp.password=", f"--ServerApp.root_dir={clone}", "--LabApp.news_url=None",
+         "--allow-root"],
         cwd=clone, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True,
         env={**{k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")},
              "HOME": str(home)})
@@ -152,11 +155,18 @@ def test_editing_and_saving_in_jupyterlab_in_a_browser_leaves_the_clone_untouche
         assert wait_for(lambda: answers(f"{url}/api/settings"), 120), "JupyterLab did not start"
         driver = browser(tmp_path / "profile")
         driver.get(f"{url}/tree/{NOTEBOOK}.ipynb")
-        editor = wait_for(lambda: driver.find_elements(
-            "css selector", ".jp-Notebook .jp-CodeCell .cm-content"), 120)
-        assert editor, "JupyterLab showed no code cell of the notebook"
-        editor[0].click()
-        editor[0].send_keys(Keys.END, "\n# a student's note")
+
+        def typed() -> bool:  # into the first code cell, once JupyterLab has laid it out
+            try:
+                editor = driver.find_element("css selector",
+                                             ".jp-Notebook .jp-CodeCell .cm-content")
+                editor.click()
+                editor.send_keys(Keys.END, "\n# a student's note")
+                return True
+            except WebDriverException:
+                return False
+
+        assert wait_for(typed, 120), "JupyterLab showed no code cell to edit"
         ActionChains(driver).key_down(Keys.CONTROL).send_keys("s").key_up(Keys.CONTROL).perform()
         assert wait_for(lambda: "a student's note" in ipynb.read_text(), 60), (
             "the save did not reach the .ipynb")
