@@ -481,6 +481,16 @@ def totals(claims: list[dict]) -> str:
     return ", ".join(f"{n} {kind}" for kind, n in counts.items()) + f" ({len(claims)} in all)"
 
 
+def after_holm(claims: list[dict]) -> str:
+    """How many of the decided rows (holds, does not hold: each read on its own interval) stay
+    decided after Holm's adjustment within their study (the claims table's `holm` column)."""
+    decided = [c for c in claims if verdict_kind(c["verdict"]) in (HOLDS, FAILS)]
+    kept = [c for c in decided if verdict_kind(c.get("holm", "")) == verdict_kind(c["verdict"])]
+    return (f"each verdict reads its row's own interval; after Holm's adjustment for the rows "
+            f"tested together in a study, {len(kept)} of these {len(decided)} decided rows stay "
+            "decided (the claims page gives each row's)") if decided else ""
+
+
 def shown_number(headline: str) -> str:
     """A claim's number as the page shows it: a value that was never measured reads so."""
     return UNMEASURED if not headline else measured(headline)
@@ -553,6 +563,8 @@ def results_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str
     papers = [c for _, claims in studies.values() for c in claims if scope(c) == "paper"]
     ours = [c for _, claims in studies.values() for c in claims if scope(c) != "paper"]
     lines = [f"**The papers' claims at the `{scale}` scale: {totals(papers)}.**"]
+    if holm := after_holm(papers):
+        lines.append(f"{holm[0].upper()}{holm[1:]}.")
     if ours:
         lines.append(f"Our own questions (the lens, and each study's rows of its own), apart: "
                      f"{totals(ours)}.")

@@ -69,8 +69,8 @@
 # The paper trains ViT-B/32 on ImageNet (90 epochs) and WRN-16-4 on CIFAR-100 (200 epochs).
 # Both arms run at full scale: `params/full/01_random_label_heads.yaml` holds the CIFAR-100
 # arm, and `--params params/full/01_random_label_heads.imagenet.yaml` switches to the
-# ImageNet arm. The default (small) scale must run on two CPU cores in well under an hour
-# (the book's Scales page gives what it cost) and must still *memorize*: a study of
+# ImageNet arm. The default (small) scale must run on two CPU cores (the book's Scales page
+# gives what it cost) and must still *memorize*: a study of
 # memorization on a network that has not fitted its training set measures nothing. A pilot
 # (`pilots/rlp_pilot.py`, its table below) chose:
 # - **Data:** 1,000 class-stratified Fashion-MNIST training samples (offline) on **clean

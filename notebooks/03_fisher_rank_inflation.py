@@ -653,7 +653,7 @@ come from {seed_words["ran"]}""") + "). What changed:"))
 # - New rows: `attribution_weakens` (AUROC at the er peak minus at the last epoch, after the
 #   noise is fitted) and `inflation_architectures` (the collapse gap per architecture, which
 #   needs two or more seeds per architecture: the full preset, with CIFAR-100 as the same
-#   notebook on `dataset: cifar100`; here it reads *not run at this scale*).
+#   notebook on `dataset: cifar100`; its verdict at this scale is in the claims table).
 # - Rows added after the first confirmatory run, their thresholds taken from the paper's
 #   wording, all three at full scale only (here *not run at this scale*):
 #   `cifar10n_enrichment` (the enrichment row's bars on each CIFAR-10N label set),

@@ -444,6 +444,10 @@ def transition_text(name: str) -> str:
                  f"binarized at {num(wide['signed_p0'], 1)}%, the narrowest "
                  f"({num(narrow['width'], 2)}, run {int(narrow['run'])}) at "
                  f"{num(narrow['signed_p0'], 1)}%.")
+        if (unplaced := int(t["width"].isna().sum())):
+            text += (f" {unplaced} of the {len(t)} trained runs rise too little to place both "
+                     "marks: their width is not measured, so neither is the claims row's mean "
+                     "width over every run, and the width above is that of the others.")
     else:  # no curve rose far enough to place its 10% and 90% marks
         text += "; no run's curve rises far enough to place its 10% and 90% marks."
     if len(dead):

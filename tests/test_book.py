@@ -988,3 +988,13 @@ def test_the_built_book_has_the_protocol_page_listing_every_registered_rule(tmp_
     for notebook, ids in registered_ids().items():
         assert all(f'id="rule-{notebook[:2]}-{i}"' in page for i in ids), notebook
     assert 'href="protocol.html"' in index.read_text(encoding="utf-8")  # in the navigation
+
+
+def test_the_landing_page_says_how_many_decided_rows_stay_decided_after_holm():
+    rows = [{"verdict": "holds", "holm": "holds"},
+            {"verdict": "holds", "holm": "within noise"},
+            {"verdict": "does not hold", "holm": "outside the family: cannot be decided at n"},
+            {"verdict": "does not hold: short of the bar", "holm": "does not hold"},
+            {"verdict": "within noise", "holm": "within noise"}]
+    assert "2 of these 4 decided rows stay decided" in book.after_holm(rows)
+    assert book.after_holm([{"verdict": "within noise", "holm": "within noise"}]) == ""
