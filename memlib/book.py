@@ -340,20 +340,21 @@ PAPER_DATA = (("cifar10n", "CIFAR-10N"), ("cifar100", "CIFAR-100"), ("cifar-100"
 
 def dataset_of(row: dict, manifest: dict) -> str:
     """The dataset a claim was judged on: its `dataset` column, else named in its measured
-    values or its id, else a paper-scale dataset its id or words name, else in its figure's
-    name, else the notebook's only dataset (for a claim that ran); else the notebook says."""
+    values or its id, or in its figure's name, else the notebook's only dataset (for a claim
+    that ran: a row that names the paper's CIFAR-100 but ran here ran on that), else a
+    paper-scale dataset its id or words name; else the notebook says."""
     key = (row.get("dataset") or claim_dataset(row["id"], row.get("ours", ""))
            or claim_dataset(row.get("where", ""), ""))
     if key:
+        return DATASET_NAMES.get(key, key)
+    ran = verdict_kind(row["verdict"]) != NOT_RUN
+    if ran and len(manifest.get("data", {})) == 1:  # what it ran on, whatever the paper's was
+        key = next(iter(manifest["data"]))
         return DATASET_NAMES.get(key, key)
     words = " ".join(row.get(k, "") for k in ("id", "statement", "paper", "measure")).lower()
     named = next((name for token, name in PAPER_DATA if token in words), "")
     if named:
         return named
-    ran = verdict_kind(row["verdict"]) != NOT_RUN
-    if ran and len(manifest.get("data", {})) == 1:
-        key = next(iter(manifest["data"]))
-        return DATASET_NAMES.get(key, key)
     if ran and "data" in manifest and not manifest["data"]:
         return "generated (no dataset)"
     return "see notebook"

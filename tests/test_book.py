@@ -558,6 +558,9 @@ def test_paper_scale_rows_name_their_own_dataset_not_the_notebooks():
     assert book.dataset_of(claim(id="tails", verdict="not run at this scale",
                                  statement="On CIFAR-100 tails suffer."), one) == "CIFAR-100"
     assert book.dataset_of(claim(id="x", verdict="not run at this scale"), one) == "see notebook"
+    ran_here = claim(id="inflation_architectures", statement="Across models and on CIFAR-100",
+                     verdict="precondition failed: the noisy labels were not fitted")
+    assert book.dataset_of(ran_here, one) == "Fashion-MNIST"
     assert book.threshold("lead >= 0 (half-way), decided by t; requires fit") == (
         "lead >= 0, decided by t")
 
