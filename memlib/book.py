@@ -417,7 +417,8 @@ def glance_table(study: str, claims: list[dict], manifest: dict,
     body = "".join(
         f'<tr id="claim-{study[:2]}-{c["id"]}"><td><code>{html_text(c["id"])}</code></td>'
         f"<td>{html_text(dataset_of(c, manifest))}</td><td>{verdict_badge(c['verdict'])}"
-        f"{reason(c['verdict'])}</td><td>{html_text(shown_number(c.get('headline', '')))}</td>"
+        f"{reason(c['verdict'], c.get('note', ''))}</td>"
+        f"<td>{html_text(shown_number(c.get('headline', '')))}</td>"
         f"<td>{html_text(c['rule'])}</td><td>"
         f"{figure_link(study, c.get('where', ''), number=numbers.get(c.get('where', ''), ''))}"
         "</td>"
@@ -427,9 +428,23 @@ def glance_table(study: str, claims: list[dict], manifest: dict,
                       "```", ""])
 
 
-def reason(verdict: str) -> str:
+def reason(verdict: str, note: str = "") -> str:
     _, sep, why = verdict.partition(":")
-    return f'<br><span class="verdict-reason">{html_text(why.strip())}</span>' if sep else ""
+    why = "; ".join(filter(None, (why.strip(), interval_alone(note))))
+    return f'<br><span class="verdict-reason">{html_text(why)}</span>' if why else ""
+
+
+ALONE = re.compile(r"^(\d+) (\w+), fewer than .*?\((\d+)\): no verdict on fewer; on these \d+ "
+                   r"its interval alone would read ([^;.]+)")
+
+
+def interval_alone(note: str) -> str:
+    """What a row measured on fewer replicates than registered would read on its interval
+    alone (its note says; the rule decides nothing on fewer): 'its interval alone reads
+    holds, on 6 of the 28 seeds registered', else ''."""
+    found = ALONE.search(note)
+    return (f"its interval alone reads {found[4].strip()}, on {found[1]} of the {found[3]} "
+            f"{found[2]} registered") if found else ""
 
 
 def glance_page(studies: dict[str, tuple[str, list[dict]]], manifests: dict[str, dict],
@@ -502,6 +517,8 @@ def claim_item(study: str, c: dict, manifest: dict, numbers: dict[str, str]) -> 
     the threshold, the data and the figure."""
     where = c.get("where", "")
     details = [f"ours: <b>{html_text(shown_number(c.get('headline', '')))}</b>"]
+    if alone := interval_alone(c.get("note", "")):
+        details.append(html_text(alone))
     if c.get("paper") and c["paper"] != "ours":
         details.append(f"paper: {html_text(c['paper'])}")
     details.append(f"threshold: <code>{html_text(threshold(c['rule']))}</code>")

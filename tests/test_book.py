@@ -1001,3 +1001,15 @@ def test_the_landing_page_says_how_many_decided_rows_stay_decided_after_holm():
             {"verdict": "within noise", "holm": "within noise"}]
     assert "2 of these 4 decided rows stay decided" in book.after_holm(rows)
     assert book.after_holm([{"verdict": "within noise", "holm": "within noise"}]) == ""
+
+
+def test_a_row_short_of_its_registered_replicates_says_what_its_interval_alone_reads():
+    note = ("6 seeds, fewer than the confirmatory n its power analysis set (28): no verdict on "
+            "fewer; on these 6 its interval alone would read holds")
+    assert book.interval_alone(note) == (
+        "its interval alone reads holds, on 6 of the 28 seeds registered")
+    assert book.interval_alone("fewer than the registered minimum (3): no verdict") == ""
+    row = claim(verdict="within noise: needs n ≈ 28 seeds", note=note, statement="s")
+    assert "its interval alone reads holds" in book.claim_item("02_x", row, {}, {})
+    assert "its interval alone reads holds" in book.glance_table("02_x", [row], {})
+    assert "interval alone" not in book.claim_item("02_x", claim(statement="s"), {}, {})
