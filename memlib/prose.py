@@ -318,6 +318,24 @@ def entry_seconds(*names: str, ledger: dict[str, float | None] | None = None) ->
             if s is not None and (not names or entry.rsplit("-", 1)[0] in names)]
 
 
+def distinct_seconds(ledger_file: str | None = None) -> list[float]:
+    """The cold compute seconds of every cache entry this kernel used, each entry once, with
+    those computed inside another counted once (what the manifest's `compute_seconds` sums):
+    from the ledger file a `memlib notebook` run keeps (`ledger_file`, else the one its
+    environment names). Without one, `entry_seconds()`: there an entry computed inside two
+    others counts twice, an upper bound."""
+    import os
+    from pathlib import Path
+
+    target = ledger_file or os.environ.get(cache.LEDGER_VARIABLE)
+    if target and Path(target).is_file():
+        seconds = [float(s) for s in cache.ledger_seconds(Path(target)).values()
+                   if s is not None]
+        if seconds:
+            return seconds
+    return entry_seconds()
+
+
 def run_time(seconds: float, at_most: bool = False, processes: int = PROCESSES) -> str:
     """An exercise's run time from the `seconds` of compute it repeats, `processes` at a
     time: 'about 6 min on 2 cores'; without a measured cost it says so instead of a number."""

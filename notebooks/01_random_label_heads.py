@@ -165,6 +165,7 @@ from memlib.prose import (
     claims_markdown,
     cost_of,
     direction,
+    distinct_seconds,
     entry_seconds,
     explanations,
     listing,
@@ -976,9 +977,9 @@ display(Markdown(rf"""
    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
        notebooks/01_random_label_heads.py --set noise=0.4
    ```
-   **Run time:** {run_time(sum(entry_seconds()), at_most=True)}: every clean-label run sees
+   **Run time:** {run_time(sum(distinct_seconds()), at_most=True)}: every clean-label run sees
    other labels, so at most the notebook's whole measured cold compute
-   ({cost_of([sum(entry_seconds())])} for its {len(entry_seconds())} results) is spent
+   ({cost_of([sum(distinct_seconds())])} for its {len(distinct_seconds())} results) is spent
    again, two runs at a time (the label-noise experiment's runs load from the cache).
    <details><summary>Answer</summary>
 

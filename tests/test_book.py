@@ -670,7 +670,8 @@ def rendered_exercises(notebook: Path, ledger: dict[str, float | None]) -> list[
     study = next(s for s, stem in STUDIES.items() if stem == notebook.stem)
     config = preset_config(study, "small")
     out = []
-    namespace = {**{n: getattr(prose, n) for n in ("entry_seconds", "run_time", "cost_of",
+    namespace = {**{n: getattr(prose, n) for n in ("entry_seconds", "distinct_seconds",
+                                                   "run_time", "cost_of",
                                                    "num", "pct", "pm", "spread_phrase",
                                                    "count_word", "seeds_phrase")},
                  # the claims' values the notebook measured, which an exercise may quote
@@ -1013,3 +1014,19 @@ def test_a_row_short_of_its_registered_replicates_says_what_its_interval_alone_r
     assert "its interval alone reads holds" in book.claim_item("02_x", row, {}, {})
     assert "its interval alone reads holds" in book.glance_table("02_x", [row], {})
     assert "interval alone" not in book.claim_item("02_x", claim(statement="s"), {}, {})
+
+
+def test_the_notebooks_cold_compute_counts_each_entry_once(tmp_path, monkeypatch):
+    """A run and the probes computed inside it: the ledger file counts the run's own seconds
+    and the probes' once, where summing each top-level entry's seconds counts the probes with
+    every run that used them."""
+    from memlib import cache, prose
+
+    ledger = tmp_path / "compute.jsonl"
+    ledger.write_text("\n".join(json.dumps(r) for r in (
+        {"entry": "a.pt", "seconds": 30.0, "own": 10.0, "used": {"p.pt": 20.0}},
+        {"entry": "b.pt", "seconds": 25.0, "own": 5.0, "used": {"p.pt": 20.0}})) + "\n")
+    assert sorted(prose.distinct_seconds(str(ledger))) == [5.0, 10.0, 20.0]
+    monkeypatch.delenv(cache.LEDGER_VARIABLE, raising=False)
+    monkeypatch.setattr(cache, "ledger", {"a.pt": 30.0, "b.pt": 25.0})
+    assert prose.distinct_seconds() == [30.0, 25.0]  # no ledger file: the upper bound
