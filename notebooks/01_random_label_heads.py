@@ -996,10 +996,10 @@ display(Markdown(rf"""
    MEMLIB_FIGURES=/tmp/memlib-try .venv/bin/python -m memlib notebook \
        notebooks/01_random_label_heads.py --set sampling_experiment=true
    ```
-   **Run time:** {run_time(6 * len(config.seeds) * run_each, at_most=True)}:
-   {6 * len(config.seeds)} new runs (6 per seed × {len(config.seeds)} seeds) at most the
-   measured cost of one training run on the whole training set, two at a time (the 30% and
-   long-tailed subsets train on fewer images and cost less).
+   **Run time:** {run_time(6 * len(config.seeds) * max(sweep_runs, default=0), at_most=True)}:
+   {6 * len(config.seeds)} new runs (6 per seed × {len(config.seeds)} seeds), each at most the
+   measured cost of this notebook's dearest training run ({cost_of([max(sweep_runs, default=0)])}),
+   two at a time (the 30% and long-tailed subsets train on fewer images and cost less).
    <details><summary>Answer</summary>
 
    Expect Figure 1.8 and the `sampling` and `tails` rows to appear, most likely *within noise*
