@@ -137,7 +137,6 @@ def _end_if_idle() -> None:
             _end_pool()
 
 
-
 def _ready() -> None:
     """A worker's first task: done when the worker has started, which is when it is handed a
     run (handed one before, it would hold it through its start while this process is idle)."""
@@ -176,6 +175,9 @@ def prefetch(calls: list[Call], processes: int | None, desc: str = "runs") -> No
         with lock:
             return todo.popleft() if todo else None
 
+    def failed() -> bool:
+        return any(f.exception() is not None for f in list(done))
+
     def hand_out() -> None:  # in a thread: each worker, once started, takes the next run
         running = {pool.submit(_ready) for _ in range(pool._max_workers)}
         while running:
@@ -184,14 +186,15 @@ def prefetch(calls: list[Call], processes: int | None, desc: str = "runs") -> No
                 if future.exception() is not None or future.result() is not None:
                     done.append(future)
                     bar.update()
-                if future.exception() is None and (call := take()) is not None:
+                # after an error no run starts: the error is raised once the running ones end
+                if not failed() and (call := take()) is not None:
                     running.add(pool.submit(_compute_in_worker, *call, read_since))
 
     try:
         with tqdm(total=len(calls), desc=desc, disable=not show_progress()) as bar:
             dispatcher = threading.Thread(target=hand_out, name="memlib-prefetch", daemon=True)
             dispatcher.start()
-            while here and not any(f.exception() for f in list(done)) and (call := take()):
+            while here and not failed() and (call := take()):
                 function, argument = call
                 function(argument)
                 bar.update()

@@ -140,6 +140,25 @@ def test_this_process_computes_beside_its_workers_only_on_one_thread(tmp_path):
     assert os.getpid() in pids[:3] and os.getpid() not in pids[3:], pids
 
 
+def fail_or_record(path: Path) -> None:
+    import time
+
+    if path.name == "fails":
+        raise ValueError("this run fails")
+    time.sleep(1)
+    path.write_text("done")
+
+
+def test_a_workers_error_is_raised_and_starts_no_more_runs(tmp_path, monkeypatch):
+    from memlib import parallel
+
+    monkeypatch.setattr(parallel, "COMPUTES_HERE", False)
+    paths = [tmp_path / "fails", *(tmp_path / str(k) for k in range(6))]
+    with pytest.raises(ValueError, match="this run fails"):
+        parallel.prefetch([(fail_or_record, p) for p in paths], processes=2)
+    assert len(list(tmp_path.glob("[0-9]"))) <= 2  # those started beside the failing one
+
+
 def test_uncached_keeps_the_calls_that_would_compute():
     from memlib.parallel import uncached
 
