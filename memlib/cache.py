@@ -283,6 +283,13 @@ def store_entry(path: Path, data: bytes) -> None:
     atomic_write_bytes(path, data)
 
 
+def note_computed_ahead(names: Collection[str]) -> None:
+    """Entries this process computed ahead of the calls that read them (beside the workers of
+    `parallel.prefetch`), counted as computed already: their first read here is not counted
+    as a load either, as for the entries a worker computed."""
+    _COMPUTED_ELSEWHERE.update(names)
+
+
 def unwritten() -> set[Path]:
     """The entries this process keeps in memory because they could not be written."""
     return set(_UNWRITTEN)

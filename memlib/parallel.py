@@ -72,10 +72,11 @@ _POOL: dict = {}  # the pool the last wave used: "executor", "key", "sources", "
 _POOL_LOCK = threading.RLock()  # the idle timer's thread ends the pool
 
 
-def _end_pool(terminate: bool = False) -> None:
-    """End the pool's workers: once idle, or at once (`terminate`) when this process exits or
-    its runs are not wanted any more (an error, Ctrl-C: what a worker computes is lost, its
-    entry unwritten)."""
+def _end_pool() -> None:
+    """End the pool's workers at once: when idle (they hold nothing), when this process exits
+    (not left to unload torch, 1-2 s), on an error or Ctrl-C (what a worker computes is not
+    wanted any more: its entry stays unwritten). Its manager thread is joined, so that no pipe
+    of it is closed while the exit's handler writes to it."""
     with _POOL_LOCK:
         if not _POOL:
             return
@@ -84,16 +85,15 @@ def _end_pool(terminate: bool = False) -> None:
         _POOL.clear()
         processes = list((executor._processes or {}).values())
         executor.shutdown(wait=False, cancel_futures=True)
-        if terminate:  # not left to finish a run, nor to unload torch (1-2 s an exit)
-            for worker in processes:
-                worker.terminate()
-            if executor._executor_manager_thread is not None:  # done with its pipes, so that
-                executor._executor_manager_thread.join(10)  # the exit's handler finds them closed
+        for worker in processes:
+            worker.terminate()
+        if executor._executor_manager_thread is not None:
+            executor._executor_manager_thread.join(10)
 
 
 # At exit the workers end at once, before concurrent.futures joins them (its handler, which
 # its import above registered, runs after this one: they run last registered first).
-threading._register_atexit(lambda: _end_pool(terminate=True))
+threading._register_atexit(_end_pool)
 
 
 def _pool(size: int):
@@ -196,7 +196,9 @@ def prefetch(calls: list[Call], processes: int | None, desc: str = "runs") -> No
             dispatcher.start()
             while here and not failed() and (call := take()):
                 function, argument = call
+                count = cache.computed_count()
                 function(argument)
+                cache.note_computed_ahead(cache.computed_since(count))
                 bar.update()
             dispatcher.join()
         for future in done:
@@ -206,12 +208,12 @@ def prefetch(calls: list[Call], processes: int | None, desc: str = "runs") -> No
             for topic, message in warned:
                 warn_once(topic, message)
     except futures.BrokenProcessPool:  # e.g. a __main__ that workers cannot import (python - <<EOF)
-        _end_pool(terminate=True)
+        _end_pool()
         warn_once("prefetch", "worker processes could not start; computing the runs one "
                   "after another in this process")
     except BaseException:  # the runs not started are not wanted any more, nor the pool
         todo.clear()
-        _end_pool(terminate=True)
+        _end_pool()
         raise
     _idle()
 
