@@ -142,11 +142,17 @@ def run_study(study: str, scale: str, sets: dict[str, str], overrides: Path | No
     config = study_config(study, preset(STUDIES[study], scale, overrides, sets))
     check_environment((paths.cache_dir(), "MEMLIB_CACHE"))
     studies.check_before_a_run(study, config)
+    compute_as_the_notebooks_do(scale)
+    return studies.module(study).run(config)
+
+
+def compute_as_the_notebooks_do(scale: str) -> None:
+    """Below full scale on one CPU thread, as the notebooks compute: the same bits as theirs
+    under the same cache keys, whatever thread count this process started with."""
     if scale != "full":
         from memlib.process import one_cpu_thread
 
-        one_cpu_thread()  # as the notebooks do: the same results as theirs
-    return studies.module(study).run(config)
+        one_cpu_thread()
 
 
 def check_params(stem: str, params: dict) -> dict:
@@ -447,10 +453,7 @@ def _measure(args) -> int:
             print("\n".join(f"{name}{'  (measured by default)' * (name in chosen)}"
                             for name in natural))
             return 0
-        if args.scale != "full":
-            from memlib.process import one_cpu_thread
-
-            one_cpu_thread()  # as `run` and the notebooks do: the lens notebook's own bits
+        compute_as_the_notebooks_do(args.scale)
         default = paths.results_dir() / "measure" / (
             f"{args.model.replace(':', '-')}-{args.data}-{args.scale}")
         out = args.out or default

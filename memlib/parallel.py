@@ -167,7 +167,8 @@ def prefetch(calls: list[Call], processes: int | None, desc: str = "runs") -> No
     from tqdm.auto import tqdm
 
     here = COMPUTES_HERE and torch.get_num_threads() == 1  # else its bits could differ
-    pool, started_with = _pool(workers(processes) - here)
+    size = workers(processes) - here
+    pool, started_with = _pool(size)
     read_since = {k: v for k, v in fingerprint.sources().items() if started_with.get(k) != v}
     todo, done, lock = deque(calls), [], threading.Lock()
 
@@ -179,7 +180,7 @@ def prefetch(calls: list[Call], processes: int | None, desc: str = "runs") -> No
         return any(f.exception() is not None for f in list(done))
 
     def hand_out() -> None:  # in a thread: each worker, once started, takes the next run
-        running = {pool.submit(_ready) for _ in range(pool._max_workers)}
+        running = {pool.submit(_ready) for _ in range(size)}
         while running:
             finished, running = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
