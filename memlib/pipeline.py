@@ -459,9 +459,9 @@ def notebook_config(study: str, namespace: dict):
         config = build(module(study).Config, {**to_dict(preset_config(study, scale)), **given})
     except (ConfigError, PresetError) as err:
         raise NotebookStop(str(err)) from None
-    from memlib.tables import dash_missing_values
+    from memlib.tables import tables_as_markdown
 
-    dash_missing_values()  # the notebook's tables show a dash, never NaN or None
+    tables_as_markdown()  # tables read as the book's others: no index, NaN or None
     if os.environ.get(RUN_BY_PIPELINE):
         return config
     for key in given:  # read once: a deleted line does not linger in the kernel

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from memlib import DEFAULT_SCALE, paths
@@ -109,10 +111,43 @@ NO_VALUE = "—"  # a value a run has none of (no onset, no flipped labels), whe
 PYTHON_NONE = re.compile(r"(?<![\w-])None(?=\s*(?:[,;)\]]|$))")
 
 
-def dash_missing_values() -> None:
-    """In an IPython kernel, show every DataFrame's missing values (NaN, None) as a dash, as
-    the book and the claims tables do, instead of pandas's raw NaN and None; elsewhere
-    nothing to do."""
+def flat(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` as a reader's table: its index (a groupby's keys, a filter's row numbers) as
+    ordinary columns where it names something and dropped where it only counts rows; nested
+    column names joined into one ("test_acc mean"); every value as text (`cell`)."""
+    out = frame.copy()
+    if isinstance(out.columns, pd.MultiIndex):
+        out.columns = [" ".join(str(p) for p in parts if str(p)) for parts in out.columns]
+    else:
+        out.columns = [str(c) for c in out.columns]
+    named = any(name is not None for name in out.index.names)
+    out = out.reset_index(drop=not named)
+    if named and isinstance(frame.index, pd.MultiIndex):  # a group's key once, not per row
+        keys = [str(n) for n in frame.index.names]
+        for i in range(len(keys) - 1, 0, -1):
+            repeated = (out[keys[:i]] == out[keys[:i]].shift()).all(axis=1)
+            out[keys[i - 1]] = out[keys[i - 1]].astype(object).where(~repeated, "")
+    return out.map(cell)
+
+
+def cell(value) -> str:
+    """One value as a reader's table shows it: a number to four significant digits, a
+    missing one a dash, a truth value yes or no, text as `measured` says it."""
+    if isinstance(value, str):
+        return measured(value)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return NO_VALUE
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (float, np.floating)):
+        return format(float(value), ".4g")
+    return str(value)
+
+
+def tables_as_markdown() -> None:
+    """In an IPython kernel, show every DataFrame as a Markdown table (`flat`), as the book's
+    other tables read: no pandas index, no NaN or None,
+    no nested header; elsewhere nothing to do."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -121,23 +156,14 @@ def dash_missing_values() -> None:
     if shell is None:
         return
 
-    def readable(frame: pd.DataFrame) -> pd.DataFrame:
-        """Text cells as measured() says them ("None" a dash, "nan (n=1)" not measured)."""
-        return frame.map(lambda v: measured(v) if isinstance(v, str) else
-                         NO_VALUE if v is None else v)
+    def markdown(frame: pd.DataFrame) -> str:
+        return to_markdown(flat(frame))
 
-    def html(frame: pd.DataFrame) -> str:
-        return readable(frame).to_html(na_rep=NO_VALUE,
-                                       max_rows=pd.get_option("display.max_rows"),
-                                       max_cols=pd.get_option("display.max_columns"))
-
-    def text(frame: pd.DataFrame, printer, cycle: bool) -> None:
-        printer.text(readable(frame).to_string(na_rep=NO_VALUE,
-                                               max_rows=pd.get_option("display.max_rows"),
-                                               max_cols=pd.get_option("display.max_columns")))
-
-    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, html)
-    shell.display_formatter.formatters["text/plain"].for_type(pd.DataFrame, text)
+    formatters = shell.display_formatter.formatters
+    formatters["text/markdown"].for_type(pd.DataFrame, markdown)
+    formatters["text/html"].for_type(pd.DataFrame, lambda frame: None)  # Markdown, not HTML
+    formatters["text/plain"].for_type(
+        pd.DataFrame, lambda frame, printer, cycle: printer.text(markdown(frame)))
 
 
 def measured(value: str) -> str:

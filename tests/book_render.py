@@ -173,7 +173,7 @@ const terms = arguments[0];
 const root = document.querySelector('article') || document.body;
 if (!root.querySelector('div.cell')) return [];
 const skip = 'pre, code, mjx-container, script, style, h1, h2, h3, h4, h5, h6, .cell_input, '
-             + '.headerlink, .text_html, table.dataframe, summary';
+             + '.headerlink, .text_html, table.dataframe, .cell_output table, summary';
 const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
 const texts = [];
 while (walker.nextNode()) {
@@ -435,6 +435,29 @@ def notebook_problems(notebooks: dict[str, list[dict]]) -> list[str]:
         found = (figure_problems(cells, int(name[:2])) + reference_problems(cells, known)
                  + exercise_problems(cells))
         problems += [f"{name}: {p}" for p in found]
+    return problems
+
+
+# a table printed as text: a line whose words stand in columns (two or more gaps of 2+ spaces)
+ALIGNED = re.compile(r"\S {2,}\S+ {2,}\S")
+
+
+def output_problems(notebook: dict) -> list[str]:
+    """What an executed notebook shows raw instead of as a reader's table or sentence: a
+    DataFrame in pandas' HTML (its index, its nested header) or printed as text columns, and
+    NaN or None printed as values."""
+    problems = []
+    for number, cell in enumerate(notebook["cells"]):
+        for output in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
+            data = output.get("data", {})
+            text = "".join(output.get("text", "")) or "".join(data.get("text/markdown", ""))
+            if "dataframe" in "".join(data.get("text/html", "")):
+                problems.append(f"cell {number}: a DataFrame shown as pandas' HTML")
+            if output["output_type"] == "stream" and sum(
+                    bool(ALIGNED.search(line)) for line in text.splitlines()) >= 2:
+                problems.append(f"cell {number}: a table printed as text columns")
+            if output["output_type"] == "stream" and (raw := RAW_VALUES.search(text)):
+                problems.append(f"cell {number}: raw value {raw[0]!r} printed")
     return problems
 
 

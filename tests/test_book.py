@@ -18,6 +18,7 @@ from book_render import (
     figure_file_problems,
     notebook_problems,
     numbering_problems,
+    output_problems,
     page_problems,
     pages,
     source_cells,
@@ -1030,3 +1031,27 @@ def test_the_notebooks_cold_compute_counts_each_entry_once(tmp_path, monkeypatch
     monkeypatch.delenv(cache.LEDGER_VARIABLE, raising=False)
     monkeypatch.setattr(cache, "ledger", {"a.pt": 30.0, "b.pt": 25.0})
     assert prose.distinct_seconds() == [30.0, 25.0]  # no ledger file: the upper bound
+
+
+def test_no_published_notebook_shows_a_raw_dataframe_or_value():
+    found = {path.stem: output_problems(json.loads(path.read_text()))
+             for path in sorted((ROOT / "figures").glob("*/[0-9]*.ipynb"))}
+    assert len(found) == 5 and not any(found.values()), found
+
+
+def test_the_output_check_sees_each_raw_dump_and_passes_a_sentence():
+    def outputs(*shown):
+        return {"cells": [{"cell_type": "code", "source": "", "outputs": list(shown)}]}
+
+    def stream(text):
+        return {"output_type": "stream", "name": "stdout", "text": text}
+
+    html = {"output_type": "display_data", "data": {
+        "text/html": '<table class="dataframe">', "text/plain": "  a\n0 1"}}
+    markdown = {"output_type": "display_data", "data": {"text/markdown": "| a |\n|---|\n| — |"}}
+    printed = stream("       mean   std\n0.0    9.87  0.69\n0.2   36.87  2.38\n")
+    assert output_problems(outputs(html)) == ["cell 0: a DataFrame shown as pandas' HTML"]
+    assert output_problems(outputs(printed)) == ["cell 0: a table printed as text columns"]
+    assert output_problems(outputs(stream("per seed: [None, None]\n"))) == [
+        "cell 0: raw value 'None' printed"]
+    assert output_problems(outputs(markdown, stream("experiments: 3.8 s (cached)\n"))) == []

@@ -156,7 +156,7 @@ def test_a_cold_cache_says_what_computing_costs_and_how_to_be_fast(tmp_path, mon
     assert cold_start_note("modarith", "small") is None  # some of it is cached
 
 
-def test_a_notebook_shows_missing_values_as_a_dash(kernel):
+def test_a_notebook_shows_a_table_as_markdown_missing_values_as_a_dash(kernel):
     kernel.run(import_lines(NOTEBOOK))
     out, _, error = kernel.run(
         'scale = "smoke"\nconfig = notebook_config("modarith", globals())\n'
@@ -164,6 +164,8 @@ def test_a_notebook_shows_missing_values_as_a_dash(kernel):
         "frame = pd.DataFrame({'a': [1.5, float('nan')], 'b': [None, 'x'],\n"
         "                      'c': ['None', 'nan (n=1)'], 'd': [None, None]})\n"
         "shown, _ = get_ipython().display_formatter.format(frame)\n"
-        "print(shown['text/html'].count('—'), 'NaN' in str(shown), 'None' in str(shown),\n"
-        "      'nan' in str(shown), 'not measured' in shown['text/html'])")
-    assert not error and out.splitlines()[-1] == "5 False False False True"
+        "print(shown['text/markdown'].count('—'), 'NaN' in str(shown), 'None' in str(shown),\n"
+        "      'nan' in str(shown), 'not measured' in shown['text/markdown'],\n"
+        "      'text/html' in shown, shown['text/markdown'].split()[:4])")
+    assert not error
+    assert out.splitlines()[-1] == "5 False False False True False ['|', 'a', '|', 'b']"
