@@ -23,6 +23,15 @@ BUILD := build
 FIGURES := figures
 endif
 
+# `make figures` builds two notebooks at a time where there are two cores or workers: each
+# computes its study's missing runs in its own pool of workers, and a second study fills the
+# cores one study leaves idle between its waves and while it renders. The bits are those of
+# one at a time (no cache key holds the number of workers). `make -j1 figures`: one at a time.
+ifneq ($(filter figures,$(or $(MAKECMDGOALS),figures)),)
+JOBS ?= $(if $(filter 1,$(or $(value MEMLIB_WORKERS),$(shell nproc 2>/dev/null || echo 1))),1,2)
+MAKEFLAGS += -j$(JOBS) --output-sync=target
+endif
+
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.py))
 STEMS := $(notdir $(NOTEBOOKS:.py=))
 EXECUTED := $(STEMS:%=$(BUILD)/$(SCALE)/%.ipynb)
@@ -63,8 +72,10 @@ $(BUILD)/$(SCALE)/%.ipynb: notebooks/%.py params/$(SCALE)/%.yaml $(MEMLIB_SRC) |
 	$(RUN_FIRST)
 	$(PY) -m memlib notebook $< --scale $(SCALE)
 
-# the lens watches study 1's runs as study 1's parameter file sets them
-$(BUILD)/$(SCALE)/05_memorization_lens.ipynb: params/$(SCALE)/01_random_label_heads.yaml
+# the lens watches study 1's runs as study 1's parameter file sets them, and compares its
+# training with study 1's cached runs: built after notebook 01 where both are built
+$(BUILD)/$(SCALE)/05_memorization_lens.ipynb: params/$(SCALE)/01_random_label_heads.yaml \
+	| $(BUILD)/$(SCALE)/01_random_label_heads.ipynb
 
 # A static HTML book of the executed notebooks as published under figures/ (nothing is
 # executed; run `make figures` first for fresh outputs): $(BUILD)/book/html/index.html.

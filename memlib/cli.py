@@ -195,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="memlib", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="run a study's experiments without the notebook")
-    run.add_argument("study")
+    run.add_argument("study", help="a study, a notebook's stem, or all (every study, two at "
+                                   "a time, the dearest first)")
     run.add_argument("--scale", default=DEFAULT_SCALE)
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     run.add_argument("--params", type=Path, metavar="FILE",
@@ -279,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
             running = (f"run {args.study} at {args.scale} scale (finished results are in "
                            "the cache)")
             with workers_set(args.workers), scheduler_set(args.scheduler):
-                return _run(args)
+                return _run_all(args) if args.study == "all" else _run(args)
         if args.command == "notebook":
             running = (f"notebook {args.path.name} at {args.scale} scale (its published "
                            "outputs are unchanged)")
@@ -407,6 +408,20 @@ def _run(args) -> int:
         print(f"memlib: {args.study} at {args.scale} scale done in "
               f"{time.monotonic() - start:.1f} s; {_where_results_are(cache.activity)}")
     return 0
+
+
+def _run_all(args) -> int:
+    """`memlib run all`: every study's runs, as memlib.schedule plans them."""
+    from memlib import schedule
+
+    if args.set or args.params:
+        raise UsageError("`memlib run all` takes no --set or --params (they would apply to "
+                         "every study); run one study to change its settings")
+    if args.scale == "full":
+        raise UsageError("at full scale each study runs under torchrun: `make figures "
+                         "SCALE=full` runs them one by one")
+    check_environment((paths.cache_dir(), "MEMLIB_CACHE"))
+    return schedule.run_all(args.scale)
 
 
 def _out_of_memory(err: BaseException) -> bool:
