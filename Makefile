@@ -29,7 +29,7 @@ endif
 # one at a time (no cache key holds the number of workers). `make -j1 figures`: one at a time.
 ifneq ($(filter figures,$(or $(MAKECMDGOALS),figures)),)
 JOBS ?= $(if $(filter 1,$(or $(value MEMLIB_WORKERS),$(shell nproc 2>/dev/null || echo 1))),1,2)
-MAKEFLAGS += -j$(JOBS) --output-sync=target
+MAKEFLAGS += -j$(JOBS)
 endif
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.py))

@@ -133,7 +133,9 @@ def _execute(notebook: Path, nb, scale: str, params: dict[str, Any], build_dir: 
                                  "language": "python"}
     jupytext.write(nb, source, fmt="ipynb")
 
-    progress_bar = show_progress()  # decided before the kernel's environment is quietened
+    # decided before the kernel's environment is quietened; named, since `make figures` runs
+    # two notebooks at a time and their bars share the terminal
+    progress_bar = {"desc": study} if show_progress() else False
     saved_env = {k: os.environ.get(k) for k in ("MEMLIB_FIGURES", "MEMLIB_PROGRESS",
                                                  LEDGER_VARIABLE, RUN_BY_PIPELINE,
                                                  "PYTHONPATH")}
