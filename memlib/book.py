@@ -36,7 +36,7 @@ from memlib.claims import (
 )
 from memlib.claims.register import pending_seeds, seed_span
 from memlib.pipeline import folder_lock, swap_in
-from memlib.prose import cold_seconds, duration
+from memlib.prose import claim_values, cold_seconds, duration
 from memlib.tables import UNMEASURED, measured, readable_row
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
@@ -338,19 +338,60 @@ PAPER_DATA = (("cifar10n", "CIFAR-10N"), ("cifar100", "CIFAR-100"), ("cifar-100"
               ("cifar10", "CIFAR-10"), ("cifar-10", "CIFAR-10"))
 
 
+# the operations of study 2's modular-arithmetic task (its `operation`, its "mul" variant)
+OPERATION_SIGNS = {"add": "+", "sub": "−", "mul": "·"}
+
+
+def dataset_name(key: str) -> str:
+    """A dataset as a reader names it; a list of them ("fashion_mnist, mnist-5k") each."""
+    return ", ".join(DATASET_NAMES.get(k.strip(), k.strip()) for k in key.split(","))
+
+
+def named_dataset(row: dict, manifest: dict) -> str:
+    """The one dataset the notebook read (its manifest's `data`) that the claim's statement
+    names, as the page names it ("ViT on Fashion-MNIST"); "" for none, or more than one."""
+    words = row.get("statement", "").lower()
+
+    def names(key: str) -> bool:  # a whole name: MNIST is not named by "Fashion-MNIST"
+        return any(re.search(rf"(?<![\w-]){re.escape(name.lower())}(?![\w-])", words)
+                   for name in (key, DATASET_NAMES.get(key, key).split(" (")[0]))
+
+    named = [key for key in manifest.get("data", {}) if names(key)]
+    return named[0] if len(named) == 1 else ""
+
+
+def modular_task(row: dict, manifest: dict) -> str:
+    """The modular-arithmetic task a row of study 2 learns, from the notebook's parameters:
+    "a+b mod 59" (its `operation` and `p`), or the variant the row's id names ("a·b mod 59"
+    for `mul`); "" for a notebook with no such task."""
+    params = manifest.get("parameters") or {}
+    if params.get("p") is None or params.get("operation") not in OPERATION_SIGNS:
+        return ""
+    operation = next((v for v in params.get("variants") or [] if v in OPERATION_SIGNS
+                      and re.search(rf"(?:^|[-_]){re.escape(v)}(?:[-_]|$)", row["id"])),
+                     params["operation"])
+    return f"a{OPERATION_SIGNS[operation]}b mod {params['p']}"
+
+
 def dataset_of(row: dict, manifest: dict) -> str:
     """The dataset a claim was judged on: its `dataset` column, else named in its measured
     values or its id, or in its figure's name, else the notebook's only dataset (for a claim
-    that ran: a row that names the paper's CIFAR-100 but ran here ran on that), else a
-    paper-scale dataset its id or words name; else the notebook says."""
+    that ran: a row that names the paper's CIFAR-100 but ran here ran on that), else the one
+    dataset the notebook read that its statement names, else the modular-arithmetic task
+    the notebook's parameters set (study 2's rows without images), else a paper-scale
+    dataset its id or words name; else the notebook says."""
     key = (row.get("dataset") or claim_dataset(row["id"], row.get("ours", ""))
            or claim_dataset(row.get("where", ""), ""))
     if key:
-        return DATASET_NAMES.get(key, key)
+        return dataset_name(key)
     ran = verdict_kind(row["verdict"]) != NOT_RUN
     if ran and len(manifest.get("data", {})) == 1:  # what it ran on, whatever the paper's was
         key = next(iter(manifest["data"]))
         return DATASET_NAMES.get(key, key)
+    if ran and (key := named_dataset(row, manifest)):
+        return DATASET_NAMES.get(key, key)
+    if task := modular_task(row, manifest):
+        return task
     words = " ".join(row.get(k, "") for k in ("id", "statement", "paper", "measure")).lower()
     named = next((name for token, name in PAPER_DATA if token in words), "")
     if named:
@@ -680,13 +721,19 @@ def scale_costs(manifests: dict[str, dict], scale: str, loads: dict) -> str:
             f"CPU cores; notebook by notebook {each}; {load}.\n")
 
 
+TABLE_ROW = re.compile(r"^\s*\|")  # a line of a Markdown table
+
+
 def reading_seconds(notebook: dict) -> float:
     """How long the class reads `notebook`: the words of its text cells and of the Markdown
-    its cells display, at WORDS_PER_MINUTE."""
+    its cells display, at WORDS_PER_MINUTE; a table's cells are looked up, not read, so its
+    rows count no words (every DataFrame a kernel shows is a Markdown table)."""
     texts = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown"]
     texts += ["".join(o.get("data", {}).get("text/markdown", "")) for c in notebook["cells"]
               for o in c.get("outputs", [])]
-    return 60 * sum(len(t.split()) for t in texts) / WORDS_PER_MINUTE
+    words = sum(len(line.split()) for text in texts for line in text.splitlines()
+                if not TABLE_ROW.match(line))
+    return 60 * words / WORDS_PER_MINUTE
 
 
 def kit_load(loads: dict, study: str) -> float | None:
@@ -766,8 +813,40 @@ def claims_page(report: str, numbers: dict[str, dict[str, str]] | None = None) -
                      for line in FIGURE_FILE_LINK.sub(link, report).split("\n"))
 
 
+SHOWN_ITEMS = 3  # a list of measured values longer than this shows its ends and its length
+
+
+def readable_value(value: str) -> str:
+    """One measured value as a sentence shows it: an empty tuple or list "none", a long list
+    its first and last values with their count, true/false "yes"/"no", a value never
+    measured so (`measured`)."""
+    text = value.strip()
+    if text in ("()", "[]"):
+        return "none"
+    if text in ("true", "false", "True", "False"):
+        return "yes" if text.lower() == "true" else "no"
+    if text.startswith("[") and text.endswith("]") and not re.search(r"[\[\]()]", text[1:-1]):
+        items = [item.strip() for item in text[1:-1].split(",")]
+        if len(items) > SHOWN_ITEMS:
+            return (f"{measured(items[0])}, …, {measured(items[-1])} "
+                    f"({len(items)} values)")
+        return ", ".join(measured(item) for item in items)
+    return measured(text)
+
+
+def readable_values(ours: str) -> str:
+    """A row's measured values (`a=1, b=(c=2), d=[3, 4, 5, 6], e=()`) as a reader reads them:
+    `name = value` separated by semicolons, nested names joined by dots (`b.c`), each value
+    `readable_value`."""
+    values = claim_values(ours)
+    if not values:
+        return measured(ours)
+    return "; ".join(f"{name} = {readable_value(value)}" for name, value in values.items())
+
+
 def worked_verdicts(studies: dict[str, tuple[str, list[dict]]]) -> str:
-    """One real claim per worked verdict, as the glossary shows them."""
+    """One real claim per worked verdict, as the glossary shows them: its rule, our number
+    (the headline, else every measured value, readable), the verdict."""
     lines = []
     for kind in WORKED:
         found = next(((study, c) for study, (_, claims) in studies.items() for c in claims
@@ -775,10 +854,13 @@ def worked_verdicts(studies: dict[str, tuple[str, list[dict]]]) -> str:
         if found is None:
             continue
         study, c = found
-        lines.append(f"- *{kind}*, for example `{c['id']}` (notebook {study[:2]}): the rule "
-                     f"is “{c['rule']}”; ours: "
-                     f"{measured(c.get('headline') or c.get('ours') or '—')}; "
-                     f"verdict: {c['verdict']}.")
+        ours = (measured(c["headline"]) if c.get("headline")
+                else f"no single number; its measured values: {readable_values(c['ours'])}"
+                if c.get("ours") else "not measured")
+        lines += [f"- *{kind}*, for example `{c['id']}` (notebook {study[:2]}):",
+                  f"  - rule: “{c['rule']}”",
+                  f"  - ours: {ours}",
+                  f"  - verdict: {c['verdict']}"]
     return "\n".join(["Worked examples from this book's runs:", "", *lines, ""])
 
 

@@ -158,7 +158,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from memlib import paths
-from memlib.claims import Estimate, evaluate, write
+from memlib.book import interval_alone
+from memlib.claims import Estimate, evaluate, judge, write
 from memlib.plotting import figure, paper_values, reference, reference_line, savefig
 from memlib.prose import (
     beyond,
@@ -177,6 +178,7 @@ from memlib.prose import (
     run_time,
     seed_history,
     seeds_phrase,
+    span,
     spread_phrase,
 )
 from memlib.studies.rlp import (
@@ -201,7 +203,8 @@ print(f"experiments: {time.time() - start:.1f} s (cached runs load instantly)")
 chance, layers, last = results["chance"], results["layers"], results["last_layer"]
 measured = measure_claims(results)
 models_run = list(dict.fromkeys(results["layerwise"]["model"]))
-print("probed layers:", layers, "| chance:", chance, "| best λ:", results["best_lambda"])
+print(f"probed layers: {', '.join(layers)} | chance: {chance:g} | best λ: "
+      f"{results['best_lambda']:g}")
 # the seeds this run ran (its Config) and the register's history, for the prose below
 seed_words = seed_history("rlp", config)
 
@@ -209,6 +212,20 @@ seed_words = seed_history("rlp", config)
 def mean_sd(frame: pd.DataFrame, by, column: str) -> pd.DataFrame:
     """Mean and standard deviation of `column` over seeds."""
     return frame.groupby(by, sort=False)[column].agg(["mean", "std"]).fillna(0)
+
+
+def seed_summary(frame: pd.DataFrame, by: dict[str, str], columns: dict[str, str],
+                 spread: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A reader's table of accuracies (fractions) over seeds: per group of `by` (column:
+    header), the mean of each of `columns` (column: header) in %, and its sd in points for
+    those in `spread`."""
+    groups = frame.rename(columns=by).groupby(list(by.values()), sort=False)
+    out = pd.DataFrame({f"{name} (mean %)": 100 * groups[column].mean()
+                        for column, name in columns.items()})
+    for column in spread:
+        out.insert(out.columns.get_loc(f"{columns[column]} (mean %)") + 1,
+                   f"{columns[column]} (sd)", 100 * groups[column].std())
+    return out.round(2)
 
 
 # %% tags=["remove-input"]
@@ -268,7 +285,13 @@ display(Markdown(markdown_table(first_and_last(pilot, "first layer", "last layer
 # registered code into each rule's confirmatory number of seeds.
 
 # %%
-pd.read_csv(paths.repo_root() / "pilots" / "01_random_label_heads_sweep.csv")
+# seed 0 only; the CSV keeps the validation accuracy and the fit epoch beside
+sweep_pilot = pd.read_csv(paths.repo_root() / "pilots" / "01_random_label_heads_sweep.csv")
+pd.DataFrame({"run": sweep_pilot["run"],
+              "train acc (%)": 100 * sweep_pilot["train_acc"],
+              "test acc (%)": 100 * sweep_pilot["test_acc"],
+              **{f"random-label acc, {c.removeprefix('rlp_')} (%)": 100 * sweep_pilot[c]
+                 for c in sweep_pilot if c.startswith("rlp_")}}).round(1)
 
 # %% [markdown]
 # **Manipulation checks.** Every claim's rule names the preconditions it needs, and each is a
@@ -285,11 +308,13 @@ pd.read_csv(paths.repo_root() / "pilots" / "01_random_label_heads_sweep.csv")
 checks = []
 for name in models_run:
     m, probed = memorization(results, name), memorization(results, name, PROBES)
-    checks.append({"model": name, "worst train acc": m["train"],
-                   "worst flipped-label fit": m["flipped"], "fitted (every seed)": m["fitted"],
-                   "largest heads' excess (points, mean ± 95% t)": str(m["excess"]),
-                   "largest probes' excess (points)": str(probed["excess"])})
-checks = pd.DataFrame(checks)
+    checks.append({"model": name, "worst train acc (%)": 100 * m["train"],
+                   "worst flipped-label fit (%)": (None if m["flipped"] is None
+                                                   else 100 * m["flipped"]),
+                   "fitted (every seed)": m["fitted"],
+                   "largest heads' excess (points, mean ± 95% t)": pm(m["excess"], 1),
+                   "largest probes' excess (points)": pm(probed["excess"], 1)})
+checks = pd.DataFrame(checks).dropna(axis="columns", how="all")  # clean labels: none flipped
 save_table(results["fit"], "fit", STUDY, scale)
 checks
 
@@ -345,10 +370,14 @@ for ax, name in zip(axes[0], models_run, strict=True):
     ax.set_title(f"{name} (test acc {100 * d['test_acc'].mean():.1f}%)")
     ax.set_xlabel("probed layer")
 axes[0][0].set_ylabel("random-label train acc. (%)")
-axes[0][0].legend(fontsize="small")
+# under the panels: inside, the legend would cover the paper's band
+fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=3,
+           fontsize="small")
+fig.set_figheight(4.2)  # the legend's room, not the panels'
 savefig(fig, "fig2_layerwise_rlp", STUDY, scale, data=results["dataset"])
 excess = {name: excess_by_layer(lw, name) for name in models_run}
-print(pd.DataFrame({name: {n: str(e) for n, e in ex.items()} for name, ex in excess.items()}))
+pd.DataFrame([{"model": name, "layer": n, "excess over frozen init (points, mean ± 95% t)":
+               pm(e, 1)} for name, ex in excess.items() for n, e in ex.items()])
 
 # %% [markdown]
 # **Figure 1.1.** Random-label accuracy on the training set at each probed layer, one panel
@@ -375,8 +404,28 @@ def depth_text(name: str) -> str:
             f"and excess {num(rho, 2)})")
     if matched.notna().any():
         first, last = 100 * matched.iloc[0], 100 * matched.iloc[-1]
-        text += (f", and with capacity-matched heads it {direction(last - first, tolerance=0.5)}"
+        matched_change = direction(last - first, tolerance=0.5)
+        text += (f", and with capacity-matched heads it {matched_change}"
                  f" from {num(first, 1, True)} to {num(last, 1, True)}")
+        rise, matched_rise = ex[last_layer].mean - ex[first_layer].mean, last - first
+        read = 100 * d.groupby("layer", sort=False)[["rlp_acc", "proj_acc"]].mean()
+        k = config.head_project
+        smaller = (f"; it is smaller than the plain heads' rise ({num(rise, 1, True)} points "
+                   f"from first to last layer) because {k} random "
+                   f"directions keep only part of what a whole layer offers a head (the trained "
+                   f"heads read {span(read['proj_acc'], 0)}% through them against "
+                   f"{span(read['rlp_acc'], 0)}% on the whole layer)"
+                   if abs(matched_rise) < abs(rise) else "")
+        text += (f". Read through the same {k} dimensions at every layer the excess still "
+                 f"{change}, so the trend is not an artefact of layer width{smaller}"
+                 if matched_change == change != direction(0.0) else
+                 f". Read through the same {k} dimensions at every layer the excess "
+                 f"{matched_change} instead, so layer width may carry the plain heads' trend")
+    if all(e.mean < 0 for e in ex.values()) and change == "rises":
+        text += (f". Its excess is negative at every layer ("
+                 f"{span([e.mean for e in ex.values()], 1)} points): its heads never read more "
+                 "than the same heads on its frozen initialisation, and the `depth` rule judges "
+                 "how the excess rises with depth, not its sign")
     return text + "."
 
 
@@ -422,7 +471,9 @@ for ax, name in zip(axes[0], models_run, strict=True):
 axes[0][0].set_ylabel("tr Σ_within / tr Σ_between")
 axes[0][0].legend(fontsize="small")
 savefig(fig, "fig2b_class_collapse", STUDY, scale, data=results["dataset"])
-print(lw.groupby(["model", "layer"], sort=False)[["collapse", "frozen_collapse"]].mean().round(3))
+(lw.groupby(["model", "layer"], sort=False)[["collapse", "frozen_collapse"]].mean().round(3)
+ .rename(columns={"collapse": "variance ratio, trained",
+                  "frozen_collapse": "variance ratio, at initialisation"}))
 
 # %% [markdown]
 # **Figure 1.2.** Within- to between-class variance ratio of each probed layer's features
@@ -491,7 +542,6 @@ ax.set_xlabel(f"probed layer ({config.model})")
 ax.set_ylabel("probe acc. − frozen init (points)")
 ax.legend(fontsize="small")
 savefig(fig, "fig2c_retraining", STUDY, scale, data=results["dataset"])
-print("per-seed Spearman ρ:", [round(r, 2) for r in agreement["rhos"]])
 
 # %% [markdown]
 # **Figure 1.3.** The post-hoc probes' random-label accuracy minus the same probes' on the
@@ -511,6 +561,13 @@ def interval(estimate: Estimate) -> str:
 deepest = list(agreement["retrained"])[-1]
 rho = agreement["agreement"]
 control = measured["positive_control"]["difference"]
+# the row's verdict as the claims table gives it, and, measured on fewer seeds than its power
+# analysis registered, what its interval alone would read
+judged = judge(next(c for c in CLAIMS if c.id == "retraining"), agreement)
+alone = interval_alone(judged.note)
+row_reads = (f"The `retraining` row reads *{judged.verdict}*" + (
+    f": its power analysis registered more seeds than ran, so the rule decides nothing yet; "
+    f"{alone}" if alone else "") + ".")
 display(Markdown(f"""
 Trained from scratch on random labels, the {config.model} ends at
 {pct_span(retrained.drop_duplicates("seed")["train_acc"], 1)} accuracy on them over seeds,
@@ -519,9 +576,10 @@ against {pm(agreement["clean"][deepest], 1)} in the clean network. The two rank 
 with a mean Spearman ρ of {interval(rho)} over {rho.n} seeds (per seed
 {listing(num(r, 2) for r in agreement["rhos"])}), {spread_phrase(rho)} (the `retraining`
 row, memlib's own question: the paper claims the convenience of not retraining, not this
-agreement). The same runs are the online heads' positive control (the `positive_control`
-row): at {deepest} the heads' excess of the network trained on random labels minus the clean
-network's is {pm(control, 1)} points, paired by seed ({spread_phrase(control)}).
+agreement). {row_reads} The same runs are the online heads' positive control (the
+`positive_control` row): at {deepest} the heads' excess of the network trained on random
+labels minus the clean network's is {pm(control, 1)} points, paired by seed
+({spread_phrase(control)}).
 """))
 
 # %% [markdown]
@@ -616,13 +674,17 @@ for column, style in (("train_acc", "s"), ("test_acc", "o")):
     ax2.errorbar(x, 100 * stats["mean"], 100 * stats["std"], fmt=style, capsize=2,
                  label=column.replace("_acc", "").replace("train", "train (its labels)"))
 for ax in (ax1, ax2):
-    ax.set_xticks(x, order, rotation=20)
-    ax.legend(fontsize="small")
+    ax.set_xticks(x, order, rotation=45, ha="right", rotation_mode="anchor")
+    # above the panel: inside, a legend would cover some setting's points
+    ax.legend(fontsize="small", loc="lower center", bbox_to_anchor=(0.5, 1.0),
+              ncol=len(ax.get_legend_handles_labels()[0]))
 ax1.set_ylabel("random-label train acc. (%)")
 ax2.set_ylabel("class accuracy (%)")
+fig.set_figheight(5.0)  # room for the slanted setting names
 savefig(fig, "fig4_standard_regularizers", STUDY, scale, data=results["dataset"])
-print(reg.groupby("setting", sort=False)[["train_acc", "test_acc", f"rlp_{last}"]]
-      .agg(["mean", "std"]).round(4).to_string())
+seed_summary(reg, {"setting": "setting"},
+             {"train_acc": "train acc", "test_acc": "test acc",
+              f"rlp_{last}": f"random-label acc, {last}"}, spread=("test_acc", f"rlp_{last}"))
 
 # %% [markdown]
 # **Figure 1.5.** Standard regularizers: random-label accuracy per probed layer (left) and
@@ -693,14 +755,16 @@ for where, filled in (("last", True), ("all", False)):
                          **face)
     stats = mean_sd(d, "lam", f"rlp_{last}").loc[ran]
     axes[1].errorbar(xs, 100 * stats["mean"], 100 * stats["std"], fmt="^" + style, color="C2",
-                     capsize=2, label=f"{last}, regularized: {where}", **face)
+                     capsize=2, label=f"regularized: {where}", **face)
 reference_line(axes[1], 100 * chance, "chance")
-for ax in axes[:2]:
+# the falling random-label line leaves the top right free; the class accuracies, the middle
+for ax, where in zip(axes[:2], ("center right", "upper right"), strict=True):
     ax.set_xticks(np.arange(len(lams)), ticks)
     ax.set_xlabel("λ")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc=where)
 axes[0].set_ylabel("class accuracy (%)")
-axes[1].set_ylabel("random-label train acc. (%)")
+# two lines: on one, the label runs past its panel into the title above
+axes[1].set_ylabel(f"random-label train\nacc., {last} (%)")
 for ax, where in zip(axes[2:], ("last", "all"), strict=True):
     d = lam_layers[lam_layers["regularize"] == where]
     for i, lam in enumerate(lams):
@@ -712,12 +776,14 @@ for ax, where in zip(axes[2:], ("last", "all"), strict=True):
     reference_line(ax, 100 * chance, "chance")
     ax.set_xticks(np.arange(len(layers)), layers)
     ax.set_xlabel("probed layer")
-    ax.set_ylabel("random-label train acc. (%)")
-    ax.set_title(f"regularized: {'last layer' if where == 'last' else 'all layers'}")
-    ax.legend(fontsize="small")
+    ax.set_ylabel("random-label\ntrain acc. (%)")
+    # the legend's title, not the panel's: a title would crowd the λ axis above it
+    ax.legend(fontsize="small", title_fontsize="small",
+              title=f"regularized: {'last layer' if where == 'last' else 'all layers'}")
 savefig(fig, "fig5_rlp_regularizer", STUDY, scale, data=results["dataset"])
-print(sweep.groupby(["regularize", "lam"])[["train_acc", "test_acc", f"rlp_{last}"]]
-      .agg(["mean", "std"]).round(4).to_string())
+seed_summary(sweep.sort_values(["regularize", "lam"]), {"regularize": "regularized", "lam": "λ"},
+             {"train_acc": "train acc", "test_acc": "test acc",
+              f"rlp_{last}": f"random-label acc, {last}"}, spread=("test_acc", f"rlp_{last}"))
 
 # %% [markdown]
 # **Figure 1.6.** The RLP regularizer against λ: train and test accuracy (top left), the
@@ -818,8 +884,10 @@ ax.set_xlabel("λ (last-layer RLP regularizer)")
 ax.set_ylabel("test accuracy (%)")
 ax.legend(fontsize="small")
 savefig(fig, "fig7_label_noise", STUDY, scale, data=results["dataset"])
-print(noise_runs.groupby(["noise", "lam"])[["test_acc", "train_acc", "noisy_fit", f"rlp_{last}"]]
-      .agg(["mean", "std"]).round(4).to_string())
+seed_summary(noise_runs.assign(noise=100 * noise_runs["noise"]).sort_values(["noise", "lam"]),
+             {"noise": "label noise (%)", "lam": "λ"},
+             {"test_acc": "test acc", "train_acc": "train acc", "noisy_fit": "flipped-label fit",
+              f"rlp_{last}": f"random-label acc, {last}"}, spread=("test_acc", f"rlp_{last}"))
 
 # %% [markdown]
 # **Figure 1.7.** Test accuracy against λ of the last-layer RLP regularizer, per label-noise
@@ -910,7 +978,10 @@ else:
     ax2.set_title(f"per class, λ = {best:g} vs 0 (mean over seeds)", fontsize="small")
     ax1.set_title("whole subset, per training-set size", fontsize="small")
     savefig(fig, "fig6_sampling", STUDY, scale, data=results["dataset"])
-    print(fr.groupby(["n_train", "lam"])[["train_acc", "test_acc"]].agg(["mean", "std"]).round(4))
+    display(seed_summary(fr.sort_values(["n_train", "lam"]),
+                         {"n_train": "training samples", "lam": "λ"},
+                         {"train_acc": "train acc", "test_acc": "test acc"},
+                         spread=("test_acc",)))
 
 # %% tags=["remove-input"]
 # the caption is printed with its figure: without the sampling experiment there is neither

@@ -156,15 +156,23 @@ for name in datasets:
 # memlib.studies.probes.UNTRAINED) is named here and fails the claims' "models learned"
 # precondition.
 baseline = results["baseline"]
-print("runs at chance before any probe:", baseline.loc[~baseline["trained"], [
-    "dataset", "task", "run", "acc"]].to_dict("records"))
+at_chance = baseline.loc[~baseline["trained"]]
+print("runs at chance before any probe:", ", ".join(
+    f"{r.dataset} {r.task} run {r.run} ({r.acc:.1f}%)" for r in at_chance.itertuples())
+    or "none")
 sweep, nulls = sweep_all, results["nulls"]
 classes = {name: data.load(name, "test").classes for name in datasets}
 label = {(r.dataset, r.task): f"{r.task}: {classes[r.dataset][r.a]} / {classes[r.dataset][r.b]}"
          for r in pairs.itertuples()}
-print(baseline.groupby(["dataset", "task"])["acc"].describe()[["mean", "min", "max"]])
 # the seeds this run ran (its Config) and the register's history, for the prose below
 seed_words = seed_history("probes", config)
+# each claim's row (verdict, values), for the prose beside its figure; the claims section
+# below shows and writes the table
+early = measure(results)
+verdicts = evaluate(CLAIMS, early).set_index("id")
+# the unprobed models' test accuracy over the runs of each pair
+(baseline.groupby(["dataset", "task"])["acc"].agg(["mean", "min", "max"])
+ .rename(columns=lambda c: f"{c} accuracy (%)").round(1))
 
 # %% tags=["remove-input"]
 runs_per_pair = seed_words["count"].capitalize() + (" runs" if len(config.seeds) > 1 else " run")
@@ -195,7 +203,9 @@ for ax, name in zip(axes, datasets, strict=True):
     ax.legend(loc="upper left", bbox_to_anchor=(0, -0.35), fontsize="small")
     fig.colorbar(image, ax=ax, shrink=0.7, label="1 - SSIM")
 savefig(fig, "difficulty_ssim_matrix", STUDY, scale)
-print(pairs)
+# the easy and the hard pair of each dataset and their 1 - SSIM distance
+pairs.assign(classes=[label[(r.dataset, r.task)].split(": ", 1)[1] for r in pairs.itertuples()])[
+    ["dataset", "task", "classes", "distance"]].round(3)
 
 # %% [markdown]
 # **Figure 4.1.** Mean 1 − SSIM distance between the classes of each dataset, with the easy
@@ -219,8 +229,20 @@ def pair_text(name: str) -> str:
             f"d = {num(rows.loc['easy', 'distance'], 3)}, rank {rank['easy']})")
 
 
+def learned_text(name: str) -> str:
+    """A sentence where the hard pair is learned at least as well as the easy one: 'hard'
+    names the more similar classes, not a lower accuracy."""
+    acc = baseline.query("dataset == @name").groupby("task")["acc"].mean()
+    if acc["hard"] < acc["easy"]:
+        return ""
+    return (f"On {name} the hard pair is learned better than the easy one "
+            f"({num(acc['hard'], 1)}% against {num(acc['easy'], 1)}% unprobed, means over "
+            "runs): \"hard\" here means the more SSIM-similar classes, not a lower accuracy.")
+
+
 display(Markdown(f"""
 Hard means most similar (smallest 1 − SSIM distance): {listing(pair_text(n) for n in datasets)}.
+{" ".join(learned_text(n) for n in datasets)}
 """))
 
 # %%
@@ -320,7 +342,7 @@ for name in datasets:
 # figure.
 #
 # The numbers behind the claims (signed accuracy at p = 0, the rise and width of
-# the hard pair's transition, the noise and flip gains) are printed below and judged, run by
+# the hard pair's transition, the noise and flip gains) are shown below and judged, run by
 # run, in the claims table. The paper: binarized hard models near 50% at $p = 0$ and a
 # transition to 92–96% by $p \approx 0.5$ (MNIST); noise lifts the binarized MNIST easy pair
 # from 54% to 98.5% at $a \approx$ 0.2–0.3.
@@ -337,8 +359,11 @@ def means(name: str, task: str, probe: str, form: str, mode: str = "smallest") -
 def fig1_text(name: str) -> str:
     """What Figure 4.2 shows for one dataset, from the means over every run."""
     runs = baseline.query("dataset == @name").groupby("task")["run"].nunique()
-    parts = [f"*{name}* (mean over every run: easy {runs.get('easy', 0)}, hard "
-             f"{runs.get('hard', 0)})."]
+    easy_runs, hard_runs = int(runs.get("easy", 0)), int(runs.get("hard", 0))
+    parts = [f"*{name}*, means over " + (
+        f"the {easy_runs} run{'s' * (easy_runs != 1)} of each pair."
+        if easy_runs == hard_runs else
+        f"the easy pair's {easy_runs} and the hard pair's {hard_runs} runs.")]
     for task in ("easy", "hard"):
         full = means(name, task, "prune", "float")
         within = (full >= full.iloc[0] - 2).astype(int).cummin()  # 2 points of unpruned
@@ -360,12 +385,30 @@ display(Markdown("\n\n".join(fig1_text(name) for name in datasets)))
 
 # %%
 signed = sweep.query("probe == 'prune' and mode == 'smallest' and form == 'signed'")
-print(signed.pivot_table(index="level", columns=["dataset", "task"], values="acc",
-                         aggfunc="mean").round(1).T)
+# signed accuracy (%, mean over runs) against the pruned fraction, one column per pair
+display(signed.pivot_table(index="level", columns=["dataset", "task"], values="acc",
+                           aggfunc="mean").round(1).rename_axis("pruned fraction p"))
 gains = sweep.query("form == 'signed' and (probe == 'noise' or "
                     "(probe == 'flip' and mode == 'smallest'))")
-print(gains.pivot_table(index=["probe", "level"], columns=["dataset", "task"], values="acc",
-                        aggfunc="mean").round(1))
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def level_text(probe: str, level: float) -> str:
+    """A probe's level as the text says it: a noise amplitude as a power of 2 ("a = 2⁻¹⁰"),
+    a flipped fraction as it is ("q = 0.05")."""
+    power = float(np.log2(level)) if probe == "noise" and level > 0 else 0.5
+    if power.is_integer():
+        return "a = 2" + str(int(power)).translate(SUPERSCRIPT)
+    return f"{'a' if probe == 'noise' else 'q'} = {level:.3g}"
+
+
+# signed accuracy (%, mean over runs) under noise and under sign flips of the smallest |w|
+gain_table = gains.pivot_table(index=["probe", "level"], columns=["dataset", "task"],
+                               values="acc", aggfunc="mean").round(1)
+gain_table.index = pd.MultiIndex.from_tuples(
+    [(probe, level_text(probe, level)) for probe, level in gain_table.index],
+    names=["probe", "level"])
+gain_table
 
 # %% [markdown]
 # ### The phase transition, run by run
@@ -415,8 +458,10 @@ for ax, name in zip(axes, datasets, strict=True):
                   **({"edgecolor": TASK_COLORS["hard"]} if isinstance(value, tuple)
                      else {"color": TASK_COLORS["hard"]}))
     ax.set(title=f"{name}: signed accuracy vs pruning", xlabel="pruned fraction p (smallest |w|)")
-    ax.legend(fontsize="small", loc="lower right")
+    # under the panel: inside, it would cover the runs' curves
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2))
 axes[0].set_ylabel("signed test accuracy (%)")
+fig.set_figheight(5.2)  # room for the legends under the panels
 savefig(fig, "fig1_phase_transition", STUDY, scale)
 transitions = pd.DataFrame(transition_rows)
 save_table(transitions.round(3), "phase_transition_runs", STUDY, scale)
@@ -445,14 +490,26 @@ def transition_text(name: str) -> str:
                  f"({num(narrow['width'], 2)}, run {int(narrow['run'])}) at "
                  f"{num(narrow['signed_p0'], 1)}%.")
         if (unplaced := int(t["width"].isna().sum())):
-            text += (f" {unplaced} of the {len(t)} trained runs rise too little to place both "
-                     "marks: their width is not measured, so neither is the claims row's mean "
-                     "width over every run, and the width above is that of the others.")
+            one = unplaced == 1
+            lowest = t.loc[t["width"].isna(), "rise"].min()
+            claim = f"phase_transition_{name.removesuffix('-5k')}"
+            verdict = (f" (verdict *{verdicts.loc[claim, 'verdict']}*)"
+                       if claim in verdicts.index else "")
+            text += (f" {unplaced} of the {len(t)} trained runs {'rises' if one else 'rise'} "
+                     f"too little to place both marks (the lowest rise: "
+                     f"{num(lowest, 1)} points{', a run that never rose' if lowest <= 0 else ''}"
+                     f"): {'its' if one else 'their'} width is undefined, and so is the claim's "
+                     f"statistic, the mean width over every run, which the `{claim}` row "
+                     f"therefore shows as not measured{verdict}. The width above is that of "
+                     f"the other {len(t) - unplaced}.")
     else:  # no curve rose far enough to place its 10% and 90% marks
         text += "; no run's curve rises far enough to place its 10% and 90% marks."
     if len(dead):
-        text += (f" {len(dead)} run(s) never trained (grey, at chance before any probe); they "
-                 "count in every statistic and fail the claims' models-learned precondition.")
+        text += (f" {len(dead)} run{'s' * (len(dead) != 1)} never trained (grey, at chance "
+                 "before any probe); "
+                 + ("it counts in every statistic and fails" if len(dead) == 1 else
+                    "they count in every statistic and fail")
+                 + " the claims' models-learned precondition.")
     return text
 
 
@@ -625,8 +682,9 @@ for ax, name in zip(axes[:, 0], datasets, strict=True):
     ax.set_ylabel("test accuracy (%)")
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
 savefig(fig, "fig3_null_models", STUDY, scale)
-print(nulls.query("prune == 0.0").groupby(["dataset", "task", "null"])["acc"]
-      .mean().unstack().round(1))
+# test accuracy (%) under each null model at p = 0, mean over runs and draws
+(nulls.query("prune == 0.0").groupby(["dataset", "task", "null"])["acc"]
+ .mean().unstack().round(1))
 
 # %% [markdown]
 # **Figure 4.6.** The paper's Fig. 3 at this scale: test accuracy under null models A–G at
@@ -671,43 +729,50 @@ display(Markdown("Means over runs and draws at $p = 0$ (A, C, D and G do not kee
 for name in datasets:
     h = results["heatmap"].query("dataset == @name")
     fig, axes = figure("grid", 2, 2)
-    axes = axes.ravel()
-    for ax, (column, title) in zip(axes[:3], (("acc", "accuracy (%)"),
-                                               ("delta_bin", "Δ_bin = acc - acc(sign W)"),
-                                               ("delta_rand", "Δ_rand = acc - acc(B(W))")),
-                                  strict=True):
+    fig.set_figheight(9.0)  # two rows of square heat maps with their class names
+    # top: the two gaps on one colour scale, so that their cells compare directly;
+    # bottom: accuracy, and the gaps against each other
+    gaps = h[["delta_bin", "delta_rand"]].to_numpy()
+    norm = {"vmin": min(0.0, float(np.nanmin(gaps))), "vmax": float(np.nanmax(gaps))}
+    for ax, (column, title) in zip((axes[0, 0], axes[0, 1], axes[1, 0]),
+                                   (("delta_bin", "Δ_bin = acc - acc(sign W)"),
+                                    ("delta_rand", "Δ_rand = acc - acc(B(W))"),
+                                    ("acc", "accuracy (%)")), strict=True):
         k = config.heatmap_classes
         grid = np.full((k, k), np.nan)
         for r in h.itertuples():
             grid[r.a, r.b] = grid[r.b, r.a] = getattr(r, column)
-        image = ax.imshow(grid, cmap="magma" if column == "acc" else "viridis")
-        ax.set_xticks(range(k), classes[name][:k], rotation=90, fontsize="small")
-        ax.set_yticks(range(k), classes[name][:k], fontsize="small")
-        ax.set_title(title, fontsize="small")
-        fig.colorbar(image, ax=ax, shrink=0.9, label="%" if column == "acc" else "points")
+        image = ax.imshow(grid, cmap="magma" if column == "acc" else "viridis",
+                          **({} if column == "acc" else norm))
+        ax.set_xticks(range(k), classes[name][:k], rotation=90)
+        ax.set_yticks(range(k), classes[name][:k])
+        ax.grid(False)
+        ax.set_title(title)
+    fig.colorbar(image, ax=axes[1, 0], shrink=0.8, label="%")
+    fig.colorbar(axes[0, 0].images[0], ax=axes[0, :], shrink=0.8, label="points (both gaps)")
     rho_rand = h["delta_bin"].corr(h["delta_rand"], method="spearman")
     rho_ssim = h["distance"].corr(h["delta_rand"], method="spearman")
-    points = axes[3].scatter(h["delta_bin"], h["delta_rand"], c=h["distance"], cmap="viridis",
-                             s=14)
-    fig.colorbar(points, ax=axes[3], shrink=0.9, label="1 - SSIM distance")
-    axes[3].set_xlabel("Δ_bin (points)")
-    axes[3].set_ylabel("Δ_rand (points)")
-    axes[3].set_title(f"ρ(Δ_bin, Δ_rand) = {rho_rand:.2f}\nρ(1-SSIM, Δ_rand) = {rho_ssim:.2f}",
-                      fontsize="small")
-    axes[3].set_box_aspect(1)
+    points = axes[1, 1].scatter(h["delta_bin"], h["delta_rand"], c=h["distance"],
+                                cmap="cividis", s=18)
+    fig.colorbar(points, ax=axes[1, 1], shrink=0.8, label="1 - SSIM distance")
+    axes[1, 1].set_xlabel("Δ_bin (points)")
+    axes[1, 1].set_ylabel("Δ_rand (points)")
+    axes[1, 1].set_title(f"ρ(Δ_bin, Δ_rand) = {rho_rand:.2f}\n"
+                         f"ρ(1-SSIM, Δ_rand) = {rho_ssim:.2f}")
+    axes[1, 1].set_box_aspect(1)
     fig.suptitle(f"{name}: {len(h)} class pairs, mean over {config.heatmap_runs} runs")
     savefig(fig, f"fig4_pair_heatmaps_{name}", STUDY, scale)
-    print(f"{name}: Spearman rho(delta_bin, delta_rand) = {rho_rand:.3f}, "
-          f"rho(1 - SSIM, delta_rand) = {rho_ssim:.3f}")
 
 table = results["heatmap"].sort_values(["dataset", "delta_bin"], ascending=[True, False])
 save_table(table.round(3), "task_complexity", STUDY, scale)
-table.head(10)
+# the five pairs of each dataset with the largest Δ_bin (every pair: task_complexity.csv)
+(table.groupby("dataset").head(5).drop(columns=["a", "b"])
+ .round({"distance": 3, "acc": 1, "acc_sign": 1, "acc_B": 1, "delta_bin": 1, "delta_rand": 1}))
 
 # %% [markdown]
-# **Figure 4.7.** The paper's Fig. 4 at this scale, one figure per dataset: accuracy, Δ_bin
-# and Δ_rand of every class pair, and Δ_rand against Δ_bin coloured by the pair's 1 − SSIM
-# distance.
+# **Figure 4.7.** The paper's Fig. 4 at this scale, one figure per dataset: Δ_bin and Δ_rand
+# of every class pair on one colour scale (top), accuracy (bottom left), and Δ_rand against
+# Δ_bin coloured by the pair's 1 − SSIM distance (bottom right).
 
 # %% tags=["remove-input"]
 def heat_text(name: str) -> str:
@@ -721,12 +786,30 @@ def heat_text(name: str) -> str:
             f"{num(rho_ssim, 2)} ({sign}; {len(h)} pairs)")
 
 
+def complexity_text(name: str) -> str:
+    """What the complexity_measure row reads, with the intervals of its two correlations."""
+    claim = f"complexity_measure_{name.removesuffix('-5k')}"
+    if claim not in verdicts.index or not isinstance(early.get(claim), dict):
+        return ""
+    value = early[claim]
+    rhos = {gap: value[f"rho_{gap}"] for gap in ("bin", "rand")}
+    across = [gap for gap, e in rhos.items() if e.bounds[0] <= 0 <= e.bounds[1]]
+    intervals = listing(f"ρ(1 − SSIM, Δ_{gap}) {num(e.mean, 2)} [{num(e.bounds[0], 2)}, "
+                        f"{num(e.bounds[1], 2)}]" for gap, e in rhos.items())
+    return (f"On {name} the `{claim}` row reads *{verdicts.loc[claim, 'verdict']}*: over a "
+            f"bootstrap of the classes and runs its 95% intervals are {intervals}"
+            + (f", and {'both include' if len(across) == 2 else 'one includes'} 0, so the "
+               "direction is not established beyond noise." if across else "."))
+
+
 display(Markdown(f"""
 Each cell is one binary task (means over every run). The two data-free measures
 agree as follows: {listing(heat_text(n) for n in datasets)}; the paper reports 0.96 on MNIST.
+{" ".join(complexity_text(n) for n in datasets)}
 On `mnist-5k` the test sets are small (200 images per pair, accuracies in steps of 0.5
-points) and each pair has {config.heatmap_runs} run(s), which adds noise to both gaps; the
-claims table gives each ρ's spread. The full table is `task_complexity.csv`.
+points) and each pair has {count_word(config.heatmap_runs)}
+run{"s" * (config.heatmap_runs != 1)}, which adds noise to both gaps; the claims table gives
+each ρ's spread. The full table is `task_complexity.csv`.
 """))
 
 # %% [markdown]
@@ -764,15 +847,18 @@ sns.barplot(data=shown, x="matrix", y="metric", hue="probe", ax=ax, palette="tab
             errorbar=lambda v: Estimate.of(v).interval, capsize=0.15,
             err_kws={"linewidth": 0.8})
 reference_line(ax, 10, "chance")
-ax.set_xticks(ax.get_xticks(), [m.removesuffix(".weight").replace(".mlp.", "\nmlp.")
-                                for m in dict.fromkeys(standin["matrix"])], fontsize="small")
+# short names on two lines ("block 0" / "fc1"): the full ones run into each other
+ax.set_xticks(ax.get_xticks(), [
+    m.removesuffix(".weight").replace("patch_embed.proj", "patch\nembed")
+    .replace("blocks.", "block ").replace(".mlp.", "\n")
+    for m in dict.fromkeys(standin["matrix"])], fontsize="small")
 ax.set_xlabel("probed matrix (one at a time)")
 ax.set_ylabel("test accuracy (%) - ViT stand-in")
 ax.set_title(f"mean and 95% t interval over {models} stand-in models", fontsize="small")
 ax.legend(fontsize="small", ncol=2, loc="upper left", bbox_to_anchor=(1, 1))
 savefig(fig, "fig5_layerwise_vit_standin", STUDY, scale)
-standin.pivot_table(index="matrix", columns=["probe", "level"], values="metric",
-                    sort=False).round(1)  # means over the models
+# test accuracy (%) per probed matrix and probe, means over the models
+shown.pivot_table(index="matrix", columns="probe", values="metric", sort=False).round(1)
 
 # %% [markdown]
 # **Figure 4.8.** Stand-in for the paper's layer-wise ViT probes (not the paper's

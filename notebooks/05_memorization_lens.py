@@ -126,8 +126,8 @@ from memlib.prose import (
     entry_seconds,
     explanations,
     listing,
-    markdown_table,
     num,
+    pct,
     run_time,
     seed_history,
     span,
@@ -144,12 +144,56 @@ NOISE = runs["noise"].max()  # the claims' setting: study 1's noise rate
 DATA = list(dict.fromkeys(runs["dataset"]))
 pd.set_option("display.width", 160)
 pd.set_option("display.max_columns", 30)
-spec = results["specs"][0].run
-# the settings of the run, but not the sizes of the models it does not train
-unread = {f for sizes in rlp.MODEL_SIZES.values() for f in sizes} - {*rlp.model_sizes(spec.model)}
-setting = [(k, v) for k, v in to_dict(spec).items()
-           if k not in ("dataset", "noise", "seed", *unread)]
-display(Markdown(markdown_table(pd.DataFrame(setting, columns=["setting", "value"]))))
+watch = results["specs"][0]  # one watched run: study 1's run specification, how it is watched
+spec = watch.run
+
+
+def model_words(run) -> str:
+    """The watched model and its sizes, as the settings table names them."""
+    if run.model == "mlp":
+        widths = list(run.widths)
+        units = f"{widths[0]} units" if len(set(widths)) == 1 else f"{widths} units"
+        return f"MLP, {len(widths)} hidden layers of {units}"
+    return run.model + "".join(f", {k} {to_dict(run)[k]}" for k in rlp.model_sizes(run.model))
+
+
+def percents(values) -> str:
+    return listing(f"{v:.0%}" for v in sorted(set(values)))
+
+
+# the settings that act on these runs (the run specification also holds options for image
+# folders, GPUs and other models, which an in-memory MLP on the CPU never reads)
+regularizers = [name for name, on in (
+    (f"weight decay {spec.weight_decay:g}", spec.weight_decay),
+    (f"dropout {spec.dropout:g}", spec.dropout),
+    (f"label smoothing {spec.label_smoothing:g}", spec.label_smoothing),
+    (f"random-label penalty λ = {spec.lam:g}", spec.lam),
+    (f"augmentation {spec.augment}", spec.augment != "none")) if on]
+settings = pd.DataFrame([
+    ("model", model_words(spec)),
+    ("datasets", listing(DATA)),
+    ("label noise", f"{percents(runs['noise'])} of the training labels (symmetric)"),
+    ("training images", "the whole training split" if spec.train_samples is None else
+     f"{spec.train_samples:,}, class-stratified"),
+    ("test images", ("the whole test split" if spec.test_samples is None else
+                     f"{spec.test_samples:,}") + " at the last epoch" + (
+        f"; {spec.curve_test_samples:,} at the epochs before" if spec.curve_test_samples
+        else "")),
+    ("epochs", f"{spec.epochs}, batches of {spec.batch_size}"),
+    ("optimizer", f"{spec.optimizer}, learning rate {spec.lr:g}, {spec.schedule} schedule"
+     + (f" after {spec.warmup_epochs:g} warm-up epochs" if spec.warmup_epochs else "")
+     + (f", momentum {spec.momentum:g}" if spec.optimizer == "sgd" else "")),
+    ("regularization", listing(regularizers) if regularizers else "none"),
+    ("random-label heads", f"{spec.heads} per hidden layer, "
+     + ("linear" if spec.head_hidden == 0 else f"one hidden layer of {spec.head_hidden}")
+     + f", learning rate {spec.head_lr or spec.lr:g}"),
+    ("measured every", f"{watch.measure_every} epochs (er, accuracies, heads; each "
+     "example's margin every epoch)"),
+    ("examples scored", "every training example" if watch.scatter_samples is None else
+     f"{watch.scatter_samples:,}, class-stratified"),
+    ("null model B", f"{config.null_draws} shuffles per layer, their median"),
+], columns=["setting", "value"])
+display(settings)
 # the seeds this run ran (its Config) and the registers' history, for the prose below
 seed_words = seed_history("lens", config)
 own = len(config.extra_seeds)
@@ -160,14 +204,33 @@ are {seed_history("rlp")["registered"]}), """ + (
     "and none of the lens's own.")))
 
 # %% [markdown]
-# The training setting above is study 1's preset at this scale, read from its parameter
-# file. Below: each run's final fit. `noisy_fit` is the fraction of the corrupted labels the
-# network predicts at the end (memorized), `peak_epoch` the epoch of highest er.
+# The training settings above are study 1's preset at this scale, read from its parameter
+# file; how the lens watches and probes the runs (the last three rows) is its own
+# (`params/<scale>/05_memorization_lens.yaml`). Below: each run's final fit, per dataset
+# and noise rate, as the mean over seeds with the lowest and highest seed in parentheses:
+# the accuracies at the last epoch, the fraction of the corrupted labels the network
+# predicts at the end (memorized; no corrupted labels with clean ones), and the epoch of
+# highest er.
 
 # %%
 save_table(runs, "runs", STUDY, scale)
-runs.groupby(["dataset", "noise"])[["train_acc", "test_acc", "noisy_fit", "peak_epoch"]] \
-    .agg(["mean", "min", "max"]).round(3)
+
+
+def mean_range(values: pd.Series, digits: int, range_digits: int) -> str:
+    """'0.49 (0.45–0.51)': the mean over seeds, the lowest and highest seed; a dash for none."""
+    v = values.dropna()
+    if v.empty:
+        return "—"
+    return f"{v.mean():.{digits}f} ({v.min():.{range_digits}f}–{v.max():.{range_digits}f})"
+
+
+fits = {"train accuracy": ("train_acc", 3, 3), "test accuracy": ("test_acc", 3, 3),
+        "corrupted labels memorized": ("noisy_fit", 2, 2),
+        "er peak epoch": ("peak_epoch", 1, 0)}
+pd.DataFrame([
+    {"dataset": dataset, "noise": f"{noise:.0%}",
+     **{name: mean_range(group[column], *digits) for name, (column, *digits) in fits.items()}}
+    for (dataset, noise), group in runs.groupby(["dataset", "noise"])])
 
 # %% [markdown]
 # Whether the lens really watched study 1's model: every run whose settings are those of a run
@@ -292,8 +355,8 @@ an example's *random* label says nothing about whether its *class* label was cor
 # For each hidden layer at the highest noise rate: the random-label excess over the frozen
 # baseline (study 1), the test accuracy lost when that layer alone is binarized (study 4's
 # sign probe), and the accuracy lost under null model B on that layer (median over
-# draws). Each curve is divided by its largest absolute value over layers so that the three
-# shapes can be compared on one axis; the raw values are in the table.
+# draws), all three in accuracy points on one axis. A loss below zero is a gain: the probe
+# raised test accuracy.
 
 # %%
 at = layers[layers["noise"] == NOISE]
@@ -304,28 +367,35 @@ for ax, dataset in zip(axes[0], DATA):
     d = at[at["dataset"] == dataset]
     for (name, column), marker in zip(measures.items(), "osd"):
         stats = d.groupby("depth")[column].agg(["mean", "sem"])
-        extreme = stats["mean"].loc[stats["mean"].abs().idxmax()]  # signed, at its layer
-        scale_by = abs(extreme) or 1.0
-        ax.errorbar(stats.index, stats["mean"] / scale_by, yerr=2 * stats["sem"] / scale_by,
-                    marker=marker, capsize=2,
-                    label=f"{name}\n±1 = {scale_by:.1f} (extreme {extreme:+.1f} at layer "
-                          f"{stats['mean'].abs().idxmax()})")
+        ax.errorbar(stats.index, stats["mean"], yerr=2 * stats["sem"], marker=marker,
+                    capsize=2, label=name)
     ax.axhline(0, color="0.6", linewidth=0.8)
-    ax.set(xlabel="hidden layer (depth)", ylabel="value / its largest |value|",
-           title=f"{dataset}, {NOISE:.0%} noise", xticks=sorted(d["depth"].unique()))
-    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.18))
-fig.set_figheight(5.6)
+    ax.set(xlabel="hidden layer (depth)", title=f"{dataset}, {NOISE:.0%} noise",
+           xticks=sorted(d["depth"].unique()))
+axes[0, 0].set_ylabel("accuracy points")
+fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=3,
+           fontsize="small")
+fig.set_figheight(4.2)
 savefig(fig, "fig2_layer_agreement", STUDY, scale)
 layer_table = layers.groupby(["dataset", "noise", "layer", "depth"], sort=False)[
     ["rlp_acc", "frozen_acc", "excess", "float", "sign", "drop_sign", "drop_scaled_sign",
      "null_b", "gap_null_b"]].mean().reset_index()
 save_table(layer_table, "layers", STUDY, scale)
-layer_table[layer_table["noise"] == NOISE].round(2)
+# the three plotted measures and the head accuracies the excess comes from, means over seeds
+shown_layers = {"dataset": "dataset", "layer": "layer", "depth": "depth",
+                "rlp_acc": "head accuracy (%)", "frozen_acc": "frozen heads (%)",
+                "excess": "excess (points)", "drop_sign": "binarization loss (points)",
+                "gap_null_b": "null-model B loss (points)"}
+layer_table[layer_table["noise"] == NOISE].assign(
+    rlp_acc=lambda t: 100 * t["rlp_acc"], frozen_acc=lambda t: 100 * t["frozen_acc"])[
+    list(shown_layers)].rename(columns=shown_layers).round(1)
 
 # %% [markdown]
-# **Figure 5.2.** Per hidden layer at the highest noise rate: random-label excess, accuracy
-# lost to the sign probe and to null model B, each divided by its largest absolute value
-# over layers.
+# **Figure 5.2.** Per hidden layer at the highest noise rate (means over seeds, bars ±2
+# standard errors), in accuracy points: the random-label excess (training accuracy of the
+# heads over the same heads on frozen features), and the test accuracy lost when that layer
+# alone is binarized or shuffled within sign (null model B). Below zero the probe gains
+# accuracy.
 
 # %% tags=["remove-input"]
 def layer_text(dataset: str) -> str:
@@ -354,27 +424,39 @@ the memorizing layer with the second least robust other layer, with the seed spr
 # %% [markdown]
 # ## 3. Over training: which measure moves first?
 # On one time axis, at the highest noise rate (mean over seeds): er (study 3), the deepest
-# random-label heads' mean accuracy (study 1), the fraction of corrupted labels memorized and of
-# corrupted examples still predicted as their true class (study 2), and test accuracy. Each
-# curve is rescaled to [0, 1] between its smallest and largest value; the dashed line marks er's
-# peak.
+# random-label heads' excess over the same heads on frozen features (study 1), the fraction of
+# corrupted labels memorized and of corrupted examples still predicted as their true class
+# (study 2), and test accuracy. The heads' excess is divided by its final value, so that it
+# crosses 0.5 where the third question times it; every other curve is rescaled to [0, 1]
+# between its smallest and largest value. The dashed line marks er's peak, the dotted one
+# the epoch at which the heads' excess reaches half its final value (each a mean over seeds
+# of the epoch each seed reaches it).
 
 # %%
-signals = {"er (Fisher)": "er", "deepest random-label head": "rlp_deepest",
+HEAD = "deepest heads' excess over frozen (÷ final)"
+signals = {"er (Fisher)": "er", HEAD: "head_excess",
            "corrupted labels memorized": "noisy_fit",
            "corrupted, true class predicted": "noisy_true", "test accuracy": "test_acc"}
 # one panel per dataset, one under the other, each as wide as the page, the legend under them
 fig, axes = column_figure(len(DATA), 2.6, squeeze=False, sharex=True)
 for ax, dataset in zip(axes[:, 0], DATA):
     c = curves[(curves["dataset"] == dataset) & (curves["noise"] == NOISE)]
+    # the excess lens.rlp_half_epoch times
+    c = c.assign(head_excess=c["rlp_deepest"] - c["frozen_deepest"])
     mean = c.groupby("epoch")[list(signals.values())].mean()
     for name, column in signals.items():
         v = mean[column].dropna()
-        ax.plot(v.index, (v - v.min()) / (v.max() - v.min() or 1.0), label=name)
-    # each seed's own er peak, as the text and the timing table below read it
+        shown = (v / (v.iloc[-1] or 1.0) if name == HEAD
+                 else (v - v.min()) / (v.max() - v.min() or 1.0))
+        ax.plot(v.index, shown, label=name)
+    # each seed's own er peak and half-way epoch, as the text and the timing table read them
     peaks = [lens.er_peak_epoch(s) for _, s in c.groupby("seed")]
+    halves = [h for _, s in c.groupby("seed") if (h := lens.rlp_half_epoch(s)) is not None]
     reference_line(ax, float(np.mean(peaks)), "er peak (mean over seeds)", axis="x")
-    ax.set(ylabel="rescaled to [0, 1]",
+    if halves:
+        reference_line(ax, float(np.mean(halves)), "heads' excess at half (mean over seeds)",
+                       axis="x", linestyle=":", linewidth=1.4)
+    ax.set(ylabel="rescaled",
            title=f"{dataset}, {NOISE:.0%} noise (er peak: epoch {span(peaks, 0)})")
 axes[-1, 0].set_xlabel("epoch")
 fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=2,
@@ -390,12 +472,19 @@ for (dataset, noise, seed), c in curves[curves["noise"] > 0].groupby(["dataset",
                    "best_test": int(c.loc[c["test_acc"].idxmax(), "epoch"])})
 timing = pd.DataFrame(timing)
 save_table(timing, "timing", STUDY, scale)
-timing.groupby(["dataset", "noise"]).mean().drop(columns="seed")
+moments = {"er_peak": "er peak", "best_test": "best-test", "half_memorized": "half-memorized",
+           "rlp_half": "heads' half-excess"}
+timing.groupby(["dataset", "noise"], as_index=False)[list(moments)].mean().round(1).assign(
+    noise=lambda t: t["noise"].map("{:.0%}".format)).rename(
+    columns={k: f"{v} epoch (mean)" for k, v in moments.items()})
 
 # %% [markdown]
 # **Figure 5.3.** Over training at the highest noise rate (mean over seeds): er, the deepest
-# random-label head, the memorized and still-true fractions of corrupted labels and test
-# accuracy, each rescaled to [0, 1]; dashed: er's peak.
+# random-label heads' training accuracy minus that of the same heads on frozen features
+# (divided by its final value: 0.5 is the half-way point the third question times), the
+# memorized and still-true fractions of corrupted labels and test accuracy (each rescaled to
+# [0, 1]). Dashed: er's peak; dotted: the heads' half-way epoch (means over seeds of each
+# seed's epoch). The table gives each moment's epoch per dataset.
 
 # %% tags=["remove-input"]
 t_noise = timing[timing["noise"] == NOISE]
@@ -403,20 +492,38 @@ t_noise = timing[timing["noise"] == NOISE]
 
 def timing_text(dataset: str) -> str:
     d = t_noise[t_noise["dataset"] == dataset]
-    return (f"on {dataset} er peaks at epoch {span(d['er_peak'], 0)} (best test accuracy at "
+    return (f"On {dataset} er peaks at epoch {span(d['er_peak'], 0)} (best test accuracy at "
             f"epoch {span(d['best_test'], 0)}), half of the corrupted labels are memorized by "
             f"epoch {span(d['half_memorized'], 0)}, and the deepest random-label head reaches "
-            f"half its final excess over frozen init at epoch {span(d['rlp_half'], 0)}")
+            f"half its final excess over frozen init at epoch {span(d['rlp_half'], 0)}.")
+
+
+def below_frozen(dataset: str) -> str:
+    """When the deepest heads' mean excess over frozen features stays below zero for a
+    stretch of training, a sentence saying until when; else ''."""
+    c = curves[(curves["dataset"] == dataset) & (curves["noise"] == NOISE)]
+    excess = (c["rlp_deepest"] - c["frozen_deepest"]).groupby(c["epoch"]).mean()
+    trained = excess[excess.index > 0]
+    below = trained[trained < 0]
+    if below.empty:
+        return ""
+    return (f"On {dataset} the deepest heads' mean excess is below zero at "
+            f"{pct(len(below) / len(trained))} of the measured epochs, between epoch "
+            f"{below.index.min()} and {below.index.max()} (at its lowest "
+            f"{num(100 * below.min(), 1, True)} points, against a final "
+            f"{num(100 * excess.iloc[-1], 1, True)}): there the trained layer holds less "
+            "sample-specific information than the same layer untrained.")
 
 
 order_of = t_noise[["er_peak", "half_memorized", "rlp_half"]].mean().sort_values()
 names = {"er_peak": "the er peak", "half_memorized": "half of the corrupted labels memorized",
          "rlp_half": "the random-label head halfway"}
 display(Markdown(f"""
-At {NOISE:.0%} noise, over seeds: {listing(timing_text(d) for d in DATA)} (the table gives
-every noise rate). In the mean over runs the order is
+Ranges over seeds at {NOISE:.0%} noise; the table gives the means at every noisy rate.
+{" ".join(timing_text(d) for d in DATA)} In the mean over runs the order is
 {" → ".join(names[k] for k in order_of.index)}. While the corrupted labels are memorized, the
 fraction of corrupted examples still predicted as their *true* class falls (Figure 5.3).
+{" ".join(below_frozen(d) for d in DATA)}
 
 Study 2 finds the rule surviving inside a network that memorizes (its frequency filter
 recovers it). Whether a filter could recover it here is a question for a method this lens does
@@ -519,17 +626,35 @@ claims_table = evaluate(lens.claims_for(config), measured)
 write(claims_table, STUDY, scale)
 display(Markdown(claims_markdown(claims_table)))
 
-# %% [markdown]
-# Each claim that does not hold, or whose precondition failed, is explained below from its
-# measured values (and any verdict that hinges on how a rule reads the paper).
-
 # %% tags=["remove-input"]
+LITTLE = 1.0  # test points: a binarization loss below it is "little or nothing"
+
+
+def ranking_caveat(dataset: str) -> str:
+    """When the memorizing layer and the layer the rule compares it with both lose little or
+    nothing to binarization, a sentence saying how little, beside the least robust layer's
+    loss: the rule ranks them all the same, by small differences; else ''."""
+    d = at[at["dataset"] == dataset]
+    found = lens.breaks_first(d)
+    if found is None:
+        return ""
+    drops = d.groupby("layer")["drop_sign"].mean()
+    top, rival, most = found["layer"], found["rival"], drops.idxmax()
+    if max(drops[top], drops[rival]) >= LITTLE or most in (top, rival):
+        return ""
+    return (f" Binarizing {top} alone changes test accuracy by {num(-drops[top], 1, True)} "
+            f"points and {rival} by {num(-drops[rival], 1, True)}, against "
+            f"{num(-drops[most], 1, True)} for {most}: the rule ranks layers that lose little "
+            f"or nothing, so this agreement is weaker than \"least robust\" sounds.")
+
+
 display(Markdown(explanations(claims_table, {
     "er_peaks_first_fashion_mnist": {
         "holds": (
             "er peaks inside training and falls by {fall_after_peak} of its peak after it; "
             "the deepest head's excess over the same head on frozen features ends at "
-            "{excess} points and reaches half of it {lead} epochs after er's peak."),
+            "{excess} points and reaches half of it {lead} epochs after er's peak. "
+            + below_frozen("fashion_mnist")),
         "does not hold": (
             "er peaks inside training and falls by {fall_after_peak} of its peak after it, "
             "but the deepest head's excess (final {excess} points) reaches half its final "
@@ -543,7 +668,8 @@ display(Markdown(explanations(claims_table, {
     "memorizing_layer_breaks_first_fashion_mnist": {
         "holds": (
             "It holds by {margin} points: {layer}, the layer with the largest excess "
-            "({excess} points), is less robust than {rival}."),
+            "({excess} points), is less robust than {rival}."
+            + ranking_caveat("fashion_mnist")),
         "within noise": (
             "{layer}, the layer with the largest excess ({excess} points), and {rival} differ "
             "in robustness by {margin} points, within the seeds' noise."),

@@ -223,6 +223,32 @@ def test_each_claim_names_its_dataset_from_its_values_id_figure_or_notebook():
     assert book.dataset_of(claim(where="fig1_variants_fashion_mnist"), two) == "Fashion-MNIST"
     assert book.dataset_of(claim(), one) == "Fashion-MNIST"
     assert book.dataset_of(claim(), two) == "see notebook"
+    # of the notebook's datasets, the one its statement names
+    standin = claim(statement="Early layers break first (stand-in: ViT on Fashion-MNIST).")
+    assert book.dataset_of(standin, two) == "Fashion-MNIST"
+    # study 2's task, from the notebook's parameters; a variant its id names
+    modular = {"data": {"mnist-5k": "x", "fashion_mnist": "y"},
+               "parameters": {"p": 59, "operation": "add", "variants": ["leaky_relu", "mul"]}}
+    assert book.dataset_of(claim(id="ff-recovers-rule"), modular) == "a+b mod 59"
+    assert book.dataset_of(claim(id="ff-recovers-rule-mul-quadratic"), modular) == "a·b mod 59"
+    assert book.dataset_of(claim(id="swap-helps", verdict="not run at this scale"),
+                           modular) == "a+b mod 59"
+    assert book.dataset_of(claim(dataset="mnist-5k"), modular).startswith("mnist-5k")
+
+
+def test_a_worked_example_shows_its_measured_values_readably():
+    values = ("data=fashion_mnist, train=1, flipped=None, fit_epochs=[20, 24, 22, 22, 24], "
+              "fitted=true, excess=10.4 ± 0.62 (n=7), shifted=(), changes=[], "
+              "lead=(a=1, b=nan)")
+    assert book.readable_values(values) == (
+        "data = fashion_mnist; train = 1; flipped = —; fit_epochs = 20, …, 24 (5 values); "
+        "fitted = yes; excess = 10.4 ± 0.62 (n=7); shifted = none; changes = none; "
+        "lead.a = 1; lead.b = not measured")
+    studies = {"01_random_label_heads": ("RLP", [
+        claim(id="all_layers", verdict="precondition failed: x (the rule alone would read: "
+              "within noise)", headline="", ours=values)])}
+    worked = book.worked_verdicts(studies)
+    assert "shifted = none" in worked and "()" not in worked and "  - rule: “r > 0”" in worked
 
 
 def test_the_glance_colours_each_claim_by_its_verdict_and_links_its_figure():
@@ -598,6 +624,15 @@ def test_the_teachers_page_takes_its_loads_from_measured_kit_loads_not_cold_runs
     assert all(row.endswith("| not measured |") for row in rows)
     slower = {**loads, "load_seconds": {s: 10_000 for s in manifests}}
     assert "**Notebook" not in book.teachers_times(notebooks, manifests, slower)
+
+
+def test_a_notebooks_reading_time_counts_its_prose_not_its_tables():
+    prose = "word " * 250
+    table = "| a | b |\n|---|---|\n" + "| 1.5 | 2.5 |\n" * 100
+    nb = tiny_notebook(("markdown", {}, prose))
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "source": "",
+                        "outputs": [{"data": {"text/markdown": table + prose}}]})
+    assert book.reading_seconds(nb) == 120.0
 
 
 def test_no_page_of_the_book_types_a_run_time(tmp_path):
