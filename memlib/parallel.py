@@ -83,12 +83,14 @@ def _end_pool() -> None:
         _POOL["timer"].cancel()
         executor = _POOL.pop("executor")
         _POOL.clear()
+        # shutdown forgets both (it drops its references when it does not wait)
         processes = list((executor._processes or {}).values())
+        manager = executor._executor_manager_thread
         executor.shutdown(wait=False, cancel_futures=True)
         for worker in processes:
             worker.terminate()
-        if executor._executor_manager_thread is not None:
-            executor._executor_manager_thread.join(10)
+        if manager is not None:
+            manager.join(10)
 
 
 # At exit the workers end at once, before concurrent.futures joins them (its handler, which
