@@ -14,13 +14,55 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("0*.py"))
 
 
+def template_of(node: ast.expr) -> str:
+    """A template's typed text: its string literals joined; what code computes at run time
+    (an f-string's fields, a call, a name) adds nothing typed, so nothing to check here."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return template_of(node.left) + template_of(node.right)
+    if isinstance(node, ast.JoinedStr):
+        return "".join(template_of(part) for part in node.values)
+    return ""
+
+
+def dict_of(node: ast.expr) -> dict:
+    """A literal dict of templates, keyed by claim and verdict; a `**{key: ... for key in
+    (literal keys)}` in it gives each of those keys."""
+    if not isinstance(node, ast.Dict):
+        return template_of(node)
+    out = {}
+    for key, value in zip(node.keys, node.values, strict=True):
+        if key is not None:
+            out[ast.literal_eval(key)] = dict_of(value)
+        elif isinstance(value, ast.DictComp):
+            names = ast.literal_eval(value.generators[0].iter)
+            out.update({name: dict_of(value.value) for name in names})
+        else:
+            out.update(dict_of(value))
+    return out
+
+
 def why_of(notebook: Path) -> dict[str, dict[str, str]]:
-    """The templates the notebook passes to `explanations`."""
-    cell = next(c["source"] for c in source_cells(notebook)
-                if c["cell_type"] == "code" and "explanations(" in c["source"])
-    call = next(n for n in ast.walk(ast.parse(cell))
+    """The templates the notebook passes to `explanations`: a literal dict, or a name the
+    notebook assigns one to (and adds claims to by `name[claim] = {...}`)."""
+    cells = [c["source"] for c in source_cells(notebook) if c["cell_type"] == "code"]
+    tree = ast.parse(next(c for c in cells if "explanations(" in c))
+    call = next(n for n in ast.walk(tree)
                 if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "explanations")
-    return ast.literal_eval(call.args[1])
+    given = call.args[1]
+    if not isinstance(given, ast.Name):
+        return dict_of(given)
+    why = {}
+    for node in ast.walk(ast.parse("\n".join(cells))):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id == given.id:
+            why.update(dict_of(node.value))
+        elif (isinstance(target, ast.Subscript) and getattr(target.value, "id", "") == given.id):
+            why[ast.literal_eval(target.slice)] = dict_of(node.value)
+    return why
 
 
 def test_measured_values_are_read_by_name_and_a_missing_one_says_nothing():
