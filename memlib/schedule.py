@@ -33,7 +33,7 @@ def cost(study: str, scale: str) -> float:
     for manifest in (paths.figures_dir(stem, scale) / "manifest.json",
                      paths.repo_root() / "figures" / stem / "manifest.json"):
         try:
-            found = json.loads(manifest.read_text())
+            found = json.loads(manifest.read_text(encoding="utf-8"))
             return float(found.get("compute_seconds", found["wall_seconds"]))
         except (OSError, ValueError, KeyError, TypeError):
             continue

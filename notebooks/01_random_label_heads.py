@@ -822,12 +822,20 @@ mild_flipped = noise_table[(noise_table["lam"] == mild)
                            & (noise_table["noise"] == config.noise)]["noisy_fit"]
 top_up, mild_up = rises(top), rises(mild)
 judged_lam = works["lam"]
+
+
+def fall(e) -> str:
+    """'drop by 2.0 ± 1.0' for a positive drop, 'rise by 2.0 ± 1.0' for a negative one."""
+    return (f"{'drop' if e.mean >= 0 else 'rise'} by {num(abs(e.mean), 1)}"
+            + ("" if e.n < 2 else f" ± {num(e.half_width, 1)}"))
+
+
 judged = (f"""The rules judge the regularizer at the largest λ at which every seed still fits at
 least {TRAINS:.0%} of its training labels: λ = {judged_lam:g}, where the worst seed fits
-{pct(works["lam_train"])} and the last layer's heads drop by {pm(works["drop"], 1)} points.
+{pct(works["lam_train"])} and the last layer's heads {fall(works["drop"])} points.
 The penalty acted there: the heads' −log(1 − p̂) fell by {pm(works["penalty_drop"], 3)}
 nats (the manipulation check of the regularizer rows). The unpenalized post-hoc probes, which
-nothing acts through, drop by {pm(works["probe_drop"], 1)} points at the same λ (the
+nothing acts through, {fall(works["probe_drop"])} points at the same λ (the
 `penalty_probes` row): what the penalty removed from the features, beside what the heads it
 acts through can no longer read.""" if
           judged_lam is not None else f"""No λ > 0 keeps every seed at {TRAINS:.0%} of its

@@ -879,7 +879,7 @@ why = {
         "On {data} the clean labels were ahead in the first epochs: noisy minus clean "
         "accuracy at the first epoch past 20% training accuracy (by epoch "
         "{epoch_at_20pct.0.05} of {epochs} in every run) is " + leads_20 + ". The epochs to "
-        "fit half of each subset, the earlier reading, are shown beside ({epochs_lead.0.05} "
+        "fit half of each subset, the earlier reading, are shown beside ({epochs_lead.0.05} epochs "
         "at α = 0.05; negative: the noisy labels later). On images the clean labels share "
         "their class's look, which a network learns first; in modular arithmetic no such "
         "shortcut exists.")},
