@@ -146,8 +146,8 @@ def cell(value) -> str:
 
 def tables_as_markdown() -> None:
     """In an IPython kernel, show every DataFrame as a Markdown table (`flat`), as the book's
-    other tables read: no pandas index, no NaN or None,
-    no nested header; elsewhere nothing to do."""
+    other tables read: no pandas index, no NaN or None, no nested header; elsewhere nothing
+    to do."""
     try:
         from IPython import get_ipython
     except ImportError:

@@ -1090,3 +1090,21 @@ def test_the_output_check_sees_each_raw_dump_and_passes_a_sentence():
     assert output_problems(outputs(stream("per seed: [None, None]\n"))) == [
         "cell 0: raw value 'None' printed"]
     assert output_problems(outputs(markdown, stream("experiments: 3.8 s (cached)\n"))) == []
+
+
+def test_a_shown_table_has_no_index_nested_header_or_raw_value():
+    import numpy as np
+    import pandas as pd
+
+    from memlib.tables import flat
+
+    runs = pd.DataFrame({"model": ["mlp", "mlp", "cnn"], "layer": ["a", "b", "a"],
+                         "acc": [0.123456, np.nan, 3.0], "fit": [True, False, None]})
+    grouped = flat(runs.set_index(["model", "layer"]))
+    assert list(grouped.columns) == ["model", "layer", "acc", "fit"]
+    assert grouped["model"].tolist() == ["mlp", "", "cnn"]  # a group's key once
+    assert grouped["acc"].tolist() == ["0.1235", "—", "3"]
+    assert grouped["fit"].tolist() == ["yes", "no", "—"]
+    summary = flat(runs.groupby("model", sort=False)[["acc"]].agg(["mean", "std"]))
+    assert list(summary.columns) == ["model", "acc mean", "acc std"]
+    assert list(flat(runs.iloc[1:]).columns) == list(runs.columns)  # row numbers dropped
