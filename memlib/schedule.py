@@ -1,5 +1,5 @@
-"""One schedule for the whole reproduction: every study's missing runs computed before any
-notebook renders, two studies at a time, the dearest first.
+"""`memlib run all`: every study's missing runs, two studies at a time, the dearest first
+(`make figures` builds its notebooks two at a time in the same spirit, through make).
 
 A study computes in waves (a sweep, then the runs its best value picks, then the measures) and
 analyses between them in one process, so a study alone leaves cores idle at the end of every
@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from memlib import STUDIES, paths
+from memlib.prose import cold_seconds
 
 AFTER = {"lens": ("rlp",)}  # a study -> the studies whose runs it reads
 AT_ONCE = 2  # studies computing side by side: enough to fill one study's idle waves
@@ -33,8 +34,7 @@ def cost(study: str, scale: str) -> float:
     for manifest in (paths.figures_dir(stem, scale) / "manifest.json",
                      paths.repo_root() / "figures" / stem / "manifest.json"):
         try:
-            found = json.loads(manifest.read_text(encoding="utf-8"))
-            return float(found.get("compute_seconds", found["wall_seconds"]))
+            return cold_seconds(json.loads(manifest.read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return 0.0
